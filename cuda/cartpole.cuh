@@ -1,0 +1,171 @@
+// CartPole-v1 dynamics and episode logic, one source for the host and the device.
+//
+// Compiled by nvcc into the CUDA kernel (cuda/cartpole_kernel.cu) and by the host C++ compiler
+// into the multi-core CPU build (cuda/cartpole_cpu.cpp), so the CPU build exercises exactly the
+// logic the kernel runs. The physics mirrors studylib/dynamics.py (and gymnasium's
+// CartPoleEnv.step) line for line; the counter hash mirrors studylib/episodes.py bit for bit.
+//
+// Layout: an environment's state is one row of 4*S floats, copy s at [4s .. 4s+3] =
+// x, x_dot, theta, theta_dot. `stride` is the distance between consecutive floats of a row
+// (1 for a row in global memory; W when a CPU block keeps W rows interleaved for SIMD).
+#pragma once
+#if defined(__CUDACC_RTC__)  // NVRTC (CuPy's default compiler) ships no <stdint.h>
+typedef int int32_t;
+typedef unsigned int uint32_t;
+typedef long long int64_t;
+typedef unsigned char uint8_t;
+#else
+#include <stdint.h>
+#endif
+
+#if defined(__CUDACC__)
+#define CP_HD __host__ __device__ __forceinline__
+#else
+#define CP_HD static inline
+#include <math.h>
+#endif
+
+// Primaries and derived constants; filled from studylib.dynamics.CartPoleParams so the numbers
+// are typed in one place only (Python), and the derived ones are computed there from primaries.
+struct CartPoleParams {
+    float gravity;
+    float masscart;
+    float masspole;
+    float total_mass;       // masspole + masscart (derived)
+    float length;           // half the pole's length
+    float polemass_length;  // masspole * length (derived)
+    float force_mag;
+    float tau;
+    float x_threshold;
+    float theta_threshold;  // radians
+    int32_t max_episode_steps;
+};
+
+// The float fields above, in order, as passed from Python (studylib.native.params_array):
+// kernels take a plain float array so no struct layout has to be agreed across languages.
+#define CP_NUM_PARAM_FLOATS 10
+CP_HD CartPoleParams cp_params_from_array(const float* a, int32_t max_episode_steps) {
+    CartPoleParams p;
+    p.gravity = a[0];
+    p.masscart = a[1];
+    p.masspole = a[2];
+    p.total_mass = a[3];
+    p.length = a[4];
+    p.polemass_length = a[5];
+    p.force_mag = a[6];
+    p.tau = a[7];
+    p.x_threshold = a[8];
+    p.theta_threshold = a[9];
+    p.max_episode_steps = max_episode_steps;
+    return p;
+}
+
+// Knobs and episode bookkeeping of one rollout call.
+struct RolloutConfig {
+    int32_t state_factor;    // S: CartPole copies per environment
+    int32_t compute_factor;  // C: Euler sub-steps of tau/C per step
+    int32_t num_steps;       // K: steps fused into this call
+    uint32_t seed;           // seeds the reset draws and the no-policy actions
+};
+
+// ---- counter-based hash (lowbias32 by C. Wellons), identical to studylib/episodes.py ----
+CP_HD uint32_t cp_mix32(uint32_t x) {
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    x ^= x >> 16;
+    return x;
+}
+
+CP_HD uint32_t cp_hash4(uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+    return cp_mix32(a * 0x9E3779B1u + b * 0x85EBCA77u + c * 0xC2B2AE3Du + d * 0x27D4EB2Fu);
+}
+
+// "No policy" action: a cheap hash of (seed, env, episode, step-in-episode); nothing leaves the device.
+CP_HD int cp_hash_action(uint32_t seed, uint32_t env, uint32_t episode, uint32_t elapsed) {
+    return (int)(cp_hash4(seed, env, episode, elapsed) >> 31);
+}
+
+// Reset draw for float `component` of env `env` at the start of episode `episode`:
+// uniform in [-0.05, 0.05) with 24 random bits, like a float32 uniform.
+CP_HD float cp_reset_value(uint32_t seed, uint32_t env, uint32_t episode, uint32_t component) {
+    uint32_t bits = cp_hash4(seed ^ 0xA511E9B3u, env, episode, component) >> 8;
+    return -0.05f + 0.1f * ((float)bits * (1.0f / 16777216.0f));
+}
+
+// ---- physics: one explicit-Euler step of length dt (gymnasium CartPoleEnv.step) ----
+CP_HD void cp_physics(float& x, float& x_dot, float& theta, float& theta_dot, float force,
+                      float dt, const CartPoleParams& p) {
+    float costheta = cosf(theta);
+    float sintheta = sinf(theta);
+    float temp = (force + p.polemass_length * (theta_dot * theta_dot) * sintheta) / p.total_mass;
+    float thetaacc = (p.gravity * sintheta - costheta * temp) /
+                     (p.length * (4.0f / 3.0f - p.masspole * (costheta * costheta) / p.total_mass));
+    float xacc = temp - p.polemass_length * thetaacc * costheta / p.total_mass;
+    x = x + dt * x_dot;
+    x_dot = x_dot + dt * xacc;
+    theta = theta + dt * theta_dot;
+    theta_dot = theta_dot + dt * thetaacc;
+}
+
+// Strict inequalities, as CartPole-v1.
+CP_HD bool cp_terminated(float x, float theta, const CartPoleParams& p) {
+    // Bitwise | (not ||): no branches, so the CPU build vectorizes it.
+    return (x < -p.x_threshold) | (x > p.x_threshold) | (theta < -p.theta_threshold) |
+           (theta > p.theta_threshold);
+}
+
+// Fill all 4*S floats of a row with the reset draws of episode `episode`.
+CP_HD void cp_reset_row(float* row, int64_t stride, uint32_t env, uint32_t episode,
+                        const RolloutConfig& cfg) {
+    for (int j = 0; j < 4 * cfg.state_factor; ++j)
+        row[(int64_t)j * stride] = cp_reset_value(cfg.seed, env, episode, (uint32_t)j);
+}
+
+// The compute factor C splits each step into C Euler sub-steps of tau/C (C = 1: CartPole-v1).
+CP_HD float cp_substep_dt(const RolloutConfig& cfg, const CartPoleParams& p) {
+    return p.tau / (float)cfg.compute_factor;
+}
+
+// Physics of copy `s` of a row: C sub-steps of tau/C under one force.
+CP_HD void cp_copy_step(float* row, int64_t stride, int s, float force, const RolloutConfig& cfg,
+                        const CartPoleParams& p) {
+    const float dt = cp_substep_dt(cfg, p);
+    float* c = row + (int64_t)4 * s * stride;
+    float x = c[0], x_dot = c[stride], theta = c[2 * stride], theta_dot = c[3 * stride];
+    for (int k = 0; k < cfg.compute_factor; ++k) cp_physics(x, x_dot, theta, theta_dot, force, dt, p);
+    c[0] = x;
+    c[stride] = x_dot;
+    c[2 * stride] = theta;
+    c[3 * stride] = theta_dot;
+}
+
+CP_HD float cp_force(int action, const CartPoleParams& p) {
+    return action == 1 ? p.force_mag : -p.force_mag;
+}
+
+// Episode bookkeeping after the physics of a step, from copy 0's new x and theta: termination,
+// truncation at max_episode_steps, and the counters. If the episode ended the caller resets the
+// row (cp_reset_row) in the same step. Returns bit 0 = terminated, bit 1 = truncated.
+CP_HD int cp_env_finish(float x, float theta, int32_t& elapsed, uint32_t& episode,
+                        const CartPoleParams& p) {
+    const bool terminated = cp_terminated(x, theta, p);
+    const bool truncated = elapsed + 1 >= p.max_episode_steps;
+    const bool done = terminated | truncated;
+    elapsed = done ? 0 : elapsed + 1;
+    episode = done ? episode + 1 : episode;
+    return (int)terminated | ((int)truncated << 1);
+}
+
+// One full environment step with CartPole-v1 semantics and a same-step autoreset: the CUDA
+// kernel calls this per thread; the CPU build calls the same four pieces with its loops
+// interchanged (lanes innermost) so that they vectorize.
+CP_HD int cp_env_step(float* row, int64_t stride, int action, int32_t& elapsed, uint32_t& episode,
+                      uint32_t env, const RolloutConfig& cfg, const CartPoleParams& p) {
+    const float force = cp_force(action, p);
+    for (int s = 0; s < cfg.state_factor; ++s) cp_copy_step(row, stride, s, force, cfg, p);
+    const int flags = cp_env_finish(row[0], row[2 * stride], elapsed, episode, p);
+    if (flags) cp_reset_row(row, stride, env, episode, cfg);
+    return flags;
+}

@@ -1,0 +1,118 @@
+"""CartPole-v1, stated once in Python (float64): the reference every implementation must match.
+
+The formulas mirror gymnasium's ``CartPoleEnv.step`` line for line (explicit Euler: positions
+advance with the *old* velocities). ``cuda/cartpole.cuh`` repeats them line for line in C++/CUDA;
+``studylib/torch_env.py`` and ``studylib/jax_env.py`` repeat them on tensors. A reviewer can read
+the four side by side.
+
+The paper's complexity knobs (Gleeson et al. 2022, section 4.2) are defined here, once:
+
+state factor S
+    An environment's state is S independent CartPoles driven by the same action: 4*S floats,
+    every one read and written each step. Observation, reward and termination come from copy 0;
+    all copies reset together. Each copy starts from its own random state, so the copies differ
+    and no compiler can merge them, and all 4*S floats are returned by ``get_state``, so none of
+    the work is dead. S=1 is CartPole-v1.
+compute factor C
+    Each step integrates C explicit-Euler sub-steps of tau/C. Each sub-step depends on the one
+    before, so the work cannot be folded away; the result changes with C (and converges as C
+    grows). C=1 is CartPole-v1, bit for bit (tau/1 == tau).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+STATE_COMPONENTS = ("x", "x_dot", "theta", "theta_dot")
+STATE_SIZE = len(STATE_COMPONENTS)  # floats per CartPole copy
+RESET_LOW, RESET_HIGH = -0.05, 0.05  # CartPole-v1 reset bounds, uniform per component
+
+
+@dataclass(frozen=True)
+class CartPoleParams:
+    """Physical constants of CartPole-v1. Derived constants are properties, never typed in."""
+
+    gravity: float = 9.8  # m/s^2
+    masscart: float = 1.0  # kg
+    masspole: float = 0.1  # kg
+    length: float = 0.5  # m, half the pole's length (as in gymnasium)
+    force_mag: float = 10.0  # N, magnitude of the push left (action 0) or right (action 1)
+    tau: float = 0.02  # s between state updates
+    x_threshold: float = 2.4  # m, |x| beyond this terminates
+    theta_threshold_radians: float = 12 * 2 * math.pi / 360  # |theta| beyond this terminates
+    max_episode_steps: int = 500  # CartPole-v1's TimeLimit: truncation after this many steps
+
+    @property
+    def total_mass(self) -> float:
+        return self.masspole + self.masscart
+
+    @property
+    def polemass_length(self) -> float:
+        # gymnasium's phys2d JAX CartPole writes masspole + length here: a known peer bug.
+        return self.masspole * self.length
+
+
+CARTPOLE_V1 = CartPoleParams()
+
+
+def physics_step(state, force, dt: float, p: CartPoleParams = CARTPOLE_V1, xp=np):
+    """One explicit-Euler step of length ``dt``; ``state[..., 0:4]`` = x, x_dot, theta, theta_dot.
+
+    ``xp`` is the array module: numpy here (float64, the reference), ``torch`` in torch_env.py and
+    ``jax.numpy`` in jax_env.py (float32), so the Python implementations share these lines.
+    Works on any leading shape; ``force`` broadcasts against ``state[..., 0]``.
+    """
+    x, x_dot, theta, theta_dot = (state[..., i] for i in range(STATE_SIZE))
+    costheta = xp.cos(theta)
+    sintheta = xp.sin(theta)
+    temp = (force + p.polemass_length * xp.square(theta_dot) * sintheta) / p.total_mass
+    thetaacc = (p.gravity * sintheta - costheta * temp) / (
+        p.length * (4.0 / 3.0 - p.masspole * xp.square(costheta) / p.total_mass)
+    )
+    xacc = temp - p.polemass_length * thetaacc * costheta / p.total_mass
+    return xp.stack(
+        (
+            x + dt * x_dot,
+            x_dot + dt * xacc,
+            theta + dt * theta_dot,
+            theta_dot + dt * thetaacc,
+        ),
+        axis=-1,
+    )
+
+
+def is_terminated(obs, p: CartPoleParams = CARTPOLE_V1):
+    """CartPole-v1 termination on copy 0: strict inequalities, as gymnasium."""
+    x, theta = obs[..., 0], obs[..., 2]
+    return (
+        (x < -p.x_threshold)
+        | (x > p.x_threshold)
+        | (theta < -p.theta_threshold_radians)
+        | (theta > p.theta_threshold_radians)
+    )
+
+
+def reference_step(states, actions, *, compute_factor: int = 1, p: CartPoleParams = CARTPOLE_V1):
+    """Advance float64 states (N, 4*S) by one step with actions (N,) in {0, 1}.
+
+    Returns (next_states, observations (N, 4) float32, terminated (N,) bool). No reset and no
+    truncation: those are episode bookkeeping, not dynamics.
+    """
+    states = np.asarray(states, dtype=np.float64)
+    n = states.shape[0]
+    copies = states.reshape(n, -1, STATE_SIZE)
+    force = np.where(np.asarray(actions) == 1, p.force_mag, -p.force_mag)[:, None]
+    next_states = integrate(copies, force, compute_factor, p).reshape(n, -1)
+    obs = next_states[:, :STATE_SIZE]
+    return next_states, obs.astype(np.float32), is_terminated(obs, p)
+
+
+def integrate(copies, force, compute_factor: int, p: CartPoleParams = CARTPOLE_V1, xp=np):
+    """The compute factor: C sub-steps of tau/C on copies (..., S, 4); C=1 is one CartPole-v1 step."""
+    dt = p.tau / compute_factor
+    for _ in range(compute_factor):
+        copies = physics_step(copies, force, dt, p, xp)
+    return copies

@@ -1,0 +1,75 @@
+"""Episode semantics shared by all implementations, and the counter hash of cuda/cartpole.cuh.
+
+Autoreset: SAME_STEP. A vectorized implementation resets a finished environment inside the
+step that finished it: ``step`` returns the flags (terminated, truncated) and reward of the
+finished episode together with the *first observation of the next episode*. This is
+gymnasium's ``AutoresetMode.SAME_STEP`` without the ``final_obs`` info entry; gymnasium's own
+``CartPoleVectorEnv`` uses NEXT_STEP instead (it returns the terminal observation and resets on
+the following call, ignoring that call's action and giving reward 0). Every step of ours is a
+real transition with reward 1, so samples/s counts only real transitions.
+
+Rewards: 1 every step, including the terminating one (CartPole-v1). Truncation: after
+``CartPoleParams.max_episode_steps`` (500) steps of an episode, as CartPole-v1's TimeLimit; a
+step can be both terminated and truncated, as in gymnasium.
+
+The counter hash (lowbias32 by C. Wellons) gives the "no policy" actions and the cpp/cuda reset
+draws from (seed, env, episode, step) with no state to carry and nothing crossing to the host.
+It is written once here for array modules and once in ``cuda/cartpole.cuh``; a test checks that
+they agree bit for bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_MIX_MULTIPLIERS = (0x7FEB352D, 0x846CA68B)
+_KEY_MULTIPLIERS = (0x9E3779B1, 0x85EBCA77, 0xC2B2AE3D, 0x27D4EB2F)
+RESET_SALT = 0xA511E9B3
+MASK32 = 0xFFFFFFFF
+
+
+def _constants(wrap):
+    # uint32 arrays (numpy, jax) need uint32-typed constants (jax rejects Python ints >= 2**31);
+    # int64 tensors (torch, with a masking ``wrap``) take plain Python ints.
+    return (lambda c: c) if wrap is not None else np.uint32
+
+
+def mix32(x, wrap=None):
+    """lowbias32 on uint32 arrays (numpy, jax). For int64 tensors (torch) pass ``wrap`` that masks
+    to 32 bits after each multiply, which then gives the same bits."""
+    k, w = _constants(wrap), wrap or (lambda v: v)
+    x = x ^ (x >> k(16))
+    x = w(x * k(_MIX_MULTIPLIERS[0]))
+    x = x ^ (x >> k(15))
+    x = w(x * k(_MIX_MULTIPLIERS[1]))
+    return x ^ (x >> k(16))
+
+
+def hash4(a, b, c, d, wrap=None):
+    k, w = _constants(wrap), wrap or (lambda v: v)
+    m = _KEY_MULTIPLIERS
+    return mix32(w(w(a * k(m[0])) + w(b * k(m[1])) + w(c * k(m[2])) + w(d * k(m[3]))), wrap)
+
+
+def hash_actions(seed, env, episode, elapsed, wrap=None):
+    """The no-policy action of each env: top bit of hash4(seed, env, episode, step-in-episode)."""
+    return hash4(seed, env, episode, elapsed, wrap) >> _constants(wrap)(31)
+
+
+def hash_actions_numpy(seed: int, episode: np.ndarray, elapsed: np.ndarray) -> np.ndarray:
+    n = len(episode)
+    u32 = np.uint32
+    seeds = np.full(n, seed, dtype=u32)  # arrays wrap silently; numpy scalars would warn
+    return hash_actions(seeds, np.arange(n, dtype=u32), episode.astype(u32), elapsed.astype(u32)).astype(np.int64)
+
+
+def reset_values_numpy(seed: int, env: np.ndarray, episode: np.ndarray, row_len: int) -> np.ndarray:
+    """The cpp/cuda reset draws (cp_reset_value), as float32, shape (len(env), row_len)."""
+    u32 = np.uint32
+    bits = hash4(
+        np.full((len(env), 1), seed ^ RESET_SALT, dtype=u32),
+        env.astype(u32)[:, None],
+        episode.astype(u32)[:, None],
+        np.arange(row_len, dtype=u32)[None, :],
+    ) >> u32(8)
+    return np.float32(-0.05) + np.float32(0.1) * (bits.astype(np.float32) * np.float32(1.0 / 16777216.0))

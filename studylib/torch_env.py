@@ -1,0 +1,113 @@
+"""``torch``: the N x (4*S) state matrix stepped with eager PyTorch ops, on the CPU or a GPU.
+
+The physics is ``studylib.dynamics.integrate`` with ``xp=torch`` (the reference's own lines on
+float32 tensors). Eager execution means every op of every step is its own Python->ATen call
+(and on a GPU its own kernel launch), however many steps a rollout asks for: the paper's F.2.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .base import VectorCartPole
+from .dynamics import RESET_HIGH, RESET_LOW, STATE_SIZE, integrate, is_terminated
+from .episodes import MASK32, hash_actions
+from .errors import ConfigError, DeviceUnavailableError
+from .policy import mlp_logits
+
+
+def _mask32(v):
+    return v & MASK32
+
+
+def resolve_torch_device(device) -> str:
+    """None -> 'cuda' when PyTorch sees a GPU, else 'cpu'; 'cuda' without one is a clear error."""
+    if device is None:
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise ConfigError(f"unknown device {device!r}; use 'cpu' or 'cuda'") from e
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise DeviceUnavailableError("no CUDA device: PyTorch sees no GPU on this machine (use device='cpu')")
+    if dev.type not in ("cpu", "cuda"):
+        raise ConfigError(f"unsupported device {device!r}; use 'cpu' or 'cuda'")
+    return str(dev)
+
+
+class TorchCartPole(VectorCartPole):
+    name = "torch"
+
+    @classmethod
+    def estimate_bytes(cls, num_envs, state_factor):
+        # State, the reset draws and ~20 float32 temporaries of the state's size per step,
+        # plus the policy's activations.
+        return num_envs * (4 * 4 * state_factor * 24 + 4 * 64 * 4 + 64)
+
+    def _resolve_device(self, device):
+        return resolve_torch_device(device)
+
+    def __init__(self, num_envs, **kwargs):
+        super().__init__(num_envs, **kwargs)
+        dev = self.device
+        self._generator = torch.Generator(device=dev)
+        self._env_index = torch.arange(self.num_envs, device=dev, dtype=torch.int64)
+        self._layers = [(torch.from_numpy(w).to(dev), torch.from_numpy(b).to(dev))
+                        for w, b in self.policy_weights.layers()]
+        self._reset()
+
+    def _draw_reset_rows(self):
+        u = torch.rand((self.num_envs, self.row_len), generator=self._generator, device=self.device)
+        return u * (RESET_HIGH - RESET_LOW) + RESET_LOW
+
+    def _reset(self):
+        self._generator.manual_seed(self.seed)
+        self.state = self._draw_reset_rows()
+        self.elapsed = torch.zeros(self.num_envs, dtype=torch.int64, device=self.device)
+        self.episode = torch.zeros(self.num_envs, dtype=torch.int64, device=self.device)
+        return self.state[:, :STATE_SIZE].cpu().numpy()
+
+    def _advance(self, actions: torch.Tensor):
+        """One vectorized step with a same-step reset; returns (terminated, truncated, done)."""
+        p = self.params
+        copies = self.state.view(self.num_envs, self.state_factor, STATE_SIZE)
+        force = torch.where(actions == 1, p.force_mag, -p.force_mag).to(self.state.dtype)[:, None]
+        copies = integrate(copies, force, self.compute_factor, p, xp=torch)
+        terminated = is_terminated(copies[:, 0], p)
+        self.elapsed += 1
+        truncated = self.elapsed >= p.max_episode_steps
+        done = terminated | truncated
+        self.state = torch.where(done[:, None], self._draw_reset_rows(), copies.reshape(self.num_envs, -1))
+        self.elapsed = torch.where(done, 0, self.elapsed)
+        self.episode += done
+        return terminated, truncated, done
+
+    def policy_actions(self) -> torch.Tensor:
+        # No tensor here requires grad, so no autograd graph is recorded.
+        return torch.argmax(mlp_logits(self._layers, self.state[:, :STATE_SIZE], xp=torch), dim=1)
+
+    def hashed_actions(self) -> torch.Tensor:
+        return hash_actions(self.seed, self._env_index, self.episode, self.elapsed, wrap=_mask32)
+
+    def _step(self, actions):
+        terminated, truncated, _ = self._advance(torch.from_numpy(actions).to(self.device))
+        obs = self.state[:, :STATE_SIZE].cpu().numpy()
+        return obs, np.ones(self.num_envs, np.float32), terminated.cpu().numpy(), truncated.cpu().numpy()
+
+    def _set_state(self, states):
+        self.state = torch.as_tensor(states, dtype=torch.float32, device=self.device).clone()
+
+    def get_state(self):
+        return self.state.cpu().numpy().copy()
+
+    def _rollout(self, num_steps, policy):
+        done_total = torch.zeros((), dtype=torch.int64, device=self.device)
+        for _ in range(num_steps):  # eager: Python drives every step
+            actions = self.policy_actions() if policy == "mlp" else self.hashed_actions()
+            done_total += self._advance(actions)[2].sum()
+        return int(done_total)  # .item() synchronizes with the device
+
+    def synchronize(self):
+        if self.device.startswith("cuda"):
+            torch.cuda.synchronize()
