@@ -87,11 +87,12 @@ CP_HD int cp_hash_action(uint32_t seed, uint32_t env, uint32_t episode, uint32_t
     return (int)(cp_hash4(seed, env, episode, elapsed) >> 31);
 }
 
-// Reset draw for float `component` of env `env` at the start of episode `episode`:
-// uniform in [-0.05, 0.05) with 24 random bits, like a float32 uniform.
+// Reset draw for float `component` of env `env` at the start of episode `episode`: uniform in
+// [-0.05, 0.05) on a grid of 2^24 values. One float multiply of an exact integer, so no compiler
+// contraction or reassociation (-ffast-math) can change the bits: Python reproduces them exactly.
 CP_HD float cp_reset_value(uint32_t seed, uint32_t env, uint32_t episode, uint32_t component) {
-    uint32_t bits = cp_hash4(seed ^ 0xA511E9B3u, env, episode, component) >> 8;
-    return -0.05f + 0.1f * ((float)bits * (1.0f / 16777216.0f));
+    const int32_t centered = (int32_t)(cp_hash4(seed ^ 0xA511E9B3u, env, episode, component) >> 8) - 8388608;
+    return (float)centered * (0.1f / 16777216.0f);
 }
 
 // ---- physics: one explicit-Euler step of length dt (gymnasium CartPoleEnv.step) ----

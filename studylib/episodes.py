@@ -72,4 +72,5 @@ def reset_values_numpy(seed: int, env: np.ndarray, episode: np.ndarray, row_len:
         episode.astype(u32)[:, None],
         np.arange(row_len, dtype=u32)[None, :],
     ) >> u32(8)
-    return np.float32(-0.05) + np.float32(0.1) * (bits.astype(np.float32) * np.float32(1.0 / 16777216.0))
+    centered = bits.astype(np.int64) - 2**23  # exact in float32, as in cp_reset_value
+    return centered.astype(np.float32) * (np.float32(0.1) / np.float32(2**24))

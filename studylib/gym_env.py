@@ -65,7 +65,9 @@ class GymCartPole(VectorCartPole):
         for i, (copies, action) in enumerate(zip(self._copies, actions.tolist())):
             for s, env in enumerate(copies):
                 for _ in range(substeps):
-                    if substeps > 1:  # a mid-step threshold crossing is not an episode end
+                    if s > 0 or substeps > 1:
+                        # Only copy 0's step-end state ends an episode: a mid-step crossing or a
+                        # crossing of another copy is not one, so gymnasium must not warn about it.
                         env.steps_beyond_terminated = None
                     o, _, term, _, _ = env.step(action)
                 if s == 0:

@@ -1,0 +1,145 @@
+"""Where a measurement came from: the machine, the software and the code version.
+
+``machine_info()`` is written into every data file the harness produces (``studylib.bench``);
+``machine_key()`` names the per-machine folder under ``data/`` so that results taken on several
+machines can be merged by copying folders side by side. The key depends on the hardware only
+(CPU model, core count, GPU), not on the hostname, so two identical cloud instances share a key.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import re
+import subprocess
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("numpy", "torch", "jax", "jaxlib", "gymnasium", "cupy")
+
+
+def cpu_model() -> str:
+    """The CPU's marketing name from /proc/cpuinfo (Linux), else ``platform.processor()``."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown-cpu"
+
+
+def cpu_cores() -> int:
+    """Cores this process may run on (affinity), which is what the parallel impls get."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+@lru_cache(maxsize=1)
+def gpu_name() -> str | None:
+    """Name of CUDA device 0, or None when there is none (never raises)."""
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return torch.cuda.get_device_name(0)
+    except Exception:  # a broken CUDA install must not stop a CPU measurement
+        pass
+    try:
+        from .cuda_env import cuda_status
+
+        ok, name = cuda_status()
+        return name if ok else None
+    except Exception:
+        return None
+
+
+def _package_version(name: str) -> str | None:
+    if name == "cupy":  # distributed as cupy-cudaXXx
+        for dist in metadata.distributions():
+            dist_name = (dist.metadata["Name"] or "").lower()
+            if dist_name == "cupy" or dist_name.startswith("cupy-cuda"):
+                return f"{dist.version} ({dist_name})"
+        return None
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+@lru_cache(maxsize=1)
+def package_versions() -> dict:
+    return {name: _package_version(name) for name in PACKAGES}
+
+
+def git_state(repo: Path = REPO_ROOT) -> tuple[str | None, bool | None]:
+    """(commit, dirty) of the repository the package is imported from; (None, None) without git.
+
+    ``dirty`` is True when tracked files differ from the commit (untracked files are ignored).
+    """
+    try:
+        commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
+                                text=True, timeout=10)
+        if commit.returncode != 0:
+            return None, None
+        status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=30)
+        dirty = bool(status.stdout.strip()) if status.returncode == 0 else None
+        return commit.stdout.strip(), dirty
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+
+
+def now_utc() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def machine_info() -> dict:
+    """Provenance of a measurement: hardware, OS, Python, package versions, code version, date.
+
+    Keys: cpu_model, cores, gpu (name or None), os, python, packages {numpy, torch, jax, jaxlib,
+    gymnasium, cupy}, commit, dirty, date (UTC, ISO 8601), machine_key, torch_threads.
+    """
+    commit, dirty = git_state()
+    info = {
+        "cpu_model": cpu_model(),
+        "cores": cpu_cores(),
+        "gpu": gpu_name(),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "packages": dict(package_versions()),
+        "commit": commit,
+        "dirty": dirty,
+        "date": now_utc(),
+    }
+    try:
+        import torch
+
+        info["torch_threads"] = torch.get_num_threads()
+    except Exception:
+        info["torch_threads"] = None
+    info["machine_key"] = machine_key(info)
+    return info
+
+
+def _slug(text: str) -> str:
+    text = text.lower()
+    text = re.sub(r"\((r|tm|c)\)", "", text)
+    text = re.sub(r"\b(cpu|processor|with|radeon graphics)\b", " ", text)
+    text = re.sub(r"@.*$", "", text)  # "@ 2.20GHz": the model already says it
+    text = re.sub(r"[^a-z0-9]+", "-", text).strip("-")
+    return text or "unknown"
+
+
+def machine_key(info: dict | None = None) -> str:
+    """Stable, filesystem-safe, hostname-independent key: ``<cpu-model>_<cores>c_<gpu or nogpu>``."""
+    if info is None:
+        info = {"cpu_model": cpu_model(), "cores": cpu_cores(), "gpu": gpu_name()}
+    gpu = _slug(info["gpu"]) if info.get("gpu") else "nogpu"
+    return f"{_slug(info['cpu_model'])}_{info['cores']}c_{gpu}"

@@ -1,0 +1,47 @@
+"""Shared fixtures: the implementations this machine can run, and a gymnasium reference."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gymnasium.envs.classic_control.cartpole import CartPoleEnv
+
+import studylib
+from studylib.cuda_env import cuda_status
+
+
+def _impl_params():
+    ok, reason = cuda_status()
+    for impl in studylib.IMPLEMENTATIONS:
+        marks = [pytest.mark.skip(reason=f"cuda: {reason}")] if impl == "cuda" and not ok else []
+        yield pytest.param(impl, marks=marks, id=impl)
+
+
+IMPL_PARAMS = list(_impl_params())
+
+
+@pytest.fixture(params=IMPL_PARAMS)
+def impl(request):
+    return request.param
+
+
+def gym_reference_step(states, actions):
+    """One gymnasium CartPoleEnv.step per row, from float64 states (N, 4): the ground truth."""
+    env = CartPoleEnv()
+    env.reset(seed=0)
+    out_obs, out_state, out_term = [], [], []
+    for state, action in zip(np.asarray(states, np.float64), actions):
+        env.state = state.copy()
+        env.steps_beyond_terminated = None
+        obs, reward, terminated, truncated, _ = env.step(int(action))
+        assert reward == 1.0 and not truncated
+        out_obs.append(obs)
+        out_state.append(np.array(env.state))
+        out_term.append(terminated)
+    return np.array(out_state), np.array(out_obs), np.array(out_term)
+
+
+def random_states(rng, n, state_factor=1):
+    """States spread over the region CartPole visits, including near the thresholds."""
+    scale = np.array([2.4, 2.0, 0.21, 3.0] * state_factor)
+    return rng.uniform(-1, 1, (n, 4 * state_factor)) * scale

@@ -1,0 +1,42 @@
+"""The CUDA kernel source: it compiles for the GPU (PTX), and its CPU build is the one in use."""
+
+import shutil
+import subprocess
+
+import pytest
+
+from studylib import native
+
+
+def test_nvcc_compiles_the_kernel_to_ptx(tmp_path):
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc not installed: the CUDA kernel's PTX compile is not checked here")
+    out = tmp_path / "cartpole_kernel.ptx"
+    proc = subprocess.run([nvcc, "-ptx", "-arch=sm_80", f"-I{native.CUDA_SOURCE_DIR}",
+                           str(native.KERNEL_SOURCE), "-o", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    ptx = out.read_text()
+    assert ".entry cartpole_rollout" in ptx and ".entry cartpole_reset" in ptx
+    assert "div.rn.f32" in ptx  # the physics (thetaacc's division) really is in the kernel
+    assert str(0x7FEB352D) in ptx  # and so is the counter hash
+
+
+def test_cpu_build_uses_the_shared_header():
+    info = native.build_info()
+    assert info["path"].endswith(".so")
+    src = native.CPU_SOURCE.read_text()
+    kernel = native.KERNEL_SOURCE.read_text()
+    assert '#include "cartpole.cuh"' in src and '#include "cartpole.cuh"' in kernel
+    for piece in ("cp_physics", "cp_env_finish", "cp_reset_row", "cp_hash_action"):
+        assert piece in native.HEADER.read_text()
+    for piece in ("cp_physics", "cp_env_finish", "cp_reset_row", "cp_hash_action"):
+        assert piece in src  # the CPU build calls the same pieces cp_env_step is made of
+
+
+def test_missing_compiler_is_one_clear_line(monkeypatch):
+    monkeypatch.setenv("CXX", "")
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(native.NativeBuildError, match="no C\\+\\+ compiler found") as e:
+        native._compiler()
+    assert "\n" not in str(e.value)
