@@ -149,7 +149,7 @@ def check_feasible(impl, num_envs, steps, state_factor=1, compute_factor=1, poli
     if p["device"] == "cuda" or p["impl"] == "cuda":
         ok, reason = _cuda_available_for(p["impl"])
         if not ok:
-            raise DeviceUnavailableError(f"{reason} (asked for {p['impl']} on cuda)")
+            raise DeviceUnavailableError(f"{reason} (impl={p['impl']}, device=cuda)")
     cls = implementation_class(p["impl"])
     check_fits_in_memory(f"{p['impl']} with N={p['num_envs']}, S={p['state_factor']}",
                          cls.estimate_bytes(p["num_envs"], p["state_factor"]))
@@ -318,11 +318,18 @@ def _ensure_writable(folder: Path) -> None:
         raise DataDirError(f"data folder {str(folder)!r} is not writable: {e.strerror or e}") from None
 
 
+def _umask() -> int:
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
 def atomic_write_json(path: Path, obj) -> None:
     """Write JSON to ``path`` so that readers see the old or the new file, never a partial one."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; data files are for sharing
         with os.fdopen(fd, "w") as f:
             json.dump(obj, f, indent=1, default=str)
             f.write("\n")

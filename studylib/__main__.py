@@ -1,0 +1,264 @@
+"""Command line: ``python -m studylib bench|sweep|profile|machine ...``.
+
+    python -m studylib bench --impl jax --num-envs 4096 --steps 1,100 [--policy mlp,none] [--json]
+    python -m studylib sweep fig4 --impl cpp,torch,jax --num-envs 2^8..2^16 --steps 1,100
+    python -m studylib profile --impl jax,torch --num-envs 4096 --steps 1,10,100
+    python -m studylib machine
+
+Every numeric option takes one value, a comma list (``1,10,100``) or a power-of-two range
+(``2^8..2^16``, both ends included); ``--impl`` and ``--policy`` take comma lists (``all`` for
+every implementation). Several values measure their cartesian product. Bad input prints one line
+on stderr and exits with status 2; nothing is measured or written before the input is checked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+
+from . import IMPLEMENTATIONS, POLICIES
+from .errors import ConfigError, StudyError
+
+EXIT_USAGE = 2
+
+
+class UsageError(StudyError):
+    """argparse's complaints, turned into one line."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse would print the usage block and exit; we want one line
+        raise UsageError(f"{self.prog}: {message}")
+
+
+_INT = re.compile(r"^\s*(\d+)\s*$")
+_POW = re.compile(r"^\s*2\s*(?:\^|\*\*)\s*(\d+)\s*$")
+
+
+def _one_int(flag: str, token: str) -> int:
+    m = _INT.match(token)
+    if m:
+        value = int(m.group(1))
+    else:
+        m = _POW.match(token)
+        if not m:
+            raise ConfigError(f"{flag} must be a positive integer (or a list like 1,10,100, or a range "
+                              f"2^8..2^12), got {token.strip()!r}")
+        value = 2 ** int(m.group(1))
+    if value < 1:
+        raise ConfigError(f"{flag} must be a positive integer, got {value}")
+    return value
+
+
+def parse_ints(flag: str, text: str) -> list[int]:
+    """'4096' | '2^12' | '1,10,100' | '2^8..2^12' (powers of two, both ends included)."""
+    values = []
+    for token in str(text).split(","):
+        if ".." in token:
+            lo_text, hi_text = token.split("..", 1)
+            lo, hi = _one_int(flag, lo_text), _one_int(flag, hi_text)
+            if lo & (lo - 1) or hi & (hi - 1) or lo > hi:
+                raise ConfigError(f"{flag} range {token.strip()!r} must go from a power of two up to a power of two")
+            while lo <= hi:
+                values.append(lo)
+                lo *= 2
+        else:
+            values.append(_one_int(flag, token))
+    return list(dict.fromkeys(values))
+
+
+def parse_names(flag: str, text: str, valid, allow_all=False) -> list[str]:
+    names = [t.strip() for t in str(text).split(",") if t.strip()]
+    if allow_all and names == ["all"]:
+        return list(valid)
+    bad = [n for n in names if n not in valid]
+    if bad or not names:
+        what = {"--impl": "implementation", "--policy": "policy", "--device": "device"}.get(flag, flag)
+        raise ConfigError(f"unknown {what} {(bad or [text])[0]!r}; valid: {', '.join(valid)}")
+    return list(dict.fromkeys(names))
+
+
+def _positive_float(flag: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigError(f"{flag} must be a positive number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise ConfigError(f"{flag} must be a positive number, got {text!r}")
+    return value
+
+
+def _add_point_options(p: argparse.ArgumentParser, steps_required=True):
+    p.add_argument("--impl", required=True, help=f"comma list of {', '.join(IMPLEMENTATIONS)} (or all)")
+    p.add_argument("--num-envs", required=True, help="N: 4096, 2^12, 1024,4096 or 2^8..2^16")
+    p.add_argument("--steps", required=steps_required, default="1,10,100",
+                   help="K: steps per backend call (list allowed)")
+    p.add_argument("--state-factor", default="1", help="S (list allowed)")
+    p.add_argument("--compute-factor", default="1", help="C (list allowed)")
+    p.add_argument("--policy", default="mlp", help="mlp, none or mlp,none")
+    p.add_argument("--device", default=None, help="cpu or cuda (default: the implementation's default)")
+    p.add_argument("--seed", default="0", help="environment seed")
+
+
+def _grid(args) -> dict:
+    return {
+        "impl": parse_names("--impl", args.impl, IMPLEMENTATIONS, allow_all=True),
+        "num_envs": parse_ints("--num-envs", args.num_envs),
+        "steps": parse_ints("--steps", args.steps),
+        "state_factor": parse_ints("--state-factor", args.state_factor),
+        "compute_factor": parse_ints("--compute-factor", args.compute_factor),
+        "policy": parse_names("--policy", args.policy, POLICIES),
+        "device": [None] if args.device is None else parse_names("--device", args.device, ("cpu", "cuda")),
+    }
+
+
+def _seed(args) -> int:
+    m = _INT.match(str(args.seed))
+    if not m or int(m.group(1)) > 2**32 - 1:
+        raise ConfigError(f"--seed must be an integer in [0, 2**32 - 1], got {args.seed!r}")
+    return int(m.group(1))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m studylib", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    b = sub.add_parser("bench", help="measure data-collection throughput (samples/s)")
+    _add_point_options(b)
+    b.add_argument("--repeats", default="5", help="timed regions per point (median reported)")
+    b.add_argument("--min-seconds", default="0.2", help="minimum length of one timed region")
+    b.add_argument("--json", action="store_true", help="one JSON object per measurement on stdout")
+
+    s = sub.add_parser("sweep", help="measure a grid into data/<machine>/<name>.json (resumable)")
+    s.add_argument("name", help="sweep name (file name under the machine's data folder)")
+    _add_point_options(s)
+    s.add_argument("--repeats", default="3")
+    s.add_argument("--min-seconds", default="0.2")
+    s.add_argument("--data-dir", default="data")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    s.add_argument("--json", action="store_true", help="print the sweep's rows as JSON lines")
+
+    pr = sub.add_parser("profile", help="time breakdown and backend-call / kernel-launch counts (Fig 5, 6)")
+    _add_point_options(pr, steps_required=False)
+    pr.add_argument("--json", action="store_true")
+
+    sub.add_parser("machine", help="print this machine's provenance (JSON)")
+    return parser
+
+
+def _positive(flag, text) -> int:
+    values = parse_ints(flag, text)
+    if len(values) != 1:
+        raise ConfigError(f"{flag} takes one positive integer, got {text!r}")
+    return values[0]
+
+
+def _cmd_bench(args, out) -> int:
+    from . import bench
+
+    grid = _grid(args)
+    repeats = _positive("--repeats", args.repeats)
+    min_seconds = _positive_float("--min-seconds", args.min_seconds)
+    seed = _seed(args)
+    points = bench.expand_grid(grid)
+    for p in points:  # everything checkable is checked before the first measurement
+        bench.check_feasible(**p)
+    rows = []
+    for p in points:
+        row = bench.measure(**p, repeats=repeats, min_seconds=min_seconds, seed=seed)
+        rows.append(row)
+        if args.json:
+            out.write(json.dumps(row, default=str) + "\n")
+            out.flush()
+    if not args.json:
+        out.write(bench.format_table(rows) + "\n")
+    return 0
+
+
+def _cmd_sweep(args, out) -> int:
+    from . import bench
+
+    grid = _grid(args)
+    repeats = _positive("--repeats", args.repeats)
+    min_seconds = _positive_float("--min-seconds", args.min_seconds)
+    seed = _seed(args)
+    bench.check_sweep_name(args.name)
+    df = bench.sweep(args.name, grid, data_dir=args.data_dir, repeats=repeats, min_seconds=min_seconds,
+                     progress=not args.no_progress, seed=seed)
+    rows = df.to_dict("records")
+    if args.json:
+        for row in rows:
+            out.write(json.dumps(row, default=str) + "\n")
+    else:
+        if rows:
+            out.write(bench.format_table(rows) + "\n")
+        skipped = df.attrs.get("skipped", [])
+        out.write(f"sweep {args.name}: {len(rows)} point(s) measured or resumed, {len(skipped)} skipped -> "
+                  f"{df.attrs.get('path')}\n")
+    return 0
+
+
+def _cmd_profile(args, out) -> int:
+    from . import bench, profiler
+
+    grid = _grid(args)
+    seed = _seed(args)
+    points = bench.expand_grid(grid)
+    for p in points:
+        bench.check_feasible(**p)
+    rows = []
+    combos = {tuple((k, v) for k, v in p.items() if k != "steps") for p in points}
+    for combo in sorted(combos, key=lambda c: [str(v) for _, v in c]):
+        c = dict(combo)
+        df = profiler.profile_sweep(c["impl"], c["num_envs"], grid["steps"], policy=c["policy"],
+                                    device=c["device"], state_factor=c["state_factor"],
+                                    compute_factor=c["compute_factor"], seed=seed)
+        for row in df.to_dict("records"):
+            rows.append(row)
+            if args.json:
+                out.write(json.dumps(row, default=str) + "\n")
+                out.flush()
+    if not args.json:
+        out.write(profiler.format_profile_table(rows) + "\n")
+        kinds = sorted({r["kernel_counter"] for r in rows})
+        out.write("kernel_launches counted as: " + "; ".join(kinds) + "\n")
+    return 0
+
+
+def _cmd_machine(args, out) -> int:
+    from .provenance import machine_info
+
+    out.write(json.dumps(machine_info(), indent=1) + "\n")
+    return 0
+
+
+def main(argv=None) -> int:
+    """Run the CLI; return the exit status (0 ok, 2 bad input or a point that cannot run here)."""
+    out = sys.stdout
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command is None:
+            raise UsageError("python -m studylib: choose a command: bench, sweep, profile, machine (see --help)")
+        return {"bench": _cmd_bench, "sweep": _cmd_sweep, "profile": _cmd_profile,
+                "machine": _cmd_machine}[args.command](args, out)
+    except SystemExit as e:  # --help
+        return e.code if isinstance(e.code, int) else 0
+    except StudyError as e:
+        print("error: " + " ".join(str(e).split()), file=sys.stderr)
+        return EXIT_USAGE
+    except RuntimeError as e:
+        from .native import NativeBuildError
+
+        if isinstance(e, NativeBuildError):
+            print(f"error: {str(e).splitlines()[0]}", file=sys.stderr)
+            return EXIT_USAGE
+        raise
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

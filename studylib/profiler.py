@@ -1,0 +1,403 @@
+"""Overhead profiler for paper Fig 5 (time breakdown) and Fig 6 (backend calls vs kernel launches).
+
+``profile(impl, N, K)`` profiles ONE collection, ``env.rollout(K, policy)`` followed by
+``env.synchronize()``, after warm-up (compile, first call), and returns a dict:
+
+  total_s      wall time of the profiled collection (profilers slow it down; the same
+               collection without any profiler is ``total_s_unprofiled``). Both are the fastest
+               of 3 runs, the estimate least disturbed by other processes on the machine.
+  device_s     wall time during which at least one compute kernel was running: the union of the
+               kernel intervals (on a GPU: the CUDA kernels CUPTI records; on the CPU, which is then
+               the "device": XLA CPU thunks, ATen leaf kernels, the C++ simulation calls).
+  backend_s    wall time inside a Python->backend call (the union of their intervals) that is not
+               already device_s: framework dispatch, argument handling, allocation, waiting.
+  python_s     the rest: total_s - |backend calls U kernels|, i.e. the interpreter running the
+               data-collection loop (for gym this includes the whole gymnasium simulation).
+  The three partition total_s, with priority device > backend > python where they overlap (as
+  RL-Scope attributes overlapped time in the paper's Fig 5).
+
+  backend_calls    Python->backend calls per collection (paper Fig 6 "Backend"):
+                   * torch, gym: calls from Python into the torch API, counted with a
+                     ``TorchFunctionMode`` (torch.* functions, Tensor methods and operators,
+                     ``int(tensor)``; calls torch makes internally are not counted).
+                   * jax: executions of a compiled XLA program (outer ``PjitFunction`` events of
+                     the jax.profiler trace) plus device->host fetches (``np.asarray(jax.Array)``
+                     events, e.g. ``int(done)``).
+                   * cpp: ctypes calls into the C++ library plus the torch API calls of inference.
+                   * cuda: launches of the hand-written kernel from Python (CuPy ``RawKernel``
+                     calls); CuPy's own inference calls are not counted (they are in
+                     kernel_launches).
+  kernel_launches  kernels executed per collection (paper Fig 6 "CUDA"):
+                   * on a GPU: CUDA kernels recorded by CUPTI (torch.profiler for torch, gym, cuda;
+                     the GPU plane of the jax.profiler trace for jax). Measured.
+                   * on the CPU there are no launches; the counted equivalent is one execution of
+                     a compiled kernel on the data:
+                     - jax: XLA:CPU thunk executions recorded in the jax.profiler trace (one per
+                       fusion / copy / dot / custom call executed, loop bodies counted once per
+                       iteration; control-flow thunks ``while``/``call`` not counted). Measured.
+                     - torch, gym: ATen operators that reach a backend kernel, counted with a
+                       ``TorchDispatchMode`` (after decomposition, below autograd), excluding view
+                       and metadata ops (no kernel on a GPU either) and ``_local_scalar_dense``
+                       (a device->host copy). Each would be >= 1 CUDA kernel on a GPU. Measured.
+                     - cpp: ``cartpole_rollout`` C++ calls (one OpenMP parallel region over all
+                       environments each: the CPU form of one kernel launch) plus the ATen
+                       kernels of inference.
+                   ``kernel_counter`` in the result names the counter used; ``counts_on_gpu`` says
+                   whether kernel_launches are real GPU launches. A CPU count is never a GPU one.
+
+The point of the paper's F.2: for jax backend_calls stay constant in K (one XLA call runs all K
+steps) while kernel_launches grow linearly in K (no fusion across steps); for torch both grow
+linearly. ``profile_sweep`` runs K = 1, 10, 100, ... to show whether that holds on this machine.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import glob
+import re
+import tempfile
+import time
+
+from . import make
+from .bench import check_feasible
+from .errors import positive_int
+
+COLLECTION = "studylib_collection"
+_NO_KERNEL_OPS = {"_local_scalar_dense"}
+_JAX_NOT_KERNEL = re.compile(r"^(end: |ThreadpoolListener|ThunkExecutor|SlinkyThreadPool|"
+                             r"(while|call|conditional)(\.\d+)?$)")
+
+
+# ---- interval arithmetic ----------------------------------------------------------------------
+
+def _union(intervals):
+    merged = []
+    for s, e in sorted(i for i in intervals if i[1] > i[0]):
+        if merged and s <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([s, e])
+    return merged
+
+
+def _length(intervals) -> float:
+    return sum(e - s for s, e in _union(intervals))
+
+
+def _clip(intervals, lo, hi):
+    return [(max(s, lo), min(e, hi)) for s, e in intervals if e > lo and s < hi]
+
+
+def _partition(total, backend_iv, device_iv, window):
+    lo, hi = window
+    device = _length(_clip(device_iv, lo, hi))
+    both = _length(_clip(list(backend_iv) + list(device_iv), lo, hi))
+    return {"python_s": max(0.0, total - both), "backend_s": max(0.0, both - device), "device_s": device}
+
+
+# ---- torch-family counting (torch, gym, cpp, cuda) ------------------------------------------------
+
+class _LibProxy:
+    """Stands in for a ctypes library (cpp) or a CuPy RawKernel (cuda): counts calls, and marks
+    each one as a ``record_function`` range when a torch.profiler is recording."""
+
+    def __init__(self, target, label, counts, record):
+        self._target, self._label, self._counts, self._record = target, label, counts, record
+
+    def _wrap(self, fn, name):
+        def call(*args, **kwargs):
+            self._counts[name] += 1
+            if self._record[0]:
+                import torch
+
+                with torch.profiler.record_function(f"native::{name}"):
+                    return fn(*args, **kwargs)
+            return fn(*args, **kwargs)
+        return call
+
+    def __getattr__(self, name):
+        return self._wrap(getattr(self._target, name), f"{self._label}.{name}")
+
+    def __call__(self, *args, **kwargs):
+        return self._wrap(self._target, self._label)(*args, **kwargs)
+
+
+def _install_native_proxies(env, counts, record):
+    """Wrap the env's native entry points; returns a function that undoes it."""
+    undo = []
+    if env.name == "cpp":
+        orig = env._lib
+        env._lib = _LibProxy(orig, "ctypes", counts, record)
+        undo.append(lambda: setattr(env, "_lib", orig))
+    if env.name == "cuda":
+        orig_k = env._rollout_kernel
+        env._rollout_kernel = _LibProxy(orig_k, "cupy.RawKernel(cartpole_rollout)", counts, record)
+        undo.append(lambda: setattr(env, "_rollout_kernel", orig_k))
+
+    def restore():
+        for u in undo:
+            u()
+    return restore
+
+
+def _native_kernel_calls(counts) -> int:
+    return sum(v for k, v in counts.items() if k.endswith("cartpole_rollout") or "RawKernel" in k)
+
+
+def _count_torch_family(env, steps, policy):
+    import torch
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    api = collections.Counter()
+    kernels = collections.Counter()
+
+    class FunctionCounter(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            api[getattr(func, "__qualname__", None) or getattr(func, "__name__", str(func))] += 1
+            return func(*args, **(kwargs or {}))
+
+    class DispatchCounter(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            name = func.overloadpacket.__name__
+            if not func.is_view and name not in _NO_KERNEL_OPS:
+                kernels[str(func)] += 1
+            return func(*args, **(kwargs or {}))
+
+    native = collections.Counter()
+    restore = _install_native_proxies(env, native, [False])
+    try:
+        with FunctionCounter(), DispatchCounter():
+            env.rollout(steps, policy)
+            env.synchronize()
+    finally:
+        restore()
+    del torch
+    return api, kernels, native
+
+
+def _time_torch_family(env, steps, policy):
+    import torch
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, record_function
+
+    on_gpu = env.device.startswith("cuda")
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
+    native = collections.Counter()
+    restore = _install_native_proxies(env, native, [True])
+    try:
+        with torch.profiler.profile(activities=activities) as prof:
+            with record_function(COLLECTION):
+                env.rollout(steps, policy)
+                env.synchronize()
+    finally:
+        restore()
+    events = list(prof.events())
+    window_ev = next(e for e in events if e.name == COLLECTION and e.device_type == DeviceType.CPU)
+    window = (window_ev.time_range.start, window_ev.time_range.end)
+    total = (window[1] - window[0]) * 1e-6  # profiler times are in microseconds
+
+    def iv(e):
+        return (e.time_range.start, e.time_range.end)
+
+    cpu = [e for e in events if e.device_type == DeviceType.CPU and e is not window_ev]
+    top = [e for e in cpu if e.cpu_parent is not None and e.cpu_parent.name == COLLECTION]
+    if on_gpu:
+        gpu_kernels = [e for e in events if e.device_type == DeviceType.CUDA]
+        device_iv = [iv(e) for e in gpu_kernels]
+        n_gpu = len(gpu_kernels)
+    else:
+        device_iv = [iv(e) for e in cpu
+                     if e.name.startswith("native::") and e.name.endswith("cartpole_rollout")
+                     or (not e.cpu_children and e.name.startswith("aten::") and not _is_view_name(e.name))]
+        n_gpu = None
+    parts = _partition(window[1] - window[0], [iv(e) for e in top], device_iv, window)
+    parts = {k: v * 1e-6 for k, v in parts.items()}
+    return total, parts, n_gpu
+
+
+_VIEW_NAMES = {"view", "reshape", "_reshape_alias", "as_strided", "slice", "select", "unsqueeze", "squeeze",
+               "expand", "t", "transpose", "permute", "alias", "detach", "lift_fresh", "_unsafe_view",
+               "unbind", "split", "chunk", "narrow", "result_type", "empty", "empty_strided",
+               "resolve_conj", "resolve_neg", "_local_scalar_dense", "item", "numpy_T"}
+
+
+def _is_view_name(name: str) -> bool:
+    return name.split("::", 1)[-1] in _VIEW_NAMES
+
+
+# ---- jax ---------------------------------------------------------------------------------------------
+
+def _profile_jax(env, steps, policy):
+    import jax
+    from jax.profiler import ProfileData, ProfileOptions
+
+    on_gpu = env.device.startswith("cuda")
+    opts = ProfileOptions()
+    opts.python_tracer_level = 0  # C++ TraceMe events only: the python tracer would dominate the time
+    with tempfile.TemporaryDirectory(prefix="studylib-jaxprof-") as d:
+        jax.profiler.start_trace(d, profiler_options=opts)
+        try:
+            with jax.profiler.TraceAnnotation(COLLECTION):
+                env.rollout(steps, policy)
+                env.synchronize()
+        finally:
+            jax.profiler.stop_trace()
+        files = glob.glob(f"{d}/**/*.xplane.pb", recursive=True)
+        if not files:
+            raise RuntimeError("jax.profiler wrote no trace")
+        data = ProfileData.from_file(files[0])
+        host_lines, gpu_events = [], []
+        for plane in data.planes:
+            for line in plane.lines:
+                evs = [(ev.name, ev.start_ns, ev.end_ns) for ev in line.events]
+                if plane.name.startswith("/device:GPU"):
+                    if "stream" in line.name.lower() and "xla" not in line.name.lower():
+                        gpu_events += evs
+                elif plane.name.startswith("/host"):
+                    host_lines.append((line.name, evs))
+    window = None
+    for name, evs in host_lines:
+        for ev in evs:
+            if ev[0] == COLLECTION:
+                window = (ev[1], ev[2])
+    if window is None:
+        raise RuntimeError("jax.profiler trace lacks the collection annotation")
+    lo, hi = window
+
+    def inside(ev):
+        return ev[1] >= lo and ev[2] <= hi
+
+    caller, kernels = [], []
+    for name, evs in host_lines:
+        evs = [ev for ev in evs if inside(ev) and ev[0] != COLLECTION]
+        if name == "python" or any(ev[0].startswith("PjitFunction(") for ev in evs):
+            caller += evs
+        elif name.startswith("tf_XLA") and not on_gpu:
+            kernels += [ev for ev in evs if not _JAX_NOT_KERNEL.match(ev[0])]
+    # Top-level dispatches: PjitFunction events not nested in another PjitFunction event.
+    pjit = sorted((ev for ev in caller if ev[0].startswith("PjitFunction(")), key=lambda e: (e[1], -e[2]))
+    dispatches, end = 0, -1
+    for ev in pjit:
+        if ev[1] >= end:
+            dispatches += 1
+            end = ev[2]
+    fetches = sum(1 for ev in caller if ev[0] == "np.asarray(jax.Array)")
+    if on_gpu:
+        kernels = [ev for ev in gpu_events if inside(ev)]
+    total = (hi - lo) * 1e-9
+    parts = _partition(hi - lo, [(s, e) for _, s, e in caller], [(s, e) for _, s, e in kernels], window)
+    parts = {k: v * 1e-9 for k, v in parts.items()}
+    detail = {"xla_executions": dispatches, "device_to_host": fetches}
+    return total, parts, dispatches + fetches, len(kernels), detail, collections.Counter(ev[0] for ev in kernels)
+
+
+# ---- public API -----------------------------------------------------------------------------------
+
+def _time_clean(env, steps, policy, runs=3) -> float:
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        env.rollout(steps, policy)
+        env.synchronize()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def _profile_env(env, steps, policy) -> dict:
+    steps = positive_int("steps", steps)
+    if env.name == "jax":
+        env.compile(steps, policy)
+    env.rollout(steps, policy)  # warm-up: compile, first call, allocator
+    env.synchronize()
+    clean = _time_clean(env, steps, policy)
+    on_gpu = env.device.startswith("cuda")
+    if env.name == "jax":
+        runs = [_profile_jax(env, steps, policy) for _ in range(3)]
+        total, parts, calls, launches, detail, top_kernels = min(runs, key=lambda r: r[0])
+        counter = ("CUDA kernels on the GPU plane of the jax.profiler trace" if on_gpu
+                   else "XLA:CPU thunk executions in the jax.profiler trace")
+        call_counter = "XLA program executions + device->host fetches (jax.profiler trace)"
+        detail["top_kernels"] = dict(top_kernels.most_common(5))
+    else:
+        api, kernels, native = _count_torch_family(env, steps, policy)
+        total, parts, n_gpu = min((_time_torch_family(env, steps, policy) for _ in range(3)), key=lambda r: r[0])
+        native_calls = sum(native.values())
+        calls = sum(api.values()) + native_calls
+        if on_gpu:
+            launches, counter = n_gpu, "CUDA kernels recorded by CUPTI (torch.profiler)"
+        else:
+            launches = sum(kernels.values()) + _native_kernel_calls(native)
+            counter = "ATen kernels dispatched (TorchDispatchMode, views excluded)"
+            if env.name == "cpp":
+                counter += " + C++ cartpole_rollout calls"
+        call_counter = "torch API calls from Python (TorchFunctionMode)"
+        if env.name in ("cpp", "cuda"):
+            call_counter += " + native calls (ctypes / RawKernel)"
+        detail = {"torch_api_calls": sum(api.values()), "native_calls": native_calls,
+                  "aten_kernels": sum(kernels.values()),
+                  "top_api_calls": dict(api.most_common(5)), "top_kernels": dict(kernels.most_common(5))}
+    return {
+        "impl": env.name, "num_envs": env.num_envs, "steps": steps, "state_factor": env.state_factor,
+        "compute_factor": env.compute_factor, "policy": policy, "device": env.device,
+        "python_s": parts["python_s"], "backend_s": parts["backend_s"], "device_s": parts["device_s"],
+        "total_s": total, "total_s_unprofiled": clean,
+        "backend_calls": int(calls), "kernel_launches": int(launches),
+        "backend_calls_per_step": calls / steps, "kernel_launches_per_step": launches / steps,
+        "backend_counter": call_counter, "kernel_counter": counter, "counts_on_gpu": on_gpu,
+        "detail": detail,
+    }
+
+
+def profile(impl, num_envs, steps, *, policy="mlp", device=None, state_factor=1, compute_factor=1,
+            seed=0) -> dict:
+    """Time breakdown and call/launch counts of one collection of K steps (see module doc).
+
+    Keys: python_s, backend_s, device_s, total_s, total_s_unprofiled, backend_calls,
+    kernel_launches, *_per_step, backend_counter / kernel_counter (what was counted),
+    counts_on_gpu, detail (sub-counts and the most frequent calls/kernels), and the parameters.
+    """
+    p = check_feasible(impl, num_envs, steps, state_factor, compute_factor, policy, device)
+    env = make(p["impl"], p["num_envs"], seed=seed, device=p["device"], state_factor=p["state_factor"],
+               compute_factor=p["compute_factor"])
+    return _profile_env(env, p["steps"], p["policy"])
+
+
+def profile_sweep(impl, num_envs, steps_list=(1, 10, 100), *, policy="mlp", device=None, state_factor=1,
+                  compute_factor=1, seed=0):
+    """``profile`` for each K in ``steps_list`` on one set of environments; a DataFrame, one row per K.
+
+    Use it for Fig 5 (python_s/backend_s/device_s vs K) and Fig 6 (backend_calls and
+    kernel_launches vs K).
+    """
+    import pandas as pd
+
+    steps_list = [positive_int("steps", k) for k in (steps_list if not isinstance(steps_list, int) else [steps_list])]
+    if not steps_list:
+        from .errors import ConfigError
+
+        raise ConfigError("steps_list is empty")
+    for k in steps_list:
+        check_feasible(impl, num_envs, k, state_factor, compute_factor, policy, device)
+    env = make(impl, num_envs, seed=seed, device=device, state_factor=state_factor, compute_factor=compute_factor)
+    rows = [_profile_env(env, k, policy) for k in steps_list]
+    df = pd.DataFrame(rows)
+    return df
+
+
+def format_profile_table(rows) -> str:
+    header = ["impl", "N", "K", "policy", "device", "total_ms", "unprof_ms", "python%", "backend%", "device%",
+              "backend_calls", "kernel_launches", "calls/step", "launches/step"]
+    lines = []
+    for r in rows:
+        t = r["total_s"] or 1e-12
+        lines.append([r["impl"], str(r["num_envs"]), str(r["steps"]), r["policy"], r["device"],
+                      f"{r['total_s'] * 1e3:.2f}", f"{r['total_s_unprofiled'] * 1e3:.2f}", f"{100 * r['python_s'] / t:.0f}",
+                      f"{100 * r['backend_s'] / t:.0f}", f"{100 * r['device_s'] / t:.0f}",
+                      str(r["backend_calls"]), str(r["kernel_launches"]),
+                      f"{r['backend_calls_per_step']:.2f}", f"{r['kernel_launches_per_step']:.1f}"])
+    widths = [max(len(h), *(len(l[i]) for l in lines)) if lines else len(h) for i, h in enumerate(header)]
+    out = ["  ".join(h.rjust(w) for h, w in zip(header, widths))]
+    out += ["  ".join(c.rjust(w) for c, w in zip(l, widths)) for l in lines]
+    return "\n".join(out)

@@ -1,0 +1,309 @@
+"""Measurement harness: the JSON contract, provenance, sweeps (resume, atomic writes, kill), bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from studylib import bench, provenance
+from studylib.__main__ import main
+from studylib.errors import ConfigError, DeviceUnavailableError, InsufficientMemoryError, StudyError
+
+FAST = dict(repeats=2, min_seconds=0.01)
+ROW_KEYS = {"impl", "num_envs", "steps", "state_factor", "compute_factor", "policy", "device", "device_name",
+            "samples_per_s", "samples_per_s_min", "samples_per_s_max", "repeats", "calls_per_repeat",
+            "compile_s", "episodes_finished"}
+PROVENANCE_KEYS = {"cpu_model", "cores", "gpu", "os", "python", "packages", "commit", "dirty", "date"}
+HUGE_N = 2**45  # far beyond any machine's memory by every impl's estimate_bytes
+
+
+def _check_row(row, **expected):
+    assert ROW_KEYS <= set(row)
+    for k, v in expected.items():
+        assert row[k] == v, k
+    assert row["samples_per_s_min"] <= row["samples_per_s"] <= row["samples_per_s_max"]
+    assert row["samples_per_s"] > 0 and row["calls_per_repeat"] >= 1 and row["compile_s"] >= 0
+    assert row["device"] == "cpu"
+    assert row["seconds_per_repeat"] * 2 >= row["min_seconds"]  # adaptive: regions are not tiny
+    json.dumps(row)  # JSON-serialisable as is
+
+
+# ---- measure ----------------------------------------------------------------------------------
+
+def test_measure_contract_and_resets_during_measurement():
+    row = bench.measure("cpp", 16, 4, policy="none", **FAST)
+    _check_row(row, impl="cpp", num_envs=16, steps=4, policy="none", repeats=2, state_factor=1, compute_factor=1)
+    assert row["episodes_finished"] > 0  # envs reset during the timed region: no fixed point
+    assert len(row["samples_per_s_all"]) == 2
+
+
+def test_measure_jax_compile_timed_separately():
+    row = bench.measure("jax", 8, 3, **FAST)
+    _check_row(row, impl="jax", steps=3)
+    assert row["compile_s"] > 0  # XLA compile measured on its own, not inside samples_per_s
+
+
+@pytest.mark.parametrize("kwargs, err", [
+    (dict(impl="nope", num_envs=4, steps=1), ConfigError),
+    (dict(impl="cpp", num_envs=0, steps=1), ConfigError),
+    (dict(impl="cpp", num_envs=4, steps=1.5), ConfigError),
+    (dict(impl="cpp", num_envs=4, steps=1, state_factor=-1), ConfigError),
+    (dict(impl="cpp", num_envs=4, steps=1, compute_factor="2"), ConfigError),
+    (dict(impl="cpp", num_envs=4, steps=1, policy="random"), ConfigError),
+    (dict(impl="cpp", num_envs=4, steps=1, repeats=0), ConfigError),
+    (dict(impl="cpp", num_envs=4, steps=1, min_seconds=0), ConfigError),
+    (dict(impl="torch", num_envs=HUGE_N, steps=1), InsufficientMemoryError),
+    (dict(impl="cuda", num_envs=4, steps=1), DeviceUnavailableError),
+    (dict(impl="torch", num_envs=4, steps=1, device="cuda"), DeviceUnavailableError),
+    (dict(impl="jax", num_envs=4, steps=1, device="cuda"), DeviceUnavailableError),
+])
+def test_measure_bad_input(kwargs, err):
+    from studylib.provenance import gpu_name
+
+    if err is DeviceUnavailableError and gpu_name():
+        pytest.skip("this machine has a CUDA device")
+    with pytest.raises(err):
+        bench.measure(**kwargs)
+
+
+# ---- provenance --------------------------------------------------------------------------------
+
+def test_provenance_fields():
+    info = provenance.machine_info()
+    assert PROVENANCE_KEYS <= set(info)
+    assert {"numpy", "torch", "jax", "jaxlib", "gymnasium", "cupy"} <= set(info["packages"])
+    assert info["cores"] >= 1 and info["python"].count(".") == 2
+    assert info["commit"] is None or re.fullmatch(r"[0-9a-f]{40}", info["commit"])
+    key = provenance.machine_key()
+    assert key == provenance.machine_key() == info["machine_key"]
+    assert re.fullmatch(r"[a-z0-9_-]+", key) and ("nogpu" in key) == (info["gpu"] is None)
+
+
+# ---- sweeps -------------------------------------------------------------------------------------
+
+GRID = {"impl": ["cpp"], "num_envs": [8, 16], "steps": [1, 2], "policy": ["none"]}
+
+
+def _sweep_file(data_dir, name) -> Path:
+    return Path(data_dir) / provenance.machine_key() / f"{name}.json"
+
+
+def test_sweep_provenance_and_resume(tmp_path, monkeypatch):
+    df = bench.sweep("s1", GRID, data_dir=tmp_path, progress=False, **FAST)
+    assert len(df) == 4 and set(df["num_envs"]) == {8, 16} and set(df["machine"]) == {provenance.machine_key()}
+    doc = json.loads(_sweep_file(tmp_path, "s1").read_text())
+    run = doc["runs"][0]
+    assert PROVENANCE_KEYS <= set(run["provenance"])
+    assert run["parameters"]["repeats"] == 2 and run["parameters"]["points"] == 4
+    assert run["parameters"]["grid"]["impl"] == ["cpp"] * 4
+    assert (tmp_path / provenance.machine_key() / "machine.json").exists()
+
+    # Rerunning the same sweep measures nothing and returns the same rows.
+    def boom(*a, **k):
+        raise AssertionError("resumed sweep re-measured a done point")
+
+    monkeypatch.setattr(bench, "measure", boom)
+    again = bench.sweep("s1", GRID, data_dir=tmp_path, progress=False, **FAST)
+    assert sorted(again["samples_per_s"]) == sorted(df["samples_per_s"])
+    doc = json.loads(_sweep_file(tmp_path, "s1").read_text())
+    assert len(doc["rows"]) == 4 and len(doc["runs"]) == 2
+
+    loaded = bench.load("s1", data_dir=tmp_path)
+    assert len(loaded) == 4 and {"machine", "commit", "dirty"} <= set(loaded.columns)
+
+
+def test_sweep_skips_infeasible_points_saying_why(tmp_path):
+    messages = []
+    grid = {"impl": ["cpp", "cuda"], "num_envs": [8, HUGE_N], "steps": [1]}
+    df = bench.sweep("s2", grid, data_dir=tmp_path, progress=False, log=messages.append, **FAST)
+    from studylib.provenance import gpu_name
+
+    measured = {(r["impl"], r["num_envs"]) for r in df.to_dict("records")}
+    assert ("cpp", 8) in measured and ("cpp", HUGE_N) not in measured
+    reasons = {(s["impl"], s["num_envs"]): s["reason"] for s in df.attrs["skipped"]}
+    assert "memory" in reasons[("cpp", HUGE_N)]
+    if not gpu_name():
+        assert "no CUDA device" in reasons[("cuda", 8)]
+    assert len(messages) == len(reasons) and all(m.startswith("skipped ") for m in messages)
+    assert len(bench.load_skipped("s2", data_dir=tmp_path)) == len(reasons)
+
+
+def test_atomic_write_keeps_old_file_on_failure(tmp_path, monkeypatch):
+    path = tmp_path / "x.json"
+    bench.atomic_write_json(path, {"a": 1})
+
+    def broken_dump(obj, f, **kw):
+        f.write('{"a": 2, "half')
+        raise OSError("disk full")
+
+    monkeypatch.setattr(bench.json, "dump", broken_dump)
+    with pytest.raises(OSError):
+        bench.atomic_write_json(path, {"a": 2})
+    assert json.loads(path.read_text()) == {"a": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["x.json"]  # no temporary left behind
+
+
+def test_sweep_killed_midway_leaves_valid_file_and_resumes(tmp_path):
+    grid = {"impl": ["cpp"], "num_envs": [8, 16, 32, 64], "steps": [1, 2, 3], "policy": ["none"]}
+    script = textwrap.dedent(f"""
+        from studylib import bench
+        bench.sweep("killed", {grid!r}, data_dir={str(tmp_path)!r}, repeats=3, min_seconds=0.05,
+                    progress=False)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    path = _sweep_file(tmp_path, "killed")
+    deadline = time.monotonic() + 40
+    try:
+        while time.monotonic() < deadline:
+            if path.exists() and json.loads(path.read_text())["rows"]:
+                break
+            assert proc.poll() is None, proc.stderr.read().decode()
+            time.sleep(0.02)
+        else:
+            pytest.fail("the sweep wrote no point in time")
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+
+    doc = json.loads(path.read_text())  # parses: nothing half-written
+    first = doc["rows"]
+    assert 1 <= len(first) < 12
+    first_run = doc["runs"][0]["run_id"]
+
+    df = bench.sweep("killed", grid, data_dir=tmp_path, repeats=3, min_seconds=0.05, progress=False)
+    assert len(df) == 12
+    doc = json.loads(path.read_text())
+    assert len(doc["rows"]) == 12  # no duplicates
+    assert sum(r["run_id"] == first_run for r in doc["rows"]) == len(first)  # done points not redone
+    assert len(bench.load("killed", data_dir=tmp_path)) == 12
+
+
+def test_load_merges_machines(tmp_path):
+    bench.sweep("m", {"impl": ["cpp"], "num_envs": [8], "steps": [1]}, data_dir=tmp_path, progress=False, **FAST)
+    here = provenance.machine_key()
+    other = tmp_path / "other-machine_64c_some-gpu"
+    other.mkdir()
+    (other / "m.json").write_text((tmp_path / here / "m.json").read_text())
+    df = bench.load("m", data_dir=tmp_path)
+    assert sorted(df["machine"]) == sorted([here, other.name])
+    assert len(bench.load("m", data_dir=tmp_path, machine=here)) == 1
+    with pytest.raises(ConfigError):
+        bench.load("absent", data_dir=tmp_path)
+
+
+def test_sweep_bad_grid_and_unwritable_folder(tmp_path):
+    with pytest.raises(ConfigError, match="valid: impl"):
+        bench.sweep("g", {"impl": ["cpp"], "num_envs": [8], "steps": [1], "color": ["red"]}, data_dir=tmp_path)
+    with pytest.raises(ConfigError):
+        bench.sweep("g", {"impl": ["cpp"], "num_envs": [8.0], "steps": [1]}, data_dir=tmp_path)
+    with pytest.raises(ConfigError):
+        bench.sweep("../escape", GRID, data_dir=tmp_path)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(bench.DataDirError, match="not writable"):
+        bench.sweep("g", GRID, data_dir=blocker / "data")
+    assert not list(tmp_path.glob("**/*.json"))  # nothing written anywhere
+
+
+def test_corrupt_sweep_file_is_refused_not_overwritten(tmp_path):
+    folder = tmp_path / provenance.machine_key()
+    folder.mkdir()
+    (folder / "c.json").write_text('{"rows": [')
+    with pytest.raises(StudyError, match="not valid JSON"):
+        bench.sweep("c", GRID, data_dir=tmp_path, progress=False, **FAST)
+    assert (folder / "c.json").read_text() == '{"rows": ['
+
+
+# ---- CLI (the same code) -------------------------------------------------------------------------
+
+def test_cli_bench_json(capsys):
+    rc = main(["bench", "--impl", "cpp,torch", "--num-envs", "2^3", "--steps", "1,2", "--policy", "none",
+               "--repeats", "2", "--min-seconds", "0.01", "--json"])
+    out = capsys.readouterr().out.strip().splitlines()
+    assert rc == 0 and len(out) == 4
+    rows = [json.loads(line) for line in out]
+    for row in rows:
+        _check_row(row, num_envs=8, policy="none", repeats=2)
+    assert {(r["impl"], r["steps"]) for r in rows} == {("cpp", 1), ("cpp", 2), ("torch", 1), ("torch", 2)}
+
+
+def test_cli_bench_table(capsys):
+    rc = main(["bench", "--impl", "cpp", "--num-envs", "8", "--steps", "2", "--repeats", "1", "--min-seconds", "0.01"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "samples/s" in out and "cpp" in out
+
+
+def test_cli_sweep_writes_and_resumes(tmp_path, capsys):
+    args = ["sweep", "cli", "--impl", "cpp", "--num-envs", "2^3..2^4", "--steps", "1", "--repeats", "1",
+            "--min-seconds", "0.01", "--data-dir", str(tmp_path), "--no-progress"]
+    assert main(args) == 0
+    assert main(args + ["--json"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len([json.loads(l) for l in lines if l.startswith("{")]) == 2
+    assert len(json.loads(_sweep_file(tmp_path, "cli").read_text())["rows"]) == 2
+
+
+BAD = [
+    (["bench", "--impl", "nope", "--num-envs", "8", "--steps", "1"], "valid: gym, cpp, torch, jax, cuda"),
+    (["bench", "--impl", "cpp", "--num-envs", "1.5", "--steps", "1"], "positive integer"),
+    (["bench", "--impl", "cpp", "--num-envs", "0", "--steps", "1"], "positive integer"),
+    (["bench", "--impl", "cpp", "--num-envs", "8", "--steps", "-2"], "positive integer"),
+    (["bench", "--impl", "cpp", "--num-envs", "8", "--steps", "x"], "positive integer"),
+    (["bench", "--impl", "cpp", "--num-envs", "8", "--steps", "1", "--state-factor", "0"], "positive integer"),
+    (["bench", "--impl", "cpp", "--num-envs", "8", "--steps", "1", "--compute-factor", "2.5"], "positive integer"),
+    (["bench", "--impl", "cpp", "--num-envs", "8", "--steps", "1", "--repeats", "0"], "positive integer"),
+    (["bench", "--impl", "cpp", "--num-envs", "8", "--steps", "1", "--policy", "greedy"], "valid: mlp, none"),
+    (["bench", "--impl", "torch", "--num-envs", "8", "--steps", "1", "--device", "cuda"], "no CUDA device"),
+    (["bench", "--impl", "cuda", "--num-envs", "8", "--steps", "1"], "no CUDA device"),
+    (["bench", "--impl", "cpp", "--num-envs", "8", "--steps", "1", "--device", "tpu"], "valid: cpu, cuda"),
+    (["bench", "--impl", "torch", "--num-envs", "2^45", "--steps", "1"], "memory"),
+    (["bench", "--impl", "cpp", "--num-envs", "8"], "required"),
+    (["bench", "--impl", "cpp", "--num-envs", "8", "--steps", "1", "--bogus"], "unrecognized"),
+    (["frobnicate"], "invalid choice"),
+    ([], "choose a command"),
+    (["profile", "--impl", "jax", "--num-envs", "8", "--steps", "0"], "positive integer"),
+    (["sweep", "bad/name", "--impl", "cpp", "--num-envs", "8", "--steps", "1"], "sweep name"),
+]
+
+
+@pytest.mark.parametrize("argv, message", BAD, ids=[" ".join(a) or "empty" for a, _ in BAD])
+def test_cli_bad_input_one_line_exit_2(argv, message, capsys, tmp_path, monkeypatch):
+    from studylib.provenance import gpu_name
+
+    if "no CUDA device" in message and gpu_name():
+        pytest.skip("this machine has a CUDA device")
+    monkeypatch.chdir(tmp_path)
+    rc = main(argv)
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert rc == 2
+    assert len(err.splitlines()) == 1 and err.startswith("error:") and "Traceback" not in err
+    assert message in err
+    assert captured.out == ""
+    assert not list(tmp_path.iterdir())  # nothing written (no data/ folder)
+
+
+def test_cli_unwritable_data_dir(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    rc = main(["sweep", "x", "--impl", "cpp", "--num-envs", "8", "--steps", "1", "--data-dir", str(blocker / "d")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and "not writable" in err
+
+
+def test_cli_subprocess_no_traceback():
+    proc = subprocess.run([sys.executable, "-m", "studylib", "bench", "--impl", "jax", "--num-envs", "-4",
+                           "--steps", "1"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    lines = [l for l in proc.stderr.splitlines() if not l.startswith("USDT")]
+    assert len(lines) == 1 and "Traceback" not in proc.stderr and "positive integer" in lines[0]
