@@ -27,6 +27,8 @@ _REGISTRY = {
     "torch": ("torch_env", "TorchCartPole"),
     "jax": ("jax_env", "JaxCartPole"),
     "cuda": ("cuda_env", "CudaCartPole"),
+    "torch-compile": ("torch_compile_env", "TorchCompileCartPole"),
+    "fused": ("fused_env", "FusedCartPole"),
 }
 IMPLEMENTATIONS = tuple(_REGISTRY)
 

@@ -1,0 +1,157 @@
+"""``torch-compile``: the ``torch`` implementation with its step compiled by ``torch.compile``.
+
+The same lines as torch_env.py (``studylib.dynamics.integrate`` and ``policy.mlp_logits`` with
+``xp=torch``), written as one pure function of tensors, ``_steps``: policy, physics, termination,
+truncation and same-step reset of ``STEPS_PER_CALL`` consecutive steps. TorchInductor fuses
+its ~30 elementwise ops per step into a few generated C++ (CPU) or Triton (GPU) kernels, so a
+step costs a handful of kernel calls instead of one per op; Python still drives the loop,
+``STEPS_PER_CALL`` steps per call (the whole K loop is not compiled: dynamo unrolls Python loops,
+so compile time would grow with K).
+
+On a GPU the compiled function is additionally captured as a CUDA graph (``mode=
+"reduce-overhead"``): one graph replay per call instead of a launch per kernel. CUDA graphs
+replay into static output buffers, so outputs are cloned before the next call overwrites them.
+
+Randomness: resets draw from the same ``torch.Generator`` as ``torch`` (seeded by ``seed`` in
+``reset``), outside the compiled region: one ``torch.rand`` per step of shape (N, 4S), passed in.
+Inductor's own RNG (philox, not the generator's stream) is never used, so the same seed gives the
+same trajectory on every run and a different seed a different one; the reset draws are the very
+numbers ``torch`` draws. Physics and inference may differ from eager ``torch`` by float32
+rounding (fused and vectorized kernels), as any two float32 implementations do.
+
+``compile(K, policy)`` compiles ahead of time (the harness times it apart from the rollout).
+Compiled code is shared by all instances with the same (S, C, policy, device): the first N is
+compiled static (fastest), a second N recompiles once with N dynamic (torch.compile's default).
+"""
+
+from __future__ import annotations
+
+import time
+import types
+
+import torch
+
+from .dynamics import CARTPOLE_V1, RESET_HIGH, RESET_LOW, STATE_SIZE, CartPoleParams, integrate, is_terminated
+from .episodes import hash_actions
+from .policy import mlp_logits
+from .torch_env import TorchCartPole, _mask32
+
+STEPS_PER_CALL = 1  # steps per compiled call (unrolled in the graph); see the module doc
+
+# Where a step's actions come from (a static argument of the compiled function).
+_GIVEN, _MLP, _HASH = "given", "mlp", "none"
+
+
+def _steps(state, elapsed, episode, uniforms, env_index, actions, w1, b1, w2, b2, w3, b3, seed,
+           *, state_factor: int, compute_factor: int, policy: str, p: CartPoleParams = CARTPOLE_V1):
+    """``len(uniforms)`` steps of all envs (TorchCartPole._advance, policy included), pure.
+
+    uniforms: (steps, N, 4S) in [0, 1), the reset draws of each step. actions: (N,) for
+    policy "given" (one step), else unused. Returns (state, elapsed, episode, terminated,
+    truncated, episodes finished), the flags of the last step.
+    """
+    n = state.shape[0]
+    done_total = torch.zeros((), dtype=torch.int64, device=state.device)
+    terminated = truncated = None
+    for t in range(uniforms.shape[0]):
+        if policy == _MLP:
+            logits = mlp_logits(((w1, b1), (w2, b2), (w3, b3)), state[:, :STATE_SIZE], xp=torch)
+            actions = torch.argmax(logits, dim=1)
+        elif policy == _HASH:
+            actions = hash_actions(seed, env_index, episode, elapsed, wrap=_mask32)
+        copies = state.view(n, state_factor, STATE_SIZE)
+        force = torch.where(actions == 1, p.force_mag, -p.force_mag).to(state.dtype)[:, None]
+        copies = integrate(copies, force, compute_factor, p, xp=torch)
+        terminated = is_terminated(copies[:, 0], p)
+        elapsed = elapsed + 1
+        truncated = elapsed >= p.max_episode_steps
+        done = terminated | truncated
+        fresh = uniforms[t] * (RESET_HIGH - RESET_LOW) + RESET_LOW
+        state = torch.where(done[:, None], fresh, copies.reshape(n, -1))
+        elapsed = torch.where(done, 0, elapsed)
+        episode = episode + done
+        done_total = done_total + done.sum()
+    return state, elapsed, episode, terminated, truncated, done_total
+
+
+# (state_factor, compute_factor, policy, steps, device type, params) -> compiled function
+_COMPILED: dict = {}
+
+
+def compiled_steps(state_factor: int, compute_factor: int, policy: str, steps: int, device: str,
+                   params: CartPoleParams = CARTPOLE_V1):
+    key = (state_factor, compute_factor, policy, steps, torch.device(device).type, params)
+    fn = _COMPILED.get(key)
+    if fn is None:
+        def bound(*args):
+            return _steps(*args, state_factor=state_factor, compute_factor=compute_factor,
+                          policy=policy, p=params)
+
+        # dynamo caches compiled code per code object (with a recompile limit): a code object of
+        # its own per key keeps the keys from sharing, and evicting, each other's entries.
+        name = f"steps_S{state_factor}_C{compute_factor}_{policy}_{steps}"
+        bound = types.FunctionType(bound.__code__.replace(co_name=name, co_qualname=name),
+                                   bound.__globals__, name, None, bound.__closure__)
+
+        # CUDA: capture the step's kernels as one CUDA graph (replayed per call). CPU: inductor's
+        # C++ kernels; "reduce-overhead" would only add a copy there (no graphs on the CPU).
+        mode = "reduce-overhead" if key[4] == "cuda" else None
+        fn = _COMPILED[key] = torch.compile(bound, dynamic=None, fullgraph=True, mode=mode)
+    return fn
+
+
+class TorchCompileCartPole(TorchCartPole):
+    name = "torch-compile"
+
+    def __init__(self, num_envs, **kwargs):
+        super().__init__(num_envs, **kwargs)
+        self._weights = [t for layer in self._layers for t in layer]  # w1, b1, w2, b2, w3, b3
+        self._cuda = self.device.startswith("cuda")
+        self._seed_tensor = torch.tensor(self.seed, dtype=torch.int64, device=self.device)  # not a guard
+
+    def _fn(self, policy: str, steps: int):
+        return compiled_steps(self.state_factor, self.compute_factor, policy, steps, self.device, self.params)
+
+    def _call(self, policy: str, steps: int, actions=None):
+        """``steps`` steps in one compiled call; updates the state, returns (term, trunc, done)."""
+        uniforms = torch.rand((steps, self.num_envs, self.row_len), generator=self._generator,
+                              device=self.device)
+        if actions is None:
+            actions = self._env_index  # a placeholder of the right shape: "given" only reads it
+        out = self._fn(policy, steps)(self.state, self.elapsed, self.episode, uniforms, self._env_index,
+                                      actions, *self._weights, self._seed_tensor)
+        if self._cuda:  # CUDA-graph outputs live in static buffers that the next replay overwrites
+            out = tuple(t.clone() for t in out)
+        self.state, self.elapsed, self.episode, terminated, truncated, done = out
+        return terminated, truncated, done
+
+    def _step(self, actions):
+        terminated, truncated, _ = self._call(_GIVEN, 1, torch.from_numpy(actions).to(self.device, torch.int64))
+        obs = self.state[:, :STATE_SIZE].cpu().numpy()
+        return obs, torch.ones(self.num_envs).numpy(), terminated.cpu().numpy(), truncated.cpu().numpy()
+
+    def compile(self, num_steps: int, policy: str = "mlp") -> float:
+        """Compile the rollout of (K, policy) now; return the seconds it took. The state is saved
+        and restored, so compiling does not advance the environments (nor their generator)."""
+        saved = (self.state, self.elapsed, self.episode, self._generator.get_state())
+        start = time.perf_counter()
+        for steps in self._chunks(num_steps):
+            self._call(policy, steps)
+        self.synchronize()
+        seconds = time.perf_counter() - start
+        self.state, self.elapsed, self.episode = saved[:3]
+        self._generator.set_state(saved[3])
+        return seconds
+
+    @staticmethod
+    def _chunks(num_steps: int):
+        """The distinct call sizes a K-step rollout uses (each is compiled once)."""
+        full, rest = divmod(num_steps, STEPS_PER_CALL)
+        return ([STEPS_PER_CALL] if full else []) + ([rest] if rest else [])
+
+    def _rollout(self, num_steps, policy):
+        done_total = torch.zeros((), dtype=torch.int64, device=self.device)
+        full, rest = divmod(num_steps, STEPS_PER_CALL)
+        for steps in [STEPS_PER_CALL] * full + ([rest] if rest else []):
+            done_total += self._call(policy, steps)[2]
+        return int(done_total)

@@ -1,0 +1,122 @@
+"""The fused kernel (MLP inference + simulation in one call): its source, its MLP, its rollout."""
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import studylib
+from studylib import native
+from studylib.episodes import reset_values_numpy
+from studylib.fused_env import pack_weights
+from studylib.policy import mlp_logits, mlp_weights, reference_actions
+from tests.conftest import random_states
+
+
+def test_nvcc_compiles_the_fused_kernel_to_ptx(tmp_path):
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc not installed: the fused kernel's PTX compile is not checked here")
+    out = tmp_path / "fused_kernel.ptx"
+    proc = subprocess.run([nvcc, "-ptx", "-arch=sm_80", f"-I{native.CUDA_SOURCE_DIR}",
+                           str(native.FUSED_KERNEL_SOURCE), "-o", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    ptx = out.read_text()
+    for entry in ("fused_rollout", "fused_reset", "fused_mlp_logits"):
+        assert f".entry {entry}" in ptx
+    assert ".shared" in ptx and "fma.rn.f32" in ptx  # weights in shared memory, the MLP's FMAs
+    assert "div.rn.f32" in ptx and str(0x7FEB352D) in ptx  # the physics and the counter hash
+
+
+def test_both_builds_share_the_headers():
+    cpu, kernel = native.FUSED_CPU_SOURCE.read_text(), native.FUSED_KERNEL_SOURCE.read_text()
+    for src in (cpu, kernel):
+        assert '#include "cartpole.cuh"' in src and '#include "mlp.cuh"' in src
+        assert "mlp_forward<" in src and "mlp_greedy_action" in src
+    for piece in ("cp_physics", "cp_env_finish", "cp_reset_row", "cp_hash_action"):
+        assert piece in cpu
+    info = native.build_info("fused_cpu")
+    assert info["path"].endswith(".so") and "fused_cpu" in info["path"]
+    assert native.build_info()["name"] == "cartpole_cpu"  # the default library is unchanged
+
+
+def test_packed_weights_follow_the_header_layout():
+    w = mlp_weights(3)
+    packed = pack_weights(w)
+    assert packed.dtype == np.float32 and packed.size == 4 * 64 + 64 + 64 * 64 + 64 + 64 * 2 + 2
+    np.testing.assert_array_equal(packed[320:320 + 4096].reshape(64, 64), w.w2)
+    np.testing.assert_array_equal(packed[-2:], w.b3)
+
+
+def test_kernel_mlp_matches_the_float64_reference():
+    env = studylib.make("fused", 4, device="cpu", policy_seed=5)
+    rng = np.random.default_rng(60)
+    obs = (random_states(rng, 20000) * [1.0, 1.5, 1.0, 1.5]).astype(np.float32)
+    obs[:8] = [[100, -100, 5, -5]] * 8  # far outside the tanh approximation's range: clamped
+    logits = env.mlp_logits(obs)
+    layers = [(w.astype(np.float64), b.astype(np.float64)) for w, b in env.policy_weights.layers()]
+    ref = mlp_logits(layers, obs.astype(np.float64))
+    np.testing.assert_allclose(logits, ref, rtol=0, atol=2e-6)
+    actions, margin = reference_actions(env.policy_weights, obs)
+    sure = margin > 1e-4
+    assert sure.mean() > 0.99
+    np.testing.assert_array_equal(np.argmax(logits, axis=1)[sure], actions[sure])
+
+
+def test_ties_go_to_action_0():
+    env = studylib.make("fused", 4, device="cpu")
+    zero = mlp_weights(0)
+    for arr in (zero.w3, zero.b3):
+        arr[...] = 0  # both logits 0 for every observation (fresh arrays from mlp_weights)
+    env._weights = pack_weights(zero)
+    env.reset()
+    env.set_state(np.full((4, 4), 0.01))
+    env.rollout(1, policy="mlp")
+    expected = studylib.dynamics.reference_step(np.full((4, 4), 0.01), np.zeros(4, int))[0]
+    np.testing.assert_allclose(env.get_state(), expected, rtol=1e-6)
+
+
+def test_rollout_of_k_steps_is_one_call_equal_to_k_single_steps():
+    """K steps in one native call == K calls of one step, with resets, for the MLP policy:
+    no state is lost or duplicated between the kernel's steps, lanes and blocks (N is not a
+    multiple of the 16-lane block, so the last block is partial)."""
+    n, k = 37, 60
+    a = studylib.make("fused", n, seed=8, device="cpu", state_factor=2)
+    b = studylib.make("fused", n, seed=8, device="cpu", state_factor=2)
+    calls = []
+    lib = a._backend.lib
+    original = lib.fused_rollout
+    a._backend.lib = type("Spy", (), {"fused_rollout": lambda self, *args: calls.append((args[-3], args[-1])) or original(*args)})()
+    done_a = a.rollout(k, policy="mlp").episodes_finished
+    assert calls == [(k, 1)]  # one native call for all K steps, policy FUSED_POLICY_MLP
+    done_b = sum(b.rollout(1, policy="mlp").episodes_finished for _ in range(k))
+    assert done_a == done_b > 0
+    np.testing.assert_array_equal(a.get_state(), b.get_state())
+
+
+def test_resets_draw_what_cpp_draws():
+    n, s = 50, 2
+    env = studylib.make("fused", n, seed=99, device="cpu", state_factor=s)
+    np.testing.assert_array_equal(env.get_state(), reset_values_numpy(99, np.arange(n), np.zeros(n), 4 * s))
+
+
+def test_no_policy_rollout_equals_cpp():
+    """policy="none": the same hashed actions and reset draws as cpp, so the same trajectory."""
+    n = 40
+    envs = [studylib.make(impl, n, seed=6, device="cpu") for impl in ("fused", "cpp")]
+    done = [e.rollout(200, policy="none").episodes_finished for e in envs]
+    assert done[0] == done[1] > 0
+    np.testing.assert_allclose(envs[0].get_state(), envs[1].get_state(), rtol=1e-4, atol=1e-5)
+
+
+def test_device_choice():
+    from studylib.cuda_env import cuda_status
+
+    assert studylib.make("fused", 2, device="cpu").device == "cpu"
+    with pytest.raises(studylib.ConfigError, match="device"):
+        studylib.make("fused", 2, device="tpu")
+    if not cuda_status()[0]:
+        assert studylib.make("fused", 2).device == "cpu"
+        with pytest.raises(studylib.DeviceUnavailableError, match="no CUDA device"):
+            studylib.make("fused", 2, device="cuda")
