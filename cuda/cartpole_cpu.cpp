@@ -33,6 +33,11 @@ long long cartpole_rollout(float* state, int32_t* elapsed, uint32_t* episode,
     long long episodes_done = 0;
 #pragma omp parallel reduction(+ : episodes_done)
     {
+        // Thread-local copies: with the shared originals GCC cannot vectorize the lane loops
+        // ("latch block not empty") and falls back to scalar sinf/cosf.
+        const CartPoleParams tp = p;
+        const RolloutConfig tcfg = cfg;
+        const float tdt = dt;
         std::vector<float> buf(row_len * W);  // buf[j * W + lane]
 #pragma omp for schedule(static)
         for (long long b = 0; b < num_blocks; ++b) {
@@ -58,21 +63,21 @@ long long cartpole_rollout(float* state, int32_t* elapsed, uint32_t* episode,
                     force[l] = cp_force(actions ? act[l]
                                                 : cp_hash_action(seed, (uint32_t)(first + l), ep[l],
                                                                  (uint32_t)el[l]),
-                                        p);
+                                        tp);
                 for (int s = 0; s < state_factor; ++s) {  // cp_copy_step, lanes innermost
                     float* c = bp + 4 * (int64_t)s * W;
                     for (int sub = 0; sub < compute_factor; ++sub) {
 #pragma omp simd
                         for (int l = 0; l < W; ++l)
-                            cp_physics(c[l], c[W + l], c[2 * W + l], c[3 * W + l], force[l], dt, p);
+                            cp_physics(c[l], c[W + l], c[2 * W + l], c[3 * W + l], force[l], tdt, tp);
                     }
                 }
 #pragma omp simd
-                for (int l = 0; l < W; ++l) fl[l] = cp_env_finish(bp[l], bp[2 * W + l], el[l], ep[l], p);
+                for (int l = 0; l < W; ++l) fl[l] = cp_env_finish(bp[l], bp[2 * W + l], el[l], ep[l], tp);
                 // The other half: same-step resets of the (few) lanes whose episode ended.
                 for (int l = 0; l < lanes; ++l) {
                     if (fl[l]) {
-                        cp_reset_row(bp + l, W, (uint32_t)(first + l), ep[l], cfg);
+                        cp_reset_row(bp + l, W, (uint32_t)(first + l), ep[l], tcfg);
                         ++episodes_done;
                     }
                 }

@@ -19,6 +19,7 @@ import re
 import sys
 
 from . import IMPLEMENTATIONS, POLICIES
+from .peers import PEERS
 from .errors import ConfigError, StudyError
 
 EXIT_USAGE = 2
@@ -69,14 +70,15 @@ def parse_ints(flag: str, text: str) -> list[int]:
     return list(dict.fromkeys(values))
 
 
-def parse_names(flag: str, text: str, valid, allow_all=False) -> list[str]:
+def parse_names(flag: str, text: str, valid, allow_all=False, also_valid=()) -> list[str]:
+    """Comma list of names from ``valid`` ("all" = every one of them) or ``also_valid``."""
     names = [t.strip() for t in str(text).split(",") if t.strip()]
     if allow_all and names == ["all"]:
         return list(valid)
-    bad = [n for n in names if n not in valid]
+    bad = [n for n in names if n not in valid and n not in also_valid]
     if bad or not names:
         what = {"--impl": "implementation", "--policy": "policy", "--device": "device"}.get(flag, flag)
-        raise ConfigError(f"unknown {what} {(bad or [text])[0]!r}; valid: {', '.join(valid)}")
+        raise ConfigError(f"unknown {what} {(bad or [text])[0]!r}; valid: {', '.join((*valid, *also_valid))}")
     return list(dict.fromkeys(names))
 
 
@@ -91,7 +93,8 @@ def _positive_float(flag: str, text: str) -> float:
 
 
 def _add_point_options(p: argparse.ArgumentParser, steps_required=True):
-    p.add_argument("--impl", required=True, help=f"comma list of {', '.join(IMPLEMENTATIONS)} (or all)")
+    p.add_argument("--impl", required=True, help=f"comma list of {', '.join(IMPLEMENTATIONS)} (or all), "
+                                                  f"or peers: {', '.join(PEERS)} (simulation only)")
     p.add_argument("--num-envs", required=True, help="N: 4096, 2^12, 1024,4096 or 2^8..2^16")
     p.add_argument("--steps", required=steps_required, default="1,10,100",
                    help="K: steps per backend call (list allowed)")
@@ -104,7 +107,7 @@ def _add_point_options(p: argparse.ArgumentParser, steps_required=True):
 
 def _grid(args) -> dict:
     return {
-        "impl": parse_names("--impl", args.impl, IMPLEMENTATIONS, allow_all=True),
+        "impl": parse_names("--impl", args.impl, IMPLEMENTATIONS, allow_all=True, also_valid=tuple(PEERS)),
         "num_envs": parse_ints("--num-envs", args.num_envs),
         "steps": parse_ints("--steps", args.steps),
         "state_factor": parse_ints("--state-factor", args.state_factor),

@@ -14,7 +14,8 @@ environments, policy inference included unless ``policy="none"``.
 
 Methodology
   * One-time costs are excluded from the timing and reported separately: ``setup_s`` (creating
-    the environments), ``compile_s`` (XLA trace+compile for jax via ``env.compile``; the C++ build
+    the environments), ``compile_s`` (ahead-of-time compile via ``env.compile`` where the
+    implementation has one: XLA for jax and the gymnax peer, inductor for torch-compile; the C++ build
     for cpp when this call triggered it, 0 when cached; the NVRTC build of the kernel for cuda is
     part of ``setup_s``; 0 for gym/torch, which compile nothing) and ``warmup_s`` (the first call).
   * Adaptive timed regions: the number of calls per timed region (``calls_per_repeat``) is
@@ -54,6 +55,7 @@ import uuid
 from pathlib import Path
 
 from . import IMPLEMENTATIONS, POLICIES, implementation_class, make
+from .peers import PEERS, make_peer
 from .errors import (ConfigError, DeviceUnavailableError, InsufficientMemoryError, StudyError,
                      check_fits_in_memory, positive_int)
 from .provenance import cpu_model, gpu_name, machine_info, machine_key, now_utc
@@ -74,8 +76,9 @@ class DataDirError(StudyError, OSError):
 # ---- argument checking ------------------------------------------------------------------------
 
 def check_impl(impl) -> str:
-    if impl not in IMPLEMENTATIONS:
-        raise ConfigError(f"unknown implementation {impl!r}; valid: {', '.join(IMPLEMENTATIONS)}")
+    if impl not in IMPLEMENTATIONS and impl not in PEERS:
+        raise ConfigError(f"unknown implementation {impl!r}; valid: {', '.join(IMPLEMENTATIONS)}"
+                          f" (peers: {', '.join(PEERS)})")
     return impl
 
 
@@ -150,7 +153,9 @@ def check_feasible(impl, num_envs, steps, state_factor=1, compute_factor=1, poli
         ok, reason = _cuda_available_for(p["impl"])
         if not ok:
             raise DeviceUnavailableError(f"{reason} (impl={p['impl']}, device=cuda)")
-    cls = implementation_class(p["impl"])
+    if p["impl"] in PEERS:
+        PEERS[p["impl"]].check(p["state_factor"], p["compute_factor"], p["policy"], p["device"])
+    cls = PEERS[p["impl"]] if p["impl"] in PEERS else implementation_class(p["impl"])
     check_fits_in_memory(f"{p['impl']} with N={p['num_envs']}, S={p['state_factor']}",
                          cls.estimate_bytes(p["num_envs"], p["state_factor"]))
     return p
@@ -188,8 +193,11 @@ def measure(impl, num_envs, steps, *, state_factor=1, compute_factor=1, policy="
 
         native_cached = native.build_info.cache_info().currsize > 0  # already built in this process
     t0 = time.perf_counter()
-    env = make(p["impl"], n, seed=seed, device=p["device"], state_factor=p["state_factor"],
-               compute_factor=p["compute_factor"])
+    if p["impl"] in PEERS:
+        env = make_peer(p["impl"], n, seed=seed)
+    else:
+        env = make(p["impl"], n, seed=seed, device=p["device"], state_factor=p["state_factor"],
+                   compute_factor=p["compute_factor"])
     setup_s = time.perf_counter() - t0
     if p["impl"] == "cpp" and not native_cached:
         from . import native
@@ -198,7 +206,7 @@ def measure(impl, num_envs, steps, *, state_factor=1, compute_factor=1, policy="
         setup_s = max(0.0, setup_s - build_s)
 
     compile_s = build_s
-    if p["impl"] == "jax":
+    if hasattr(env, "compile"):  # jax, torch-compile, gymnax: ahead-of-time compile, timed apart
         t0 = time.perf_counter()
         env.compile(k, pol)
         compile_s = time.perf_counter() - t0

@@ -1,53 +1,168 @@
-"""Peer CartPole implementations measured with the same clock as ours (simulation only).
+"""Peer CartPole implementations, measured by our harness with their own semantics (simulation only).
 
-``gymnasium-vector``: gymnasium's own numpy-vectorized ``CartPoleVectorEnv`` (NEXT_STEP autoreset,
-its own semantics), driven by actions drawn once per rollout. Used by issue 2's performance check
-(`python -m studylib.peers`) and, later, by ``bench`` as an extra name.
+These are other libraries' CartPoles, not ours: they are not held to our conformance tests and
+keep their own episode rules. ``bench`` accepts their names beside ``studylib.IMPLEMENTATIONS``:
+
+``gymnasium-vector``  gymnasium's numpy-vectorized ``CartPoleVectorEnv`` (NEXT_STEP autoreset),
+                      one Python call per step, actions from a numpy RNG.
+``gymnax``            gymnax's CartPole-v1 (JAX), ``vmap`` over envs and ``lax.scan`` over the K
+                      steps in one jitted call, random actions from ``jax.random``.
+``envpool``           envpool's C++ CartPole-v1 thread pool (one thread per core), one call per step.
+
+Each has the slice of our environment API the harness uses: ``rollout(K, policy="none")``,
+``synchronize()``, ``device``, ``estimate_bytes`` (and ``compile`` for gymnax).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import numpy as np
 
 import studylib
 
-
-def gymnasium_vector_steps_per_s(num_envs: int, num_steps: int, seed: int = 0) -> float:
-    from gymnasium.envs.classic_control.cartpole import CartPoleVectorEnv
-
-    env = CartPoleVectorEnv(num_envs=num_envs)
-    env.reset(seed=seed)
-    actions = np.random.default_rng(seed).integers(0, 2, (num_steps, num_envs))
-    env.step(actions[0])  # warm-up
-    start = time.perf_counter()
-    for a in actions:
-        env.step(a)
-    return num_envs * num_steps / (time.perf_counter() - start)
+from .base import RolloutResult
+from .errors import ConfigError, positive_int
 
 
-def studylib_steps_per_s(impl: str, num_envs: int, num_steps: int, policy: str = "none") -> float:
-    env = studylib.make(impl, num_envs)
-    env.reset()
-    env.rollout(min(num_steps, 10), policy=policy)  # warm-up: build/compile excluded
+class Peer:
+    name = ""
+    device = "cpu"
+
+    def __init__(self, num_envs: int, *, seed: int = 0):
+        self.num_envs = positive_int("num_envs", num_envs)
+        self.seed = seed
+
+    @classmethod
+    def estimate_bytes(cls, num_envs, state_factor=1):
+        return num_envs * 4 * 4 * 16  # float32 state and a few temporaries
+
+    @classmethod
+    def check(cls, state_factor=1, compute_factor=1, policy="none", device=None):
+        if state_factor != 1 or compute_factor != 1 or policy != "none" or device not in (None, "cpu"):
+            raise ConfigError(f"peer {cls.name!r} is measured as it ships: simulation only "
+                              "(policy none), S=1, C=1, on the CPU")
+
+    def rollout(self, num_steps, policy="none") -> RolloutResult:
+        num_steps = positive_int("num_steps", num_steps)
+        return RolloutResult(self.num_envs, num_steps, int(self._rollout(num_steps)))
+
+    def synchronize(self):
+        pass
+
+
+class GymnasiumVector(Peer):
+    name = "gymnasium-vector"
+
+    def __init__(self, num_envs, *, seed=0):
+        super().__init__(num_envs, seed=seed)
+        from gymnasium.envs.classic_control.cartpole import CartPoleVectorEnv
+
+        self._env = CartPoleVectorEnv(num_envs=self.num_envs)
+        self._env.reset(seed=seed)
+        self._rng = np.random.default_rng(seed)
+
+    def _rollout(self, num_steps):
+        done = 0
+        for _ in range(num_steps):
+            _, _, terminated, truncated, _ = self._env.step(self._rng.integers(0, 2, self.num_envs))
+            done += int(np.count_nonzero(terminated | truncated))
+        return done
+
+
+class Gymnax(Peer):
+    name = "gymnax"
+
+    def __init__(self, num_envs, *, seed=0):
+        super().__init__(num_envs, seed=seed)
+        import gymnax
+        import jax
+
+        self._jax = jax
+        env, params = gymnax.make("CartPole-v1")
+        key, reset_key = jax.random.split(jax.random.key(seed))
+        obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, self.num_envs), params)
+        self._carry = (state, key)
+
+        def rollout(carry, num_steps):
+            def body(c, _):
+                state, key = c
+                key, act_key, step_key = jax.random.split(key, 3)
+                actions = jax.random.randint(act_key, (self.num_envs,), 0, 2)
+                _, state, _, terminated, truncated, _ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
+                    jax.random.split(step_key, self.num_envs), state, actions, params)
+                return (state, key), (terminated | truncated).sum()
+
+            carry, dones = jax.lax.scan(body, carry, None, length=num_steps)
+            return carry, dones.sum()
+
+        self._fn = jax.jit(rollout, static_argnums=1)
+
+    def compile(self, num_steps, policy="none"):
+        return self._fn.lower(self._carry, num_steps).compile()
+
+    def _rollout(self, num_steps):
+        self._carry, done = self._fn(self._carry, num_steps)
+        return int(done)
+
+    def synchronize(self):
+        self._jax.block_until_ready(self._carry)
+
+
+class EnvPool(Peer):
+    name = "envpool"
+
+    def __init__(self, num_envs, *, seed=0):
+        super().__init__(num_envs, seed=seed)
+        import envpool
+
+        self._env = envpool.make("CartPole-v1", env_type="gymnasium", num_envs=self.num_envs,
+                                 batch_size=self.num_envs, num_threads=os.cpu_count() or 1, seed=seed)
+        self._env.reset()
+        self._rng = np.random.default_rng(seed)
+
+    def _rollout(self, num_steps):
+        done = 0
+        for _ in range(num_steps):
+            _, _, terminated, truncated, _ = self._env.step(self._rng.integers(0, 2, self.num_envs, dtype=np.int32))
+            done += int(np.count_nonzero(terminated | truncated))
+        return done
+
+
+PEERS = {cls.name: cls for cls in (GymnasiumVector, Gymnax, EnvPool)}
+
+
+def peer_class(name: str) -> type[Peer]:
+    if name not in PEERS:
+        raise ConfigError(f"unknown peer {name!r}; valid: {', '.join(PEERS)}")
+    return PEERS[name]
+
+
+def make_peer(name: str, num_envs: int, *, seed: int = 0) -> Peer:
+    return peer_class(name)(num_envs, seed=seed)
+
+
+def steps_per_s(env, num_steps: int) -> float:
+    """One warm rollout of K steps, timed (a quick check; ``bench.measure`` is the real harness)."""
+    env.rollout(num_steps, policy="none")  # warm-up with the same K: build/compile excluded
     env.synchronize()
     start = time.perf_counter()
-    env.rollout(num_steps, policy=policy)
+    env.rollout(num_steps, policy="none")
     env.synchronize()
-    return num_envs * num_steps / (time.perf_counter() - start)
+    return env.num_envs * num_steps / (time.perf_counter() - start)
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description="cpp (K steps per call, no policy) vs gymnasium CartPoleVectorEnv")
+    ap = argparse.ArgumentParser(description="cpp (K steps per call, no policy) vs gymnasium's CartPoleVectorEnv")
     ap.add_argument("--log2-num-envs", type=int, default=20)
     ap.add_argument("--steps", type=int, default=1000)
-    ap.add_argument("--peer-steps", type=int, default=50, help="steps for the (slow) peer")
+    ap.add_argument("--peer-steps", type=int, default=50, help="steps for the (slower) peer")
     args = ap.parse_args(argv)
     n = 2 ** args.log2_num_envs
-    ours = studylib_steps_per_s("cpp", n, args.steps)
-    peer = gymnasium_vector_steps_per_s(n, args.peer_steps)
+    ours = steps_per_s(studylib.make("cpp", n), args.steps)
+    peer = steps_per_s(GymnasiumVector(n), args.peer_steps)
     print(f"N=2^{args.log2_num_envs} S=1 C=1 policy=none device=cpu")
     print(f"  cpp, K={args.steps} per call      {ours:12.3e} steps/s")
     print(f"  gymnasium CartPoleVectorEnv {peer:12.3e} steps/s")
