@@ -1,0 +1,80 @@
+"""Root conftest: let nbval collect the book's jupytext MyST chapters (``book/*.md``).
+
+nbval 0.11 only collects ``.ipynb`` and reads them with nbformat. Here ``pytest --nbval-lax book/``
+also collects every ``.md`` under ``book/`` whose front matter declares a ``kernelspec`` (skipping
+``_build``), reading it with jupytext. When nbval collects chapters, the chapters run at the
+``tiny`` preset and measure into a temporary folder unless ``STUDYLIB_PRESET`` /
+``STUDYLIB_DATA_DIR`` are set, so a test never touches the committed ``data/``.
+(A conftest in ``tests/`` would not apply to ``book/``: pytest only uses conftests on the path.)
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent
+BOOK = ROOT / "book"
+
+
+def _is_chapter(path: Path) -> bool:
+    if path.suffix != ".md" or BOOK not in path.resolve().parents:
+        return False
+    if any(part.startswith("_") or part.startswith(".") for part in path.resolve().relative_to(BOOK).parts[:-1]):
+        return False  # _build, _static, ...
+    head = path.read_text(encoding="utf-8")[:2000]
+    return head.startswith("---") and "kernelspec:" in head.split("\n---", 1)[0]
+
+
+def _install_jupytext_reader() -> None:
+    import jupytext
+    import nbformat
+    import nbval.plugin
+
+    if getattr(nbval.plugin.nbformat, "_studylib_jupytext", False):
+        return
+
+    class _Reader:
+        """nbformat, except that ``read`` of a ``.md`` goes through jupytext."""
+
+        _studylib_jupytext = True
+
+        def __getattr__(self, name):
+            return getattr(nbformat, name)
+
+        def read(self, path, as_version=4, **kw):
+            if str(path).endswith(".md"):
+                return jupytext.read(path)
+            return nbformat.read(path, as_version=as_version, **kw)
+
+    nbval.plugin.nbformat = _Reader()
+
+
+def _tiny_environment() -> None:
+    os.environ.setdefault("STUDYLIB_PRESET", "tiny")
+    if "STUDYLIB_DATA_DIR" not in os.environ:
+        os.environ["STUDYLIB_DATA_DIR"] = tempfile.mkdtemp(prefix="studylib-nbval-data-")
+
+
+def pytest_collect_file(file_path, parent):
+    opt = parent.config.option
+    if not (getattr(opt, "nbval", False) or getattr(opt, "nbval_lax", False)):
+        return None
+    if not _is_chapter(Path(file_path)):
+        return None
+    from nbval.plugin import IPyNbFile
+
+    _install_jupytext_reader()
+    _tiny_environment()  # before the kernel starts: it inherits this process's environment
+    return IPyNbFile.from_parent(parent, path=file_path)
+
+
+def pytest_ignore_collect(collection_path, config):
+    # Built pages and caches hold copies of chapters (and executed .ipynb) that must not be collected.
+    parts = Path(collection_path).parts
+    if "_build" in parts or ".jupyter_cache" in parts:
+        return True
+    return None

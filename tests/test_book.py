@@ -1,0 +1,121 @@
+"""The book: every chapter executes (nbval, tiny preset), the book builds with warnings as errors,
+and the built pages' Altair charts really render in headless Chromium (offline).
+
+Both run at the ``tiny`` preset and measure into temporary folders: the committed ``data/`` and
+the main ``_build/`` are never touched. Time on 2 cores: about 1 min for nbval, 1–2 min for the
+build and the browser check.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BOOK = ROOT / "book"
+CHAPTERS = sorted(p.stem for p in BOOK.glob("*.md"))
+CHART_PAGES = ["cartpole", "vectorization", "overheads", "fusion", "complexity"]
+BIN = Path(sys.executable).parent
+
+
+def _env(tmp_path: Path) -> dict:
+    env = dict(os.environ)
+    env["STUDYLIB_PRESET"] = "tiny"
+    env["STUDYLIB_DATA_DIR"] = str(tmp_path / "data")
+    env["PYTHONWARNINGS"] = env.get("PYTHONWARNINGS", "")
+    return env
+
+
+def test_chapters_listed_in_toc():
+    toc = (ROOT / "_toc.yml").read_text()
+    listed = set(re.findall(r"(?:root|file):\s*(\S+)", toc))
+    assert listed == set(CHAPTERS), f"chapters {sorted(set(CHAPTERS) ^ listed)} are not both in book/ and _toc.yml"
+    assert (BOOK / "_toc.yml").resolve() == (ROOT / "_toc.yml").resolve(), "book/_toc.yml must link to ../_toc.yml"
+    assert not list(BOOK.glob("*.ipynb")), "no .ipynb in book/: chapters are jupytext .md"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_chapter_has_parameters_cell(chapter):
+    text = (BOOK / f"{chapter}.md").read_text()
+    assert re.search(r"```\{code-cell\}[^\n]*\n:tags: \[parameters\]", text), f"{chapter}: no cell tagged parameters"
+    assert "name: python3" in text.split("\n---", 1)[0], f"{chapter}: kernelspec must be python3"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_chapter_executes_under_nbval(chapter, tmp_path):
+    """``pytest --nbval-lax book/<chapter>.md`` (collected by the root conftest.py) at the tiny preset."""
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "--nbval-lax", "-q", "-p", "no:cacheprovider", "--rootdir", str(ROOT),
+         f"book/{chapter}.md"],
+        cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True, timeout=600,
+    )
+    assert r.returncode == 0, f"nbval failed for {chapter}:\n{r.stdout[-6000:]}\n{r.stderr[-3000:]}"
+    assert re.search(r"\d+ passed", r.stdout), f"nbval collected no cells of {chapter}:\n{r.stdout[-2000:]}"
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+@pytest.fixture(scope="module")
+def built_book(tmp_path_factory):
+    """``jupyter-book build book/ -W -n --keep-going`` at the tiny preset into a temporary folder."""
+    out = tmp_path_factory.mktemp("book-build")
+    env = _env(out)
+    r = subprocess.run(
+        [str(BIN / "jupyter-book"), "build", "book/", "-W", "-n", "--keep-going", "--path-output", str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+    )
+    html = out / "_build" / "html"
+    log = (r.stdout + r.stderr)[-8000:]
+    assert r.returncode == 0, f"jupyter-book build failed (warnings are errors):\n{log}"
+    assert (html / "index.html").exists(), f"no HTML in {html}:\n{log}"
+    return html
+
+
+def test_build_has_offline_vega_bundle(built_book):
+    bundle = built_book / "_static" / "vega-offline.js"
+    assert bundle.exists() and bundle.stat().st_size > 300_000, "the vega bundle must ship with the site"
+    for page in CHART_PAGES:
+        text = (built_book / f"{page}.html").read_text()
+        assert "vega-offline.js" in text, f"{page}.html does not load the local vega bundle"
+        assert "altair-viz-" in text, f"{page}.html has no Altair chart"
+
+
+def _dump_dom(chromium: str, page: Path, profile: Path) -> str:
+    cmd = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           f"--user-data-dir={profile}", "--virtual-time-budget=10000", "--window-size=1200,900",
+           "--dump-dom", page.as_uri()]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, f"chromium failed on {page.name}: {r.stderr[-2000:]}"
+    return r.stdout
+
+
+@pytest.mark.parametrize("page", CHART_PAGES)
+def test_charts_render_in_headless_chromium(built_book, page, tmp_path):
+    chromium = _chromium()
+    if chromium is None:
+        pytest.skip("no Chromium on this machine (CI installs it: apt-get install -y chromium)")
+    dom = _dump_dom(chromium, built_book / f"{page}.html", tmp_path / "profile")
+    visible = re.sub(r"<script\b.*?</script>", "", dom, flags=re.S)  # the chart scripts quote the error texts
+    assert "Error loading script" not in visible, f"{page}: a chart failed to load vega (CDN fallback?)"
+    assert "Javascript Error" not in visible, f"{page}: vega-embed reported an error"
+    ids = re.findall(r'<div id="(altair-viz-[0-9a-f]+)"', dom)
+    assert ids, f"{page}: no chart container in the rendered DOM"
+    for i, chart_id in enumerate(ids):
+        start = dom.index(f'id="{chart_id}"')
+        end = dom.find("altair-viz-", start + len(chart_id) + 10)
+        segment = dom[start: end if end > 0 else len(dom)]
+        assert "<svg" in segment and 'class="marks"' in segment, f"{page}: chart {i + 1} ({chart_id}) did not render an SVG"
+        assert re.search(r'<path[^>]+d="M', segment), f"{page}: chart {i + 1} ({chart_id}) has no drawn marks"
