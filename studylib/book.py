@@ -125,6 +125,8 @@ PRESETS: dict[str, dict[str, dict]] = {
         "fusion": {"num_envs": [4, 64], "steps": [1, 4], "cap": {"*": 2**12}},
         "complexity": {"num_envs": [4, 64], "steps": [1, 4], "state_factor": [1, 4], "compute_factor": [1, 4],
                        "cap": {"*": 2**14}},
+        "beyond": {"num_envs": [16, 64], "steps": [1, 4], "peer_num_envs": [16], "peer_steps": 4,
+                   "cap": {"*": 2**12}, "rollout_steps": 8},
     },
     "default": {
         "_timing": {"repeats": 3, "min_seconds": 0.1},
@@ -139,6 +141,9 @@ PRESETS: dict[str, dict[str, dict]] = {
                    "cap": {"cpp": 2**26, "cuda": 2**30, "jax": 2**24, "torch": 2**20}},
         "complexity": {"num_envs": [2**8, 2**14], "steps": [1, 10, 100, 1000], "state_factor": [1, 8, 64],
                        "compute_factor": [1, 8, 64], "cap": {"*": 2**26}},
+        "beyond": {"num_envs": [2**10, 2**13, 2**16], "steps": [1, 100], "peer_num_envs": [2**12, 2**16],
+                   "peer_steps": 100, "cap": {"torch": 2**20, "torch-compile": 2**20, "gym": 2**12, "envpool": 2**19,
+                                             "*": 2**24}, "rollout_steps": 256},
     },
     "paper": {
         "_timing": {"repeats": 5, "min_seconds": 0.5},
@@ -151,12 +156,16 @@ PRESETS: dict[str, dict[str, dict]] = {
         "fusion": {"num_envs": _pow2(0, 26, 2), "steps": [1, 10, 100, 1000], "cap": {"*": 2**36}},
         "complexity": {"num_envs": _pow2(10, 20, 5), "steps": [1, 10, 100, 1000],
                        "state_factor": _pow2(0, 12, 2), "compute_factor": _pow2(0, 10, 2), "cap": {"*": 2**38}},
+        "beyond": {"num_envs": _pow2(10, 20, 2), "steps": [1, 1000], "peer_num_envs": _pow2(10, 20, 2),
+                   "peer_steps": 1000, "cap": {"envpool": 2**26, "gym": 2**22, "*": 2**34}, "rollout_steps": 1000},
     },
 }
 PRESET_NAMES = tuple(PRESETS)
 CHAPTERS = ("cartpole", "vectorization", "overheads", "fusion", "complexity")
 SWEEP_NAMES = {"cartpole": "fig2_cartpole", "vectorization": "fig4", "overheads": "fig4_k",
-               "fusion": "fig8", "complexity": "fig9"}
+               "fusion": "fig8", "complexity": "fig9", "beyond": "beyond"}
+BEYOND_IMPLS = ("torch", "torch-compile", "jax", "fused", "cpp")  # the "Beyond the paper" chapter
+
 
 
 @dataclass
@@ -435,6 +444,48 @@ def complexity_data(P: Params) -> pd.DataFrame:
     """Fig 9: the fused implementation over N x K x S x C, simulation only."""
     return _sweep("complexity", P, [fusion_impl(P)], "none", state_factors=P.state_factor,
                   compute_factors=P.compute_factor)
+
+
+def beyond_data(P: Params) -> pd.DataFrame:
+    """Beyond the paper: torch-compile and fused against torch and jax with the MLP policy, and the
+    peers against ours simulation only. One sweep file, ``beyond.json``."""
+    from .peers import PEERS
+
+    ours = [i for i in BEYOND_IMPLS if i in P.impls or i in ("torch-compile", "fused")]
+    grids, dropped = _capped_points(P, ours, "mlp")
+    peer_p = replace(P, num_envs=list(P.peer_num_envs), steps=[int(P.peer_steps)])
+    for impl in ("cpp", "fused", "jax", *PEERS):
+        g, d = _capped_points(peer_p, [impl], "none")
+        grids += g
+        dropped += d
+    df = run_grids(SWEEP_NAMES["beyond"], grids, P)
+    df.attrs["dropped"] = dropped
+    return df
+
+
+def roofline_data(P: Params) -> dict:
+    """This machine's ceilings (studylib.roofline), measured once per machine and saved with its
+    provenance as ``beyond_roofline.json``; later builds read the file."""
+    from . import bench, roofline
+    from .provenance import machine_info, machine_key
+
+    path = P.data_dir / machine_key() / "beyond_roofline.json"
+    if path.exists():
+        doc = json.loads(path.read_text())
+    else:
+        ceil = roofline.ceilings(num_envs_list=sorted(set(P.num_envs) | set(P.peer_num_envs)))
+        doc = {"format": "studylib-roofline/1", "machine": machine_info(),
+               "memory_bytes_per_s": ceil["memory_bytes_per_s"],
+               "physics_steps_per_s": [{"state_factor": s, "compute_factor": c, "steps_per_s": v}
+                                       for (s, c), v in ceil["physics_steps_per_s"].items()],
+               "gemm_steps_per_s": [{"num_envs": n, "steps_per_s": v} for n, v in ceil["gemm_steps_per_s"].items()]}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        bench.atomic_write_json(path, doc)
+    return {"memory_bytes_per_s": doc["memory_bytes_per_s"],
+            "physics_steps_per_s": {(r["state_factor"], r["compute_factor"]): r["steps_per_s"]
+                                    for r in doc["physics_steps_per_s"]},
+            "gemm_steps_per_s": {int(r["num_envs"]): r["steps_per_s"] for r in doc["gemm_steps_per_s"]},
+            "date": doc["machine"].get("date")}
 
 
 def _quiet_native_stderr():
@@ -789,7 +840,9 @@ def impl_color(domain=None):
     import altair as alt
 
     domain = domain or IMPL_ORDER
-    palette = {"gym": "#7f7f7f", "cpp": "#d62728", "torch": "#ff7f0e", "jax": "#1f77b4", "cuda": "#2ca02c"}
+    palette = {"gym": "#7f7f7f", "cpp": "#d62728", "torch": "#ff7f0e", "jax": "#1f77b4", "cuda": "#2ca02c",
+               "torch-compile": "#9467bd", "fused": "#8c564b", "gymnasium-vector": "#e377c2",
+               "gymnax": "#17becf", "envpool": "#bcbd22"}
     return alt.Color("impl:N", title="implementation", scale=alt.Scale(domain=domain, range=[palette.get(d, "#444") for d in domain]),
                      legend=alt.Legend(orient="bottom", columns=2))
 

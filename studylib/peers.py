@@ -116,11 +116,15 @@ class EnvPool(Peer):
 
     def __init__(self, num_envs, *, seed=0):
         super().__init__(num_envs, seed=seed)
+        import warnings
+
         import envpool
 
-        self._env = envpool.make("CartPole-v1", env_type="gymnasium", num_envs=self.num_envs,
-                                 batch_size=self.num_envs, num_threads=os.cpu_count() or 1, seed=seed)
-        self._env.reset()
+        with warnings.catch_warnings():  # envpool builds float64 Box bounds; gymnasium warns
+            warnings.simplefilter("ignore", UserWarning)
+            self._env = envpool.make("CartPole-v1", env_type="gymnasium", num_envs=self.num_envs,
+                                     batch_size=self.num_envs, num_threads=os.cpu_count() or 1, seed=seed)
+            self._env.reset()
         self._rng = np.random.default_rng(seed)
 
     def _rollout(self, num_steps):
