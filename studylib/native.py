@@ -36,6 +36,7 @@ CPU_SOURCE = CUDA_SOURCE_DIR / "cartpole_cpu.cpp"
 KERNEL_SOURCE = CUDA_SOURCE_DIR / "cartpole_kernel.cu"
 MLP_HEADER = CUDA_SOURCE_DIR / "mlp.cuh"
 FUSED_CPU_SOURCE = CUDA_SOURCE_DIR / "fused_cpu.cpp"
+CPU_ROLLOUT_HEADER = CUDA_SOURCE_DIR / "cpu_rollout.h"  # the block loop both CPU builds share
 FUSED_KERNEL_SOURCE = CUDA_SOURCE_DIR / "fused_kernel.cu"
 
 # -ffast-math lets glibc's vector sinf/cosf (libmvec) be used; -fno-builtin-{sin,cos}f stops GCC
@@ -96,12 +97,12 @@ class NativeLibrary:
 
 
 LIBRARIES = {
-    "cartpole_cpu": NativeLibrary("cartpole_cpu", CPU_SOURCE, (HEADER,), _declare_cartpole),
+    "cartpole_cpu": NativeLibrary("cartpole_cpu", CPU_SOURCE, (HEADER, CPU_ROLLOUT_HEADER), _declare_cartpole),
     # -fno-tree-reassoc: -ffast-math lets GCC re-associate the MLP's accumulation chains
     # acc += h[i] * w[i] into (h[i] * w[i] + h[i+1] * w[i+1]) + acc, a multiply, an FMA and an add
     # for two products instead of two FMAs, with spills: 10% slower. The chains are already
     # independent (JB accumulators), so nothing is gained by re-associating them.
-    "fused_cpu": NativeLibrary("fused_cpu", FUSED_CPU_SOURCE, (HEADER, MLP_HEADER), _declare_fused,
+    "fused_cpu": NativeLibrary("fused_cpu", FUSED_CPU_SOURCE, (HEADER, CPU_ROLLOUT_HEADER, MLP_HEADER), _declare_fused,
                                ("-fno-tree-reassoc",)),
 }
 DEFAULT_LIBRARY = "cartpole_cpu"

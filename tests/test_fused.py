@@ -34,6 +34,8 @@ def test_both_builds_share_the_headers():
     for src in (cpu, kernel):
         assert '#include "cartpole.cuh"' in src and '#include "mlp.cuh"' in src
         assert "mlp_forward<" in src and "mlp_greedy_action" in src
+    assert '#include "cpu_rollout.h"' in cpu  # the block loop shared with cpp
+    cpu += native.CPU_ROLLOUT_HEADER.read_text()
     for piece in ("cp_physics", "cp_env_finish", "cp_reset_row", "cp_hash_action"):
         assert piece in cpu
     info = native.build_info("fused_cpu")

@@ -28,6 +28,8 @@ def test_cpu_build_uses_the_shared_header():
     src = native.CPU_SOURCE.read_text()
     kernel = native.KERNEL_SOURCE.read_text()
     assert '#include "cartpole.cuh"' in src and '#include "cartpole.cuh"' in kernel
+    assert '#include "cpu_rollout.h"' in src
+    src += native.CPU_ROLLOUT_HEADER.read_text()  # the CPU block loop the driver runs
     for piece in ("cp_physics", "cp_env_finish", "cp_reset_row", "cp_hash_action"):
         assert piece in native.HEADER.read_text()
     for piece in ("cp_physics", "cp_env_finish", "cp_reset_row", "cp_hash_action"):

@@ -1,0 +1,103 @@
+// The CPU drivers' shared loop (cartpole_cpu.cpp for `cpp`, fused_cpu.cpp for `fused`): the CPU
+// form of a kernel launch over environments, built from cartpole.cuh's pieces.
+//
+// Environments are split into blocks of CP_CPU_LANES lanes across OpenMP threads (the CPU's
+// "thread blocks"). A block's rows are copied into a small interleaved buffer (buf[j * W + lane]:
+// lane-contiguous, so one core's SIMD lanes step W environments at once), stepped K times while
+// the buffer stays in L1/L2, and written back once: the CPU form of the paper's kernel fusion.
+// K = 1 per call is the unfused form (one pass over memory per step). Each step of a block is
+// cp_env_step with its loops interchanged (lanes innermost, so they vectorize):
+//   1. choose_forces fills force[W] (hashed actions, given actions, or the fused MLP);
+//   2. the physics of all S copies, C sub-steps each (cp_physics);
+//   3. termination/truncation and the counters (cp_env_finish), then the same-step resets of the
+//      few lanes whose episode ended (cp_reset_row).
+// Host only: included by the *_cpu.cpp files, never by nvcc.
+#pragma once
+#include <stdint.h>
+#include <string.h>
+
+#include <vector>
+
+#include "cartpole.cuh"
+
+constexpr int CP_CPU_LANES = 16;  // lanes per block: one AVX-512 or two AVX2 vectors of floats
+
+// Steps every environment cfg.num_steps times; returns the number of episodes that ended.
+// choose_forces(const float* buf, long long first, const int32_t* el, const uint32_t* ep,
+// float* force) is called once per step of a block, before the physics.
+template <class ChooseForces>
+long long cp_cpu_rollout(float* state, int32_t* elapsed, uint32_t* episode, uint8_t* flags_out,
+                         const CartPoleParams& params, const RolloutConfig& config, long long n,
+                         ChooseForces choose_forces) {
+    constexpr int W = CP_CPU_LANES;
+    const int64_t row_len = 4 * (int64_t)config.state_factor;
+    const long long num_blocks = (n + W - 1) / W;
+    long long episodes_done = 0;
+#pragma omp parallel reduction(+ : episodes_done)
+    {
+        // Thread-local copies: with the shared originals GCC cannot prove that stores into the
+        // buffer leave them unchanged, reloads them in the lane loops and does not vectorize.
+        const CartPoleParams p = params;
+        const RolloutConfig cfg = config;
+        const float dt = cp_substep_dt(cfg, p);
+        std::vector<float> buf(row_len * W);
+#pragma omp for schedule(static)
+        for (long long b = 0; b < num_blocks; ++b) {
+            const long long first = b * W;
+            const int lanes = (int)(n - first < W ? n - first : W);
+            int32_t el[W] = {0};
+            uint32_t ep[W] = {0};
+            int fl[W] = {0};
+            float force[W];
+            // Lanes past n (the last block only) start from zeros and are stepped and reset like
+            // the others, so they stay finite; they are never written back or counted.
+            memset(buf.data(), 0, buf.size() * sizeof(float));
+            for (int l = 0; l < lanes; ++l) {
+                const float* row = state + (first + l) * row_len;
+                for (int64_t j = 0; j < row_len; ++j) buf[j * W + l] = row[j];
+                el[l] = elapsed[first + l];
+                ep[l] = episode[first + l];
+            }
+            float* bp = buf.data();
+            for (int k = 0; k < cfg.num_steps; ++k) {
+                choose_forces(bp, first, el, ep, force);  // 1.
+                for (int s = 0; s < cfg.state_factor; ++s) {  // 2. cp_copy_step, lanes innermost
+                    float* c = bp + 4 * (int64_t)s * W;
+                    for (int sub = 0; sub < cfg.compute_factor; ++sub) {
+#pragma omp simd
+                        for (int l = 0; l < W; ++l)
+                            cp_physics(c[l], c[W + l], c[2 * W + l], c[3 * W + l], force[l], dt, p);
+                    }
+                }
+#pragma omp simd
+                for (int l = 0; l < W; ++l) fl[l] = cp_env_finish(bp[l], bp[2 * W + l], el[l], ep[l], p);
+                for (int l = 0; l < W; ++l) {  // 3. same-step resets of the lanes whose episode ended
+                    if (fl[l]) {
+                        cp_reset_row(bp + l, W, (uint32_t)(first + l), ep[l], cfg);
+                        episodes_done += l < lanes;
+                    }
+                }
+            }
+            for (int l = 0; l < lanes; ++l) {
+                float* row = state + (first + l) * row_len;
+                for (int64_t j = 0; j < row_len; ++j) row[j] = buf[j * W + l];
+                elapsed[first + l] = el[l];
+                episode[first + l] = ep[l];
+                flags_out[first + l] = (uint8_t)fl[l];
+            }
+        }
+    }
+    return episodes_done;
+}
+
+// Reset every environment to episode 0's draws (the same draws the CUDA kernels make).
+inline void cp_cpu_reset(float* state, int32_t* elapsed, uint32_t* episode, long long n,
+                         int32_t state_factor, uint32_t seed) {
+    const RolloutConfig cfg = {state_factor, 1, 0, seed};
+#pragma omp parallel for schedule(static)
+    for (long long i = 0; i < n; ++i) {
+        cp_reset_row(state + i * 4 * (int64_t)state_factor, 1, (uint32_t)i, 0u, cfg);
+        elapsed[i] = 0;
+        episode[i] = 0;
+    }
+}
