@@ -18,7 +18,7 @@ from . import native
 from .base import VectorCartPole
 from .dynamics import STATE_SIZE
 from .errors import ConfigError
-from .policy import mlp_logits
+from .policy import TorchGreedyMLP
 
 
 def _ptr(a: np.ndarray):
@@ -47,7 +47,8 @@ class CppCartPole(VectorCartPole):
         self._elapsed = np.zeros(self.num_envs, dtype=np.int32)
         self._episode = np.zeros(self.num_envs, dtype=np.uint32)
         self._flags = np.zeros(self.num_envs, dtype=np.uint8)
-        self._layers = [(torch.from_numpy(w), torch.from_numpy(b)) for w, b in self.policy_weights.layers()]
+        self._policy = TorchGreedyMLP(self.policy_weights)  # reads the state in place
+        self._actions = np.zeros(self.num_envs, dtype=np.int32)
         self._reset()
 
     def _call(self, actions: np.ndarray | None, num_steps: int) -> int:
@@ -79,8 +80,8 @@ class CppCartPole(VectorCartPole):
 
     def policy_actions(self) -> torch.Tensor:
         """Greedy MLP actions for the current observations, int32, read from the state in place."""
-        logits = mlp_logits(self._layers, self.state[:, :STATE_SIZE], xp=torch)
-        return torch.argmax(logits, dim=1).to(torch.int32)
+        actions = torch.from_numpy(self._actions)
+        return actions.copy_(self._policy(self.state[:, :STATE_SIZE]))
 
     def _rollout(self, num_steps, policy):
         if policy == "none":

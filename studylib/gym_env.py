@@ -18,7 +18,7 @@ from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 from .base import VectorCartPole
 from .dynamics import STATE_SIZE
 from .episodes import hash_actions_numpy
-from .policy import mlp_logits
+from .policy import TorchGreedyMLP
 from .torch_env import resolve_torch_device
 
 
@@ -36,8 +36,7 @@ class GymCartPole(VectorCartPole):
     def __init__(self, num_envs, **kwargs):
         super().__init__(num_envs, **kwargs)
         self._copies = [[self._make_copy() for _ in range(self.state_factor)] for _ in range(self.num_envs)]
-        self._layers = [(torch.from_numpy(w).to(self.device), torch.from_numpy(b).to(self.device))
-                        for w, b in self.policy_weights.layers()]
+        self._policy = TorchGreedyMLP(self.policy_weights, self.device)
         self.elapsed = np.zeros(self.num_envs, np.int64)
         self.episode = np.zeros(self.num_envs, np.int64)
         self._reset()
@@ -92,7 +91,7 @@ class GymCartPole(VectorCartPole):
     def policy_actions(self) -> np.ndarray:
         # The status quo: one inference minibatch from all envs' observations, copied to the device.
         obs = torch.from_numpy(self._obs).to(self.device)
-        return torch.argmax(mlp_logits(self._layers, obs, xp=torch), dim=1).cpu().numpy()
+        return self._policy(obs).cpu().numpy()
 
     def _rollout(self, num_steps, policy):
         done = 0

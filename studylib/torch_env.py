@@ -14,7 +14,7 @@ from .base import VectorCartPole
 from .dynamics import RESET_HIGH, RESET_LOW, STATE_SIZE, integrate, is_terminated
 from .episodes import MASK32, hash_actions
 from .errors import ConfigError, DeviceUnavailableError
-from .policy import mlp_logits
+from .policy import TorchGreedyMLP
 
 
 def _mask32(v):
@@ -53,8 +53,8 @@ class TorchCartPole(VectorCartPole):
         dev = self.device
         self._generator = torch.Generator(device=dev)
         self._env_index = torch.arange(self.num_envs, device=dev, dtype=torch.int64)
-        self._layers = [(torch.from_numpy(w).to(dev), torch.from_numpy(b).to(dev))
-                        for w, b in self.policy_weights.layers()]
+        self._policy = TorchGreedyMLP(self.policy_weights, dev)
+        self._layers = self._policy.layers  # the same weights, for torch-compile's compiled step
         self._reset()
 
     def _draw_reset_rows(self):
@@ -85,7 +85,7 @@ class TorchCartPole(VectorCartPole):
 
     def policy_actions(self) -> torch.Tensor:
         # No tensor here requires grad, so no autograd graph is recorded.
-        return torch.argmax(mlp_logits(self._layers, self.state[:, :STATE_SIZE], xp=torch), dim=1)
+        return self._policy(self.state[:, :STATE_SIZE])
 
     def hashed_actions(self) -> torch.Tensor:
         return hash_actions(self.seed, self._env_index, self.episode, self.elapsed, wrap=_mask32)
