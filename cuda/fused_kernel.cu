@@ -9,6 +9,7 @@
 // launches plus K inference launches. The CPU build of the same logic is cuda/fused_cpu.cpp.
 // Launched through CuPy (studylib/fused_env.py); compiled with `nvcc -ptx` in the tests.
 #include "cartpole.cuh"
+#include "gpu_rollout.cuh"
 #include "mlp.cuh"
 
 #define FUSED_JB 8  // layer-2 neurons per register block (mlp_forward)
@@ -45,34 +46,10 @@ extern "C" __global__ void fused_rollout(
     if (i >= n) return;  // after the barrier: every thread of the block helped load the weights
     const CartPoleParams p = cp_params_from_array(param_floats, max_episode_steps);
     const RolloutConfig cfg = {state_factor, compute_factor, num_steps, seed};
-    int32_t el = elapsed[i];
-    uint32_t ep = episode[i];
-    float* row = state + i * 4 * (long long)state_factor;
-    unsigned int done = 0;
-    int flags = 0;
-    if (state_factor == 1) {
-        float r[4] = {row[0], row[1], row[2], row[3]};  // in registers for all K steps
-        for (int k = 0; k < num_steps; ++k) {
-            const int a = fused_action(policy, r, w, actions, i, seed, ep, el);
-            flags = cp_env_step(r, 1, a, el, ep, (uint32_t)i, cfg, p);
-            done += flags != 0;
-        }
-        row[0] = r[0];
-        row[1] = r[1];
-        row[2] = r[2];
-        row[3] = r[3];
-    } else {  // 4*S floats are too many registers: the row stays in global memory (L1/L2)
-        for (int k = 0; k < num_steps; ++k) {
-            const float obs[MLP_IN] = {row[0], row[1], row[2], row[3]};
-            const int a = fused_action(policy, obs, w, actions, i, seed, ep, el);
-            flags = cp_env_step(row, 1, a, el, ep, (uint32_t)i, cfg, p);
-            done += flags != 0;
-        }
-    }
-    elapsed[i] = el;
-    episode[i] = ep;
-    flags_out[i] = (uint8_t)flags;
-    if (done) atomicAdd(episodes_done, (unsigned long long)done);
+    cp_thread_rollout(state, elapsed, episode, flags_out, episodes_done, i, cfg, p,
+                      [&](const float* obs, uint32_t ep, int32_t el) {
+                          return fused_action(policy, obs, w, actions, i, seed, ep, el);
+                      });
 }
 
 // Reset every environment to episode 0's draws (the same draws as cartpole_reset and the CPU build).
@@ -81,10 +58,7 @@ extern "C" __global__ void fused_reset(float* __restrict__ state, int32_t* __res
                                        int32_t state_factor, uint32_t seed) {
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    const RolloutConfig cfg = {state_factor, 1, 0, seed};
-    cp_reset_row(state + i * 4 * (long long)state_factor, 1, (uint32_t)i, 0u, cfg);
-    elapsed[i] = 0;
-    episode[i] = 0;
+    cp_thread_reset(state, elapsed, episode, i, state_factor, seed);
 }
 
 // Logits (n, 2) of observations (n, 4): the kernel's forward pass on its own (for tests).
