@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+
 import numpy as np
 import pytest
 from gymnasium.envs.classic_control.cartpole import CartPoleEnv
@@ -45,3 +48,17 @@ def random_states(rng, n, state_factor=1):
     """States spread over the region CartPole visits, including near the thresholds."""
     scale = np.array([2.4, 2.0, 0.21, 3.0] * state_factor)
     return rng.uniform(-1, 1, (n, 4 * state_factor)) * scale
+
+
+def compile_ptx(source, tmp_path) -> str:
+    """``nvcc -ptx`` one kernel source (include path cuda/); skip the test where nvcc is absent."""
+    from studylib import native
+
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip(f"nvcc not installed: {source.name}'s PTX compile is not checked here")
+    out = tmp_path / f"{source.stem}.ptx"
+    proc = subprocess.run([nvcc, "-ptx", "-arch=sm_80", f"-I{native.CUDA_SOURCE_DIR}", str(source), "-o", str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return out.read_text()

@@ -1,8 +1,5 @@
 """The fused kernel (MLP inference + simulation in one call): its source, its MLP, its rollout."""
 
-import shutil
-import subprocess
-
 import numpy as np
 import pytest
 
@@ -11,18 +8,11 @@ from studylib import native
 from studylib.episodes import reset_values_numpy
 from studylib.fused_env import pack_weights
 from studylib.policy import mlp_logits, mlp_weights, reference_actions
-from tests.conftest import random_states
+from tests.conftest import compile_ptx, random_states
 
 
 def test_nvcc_compiles_the_fused_kernel_to_ptx(tmp_path):
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        pytest.skip("nvcc not installed: the fused kernel's PTX compile is not checked here")
-    out = tmp_path / "fused_kernel.ptx"
-    proc = subprocess.run([nvcc, "-ptx", "-arch=sm_80", f"-I{native.CUDA_SOURCE_DIR}",
-                           str(native.FUSED_KERNEL_SOURCE), "-o", str(out)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    ptx = out.read_text()
+    ptx = compile_ptx(native.FUSED_KERNEL_SOURCE, tmp_path)
     for entry in ("fused_rollout", "fused_reset", "fused_mlp_logits"):
         assert f".entry {entry}" in ptx
     assert ".shared" in ptx and "fma.rn.f32" in ptx  # weights in shared memory, the MLP's FMAs

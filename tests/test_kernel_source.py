@@ -1,22 +1,13 @@
 """The CUDA kernel source: it compiles for the GPU (PTX), and its CPU build is the one in use."""
 
-import shutil
-import subprocess
-
 import pytest
 
 from studylib import native
+from tests.conftest import compile_ptx
 
 
 def test_nvcc_compiles_the_kernel_to_ptx(tmp_path):
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        pytest.skip("nvcc not installed: the CUDA kernel's PTX compile is not checked here")
-    out = tmp_path / "cartpole_kernel.ptx"
-    proc = subprocess.run([nvcc, "-ptx", "-arch=sm_80", f"-I{native.CUDA_SOURCE_DIR}",
-                           str(native.KERNEL_SOURCE), "-o", str(out)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    ptx = out.read_text()
+    ptx = compile_ptx(native.KERNEL_SOURCE, tmp_path)
     assert ".entry cartpole_rollout" in ptx and ".entry cartpole_reset" in ptx
     assert "div.rn.f32" in ptx  # the physics (thetaacc's division) really is in the kernel
     assert str(0x7FEB352D) in ptx  # and so is the counter hash
