@@ -17,11 +17,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
 import numpy as np
-
-import studylib
 
 from .base import RolloutResult
 from .errors import ConfigError, positive_int
@@ -148,25 +145,17 @@ def make_peer(name: str, num_envs: int, *, seed: int = 0) -> Peer:
     return peer_class(name)(num_envs, seed=seed)
 
 
-def steps_per_s(env, num_steps: int) -> float:
-    """One warm rollout of K steps, timed (a quick check; ``bench.measure`` is the real harness)."""
-    env.rollout(num_steps, policy="none")  # warm-up with the same K: build/compile excluded
-    env.synchronize()
-    start = time.perf_counter()
-    env.rollout(num_steps, policy="none")
-    env.synchronize()
-    return env.num_envs * num_steps / (time.perf_counter() - start)
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="cpp (K steps per call, no policy) vs gymnasium's CartPoleVectorEnv")
     ap.add_argument("--log2-num-envs", type=int, default=20)
     ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--peer-steps", type=int, default=50, help="steps for the (slower) peer")
     args = ap.parse_args(argv)
+    from . import bench  # the harness's timing method (warm-up apart, median of repeats)
+
     n = 2 ** args.log2_num_envs
-    ours = steps_per_s(studylib.make("cpp", n), args.steps)
-    peer = steps_per_s(GymnasiumVector(n), args.peer_steps)
+    ours = bench.measure("cpp", n, args.steps, policy="none", repeats=3)["samples_per_s"]
+    peer = bench.measure(GymnasiumVector.name, n, args.peer_steps, policy="none", repeats=3)["samples_per_s"]
     print(f"N=2^{args.log2_num_envs} S=1 C=1 policy=none device=cpu")
     print(f"  cpp, K={args.steps} per call      {ours:12.3e} steps/s")
     print(f"  gymnasium CartPoleVectorEnv {peer:12.3e} steps/s")
