@@ -13,44 +13,15 @@ one XLA call), ``cuda`` (hand-written kernel via CuPy, K steps per launch; needs
 
 from __future__ import annotations
 
-from importlib import import_module
-
 from .base import RolloutResult, VectorCartPole
 from .dynamics import CARTPOLE_V1, CartPoleParams
 from .errors import ConfigError, DeviceUnavailableError, InsufficientMemoryError, StudyError
-from .policy import POLICIES
-
-# name -> (module, class); modules are imported on demand so that e.g. `gym` needs no jax.
-_REGISTRY = {
-    "gym": ("gym_env", "GymCartPole"),
-    "cpp": ("cpp_env", "CppCartPole"),
-    "torch": ("torch_env", "TorchCartPole"),
-    "jax": ("jax_env", "JaxCartPole"),
-    "cuda": ("cuda_env", "CudaCartPole"),
-    "torch-compile": ("torch_compile_env", "TorchCompileCartPole"),
-    "fused": ("fused_env", "FusedCartPole"),
-}
-IMPLEMENTATIONS = tuple(_REGISTRY)
-
-
-def implementation_class(impl: str) -> type[VectorCartPole]:
-    if impl not in _REGISTRY:
-        raise ConfigError(f"unknown implementation {impl!r}; valid: {', '.join(IMPLEMENTATIONS)}")
-    module, cls = _REGISTRY[impl]
-    return getattr(import_module(f".{module}", __name__), cls)
-
-
-def make(impl: str, num_envs: int, *, seed: int = 0, device=None, state_factor: int = 1,
-         compute_factor: int = 1, policy_seed: int = 0) -> VectorCartPole:
-    """Create ``num_envs`` CartPole-v1 environments of implementation ``impl`` (see module doc)."""
-    return implementation_class(impl)(
-        num_envs, seed=seed, device=device, state_factor=state_factor,
-        compute_factor=compute_factor, policy_seed=policy_seed,
-    )
+from .registry import implementation_class, make, make_from
+from .settings import IMPLEMENTATIONS, POLICIES, EnvSettings, MeasurePoint
 
 
 __all__ = [
     "CARTPOLE_V1", "CartPoleParams", "ConfigError", "DeviceUnavailableError", "IMPLEMENTATIONS",
     "InsufficientMemoryError", "POLICIES", "RolloutResult", "StudyError", "VectorCartPole",
-    "implementation_class", "make",
+    "EnvSettings", "MeasurePoint", "implementation_class", "make", "make_from",
 ]

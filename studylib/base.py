@@ -11,11 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dynamics import CARTPOLE_V1, STATE_SIZE, CartPoleParams
-from .errors import ConfigError, check_fits_in_memory, positive_int
-from .policy import check_policy, mlp_weights
-
-MAX_SEED = 2**32 - 1
+from .dynamics import STATE_SIZE
+from .errors import ConfigError, check_fits_in_memory
+from .policy import mlp_weights
+from .settings import EnvSettings, check_policy, positive_int
 
 
 @dataclass(frozen=True)
@@ -44,22 +43,21 @@ class VectorCartPole(abc.ABC):
     name: str = ""
     dtype = np.float32  # of the simulation state; gym's is float64
 
-    def __init__(self, num_envs, *, seed=0, device=None, state_factor=1, compute_factor=1,
-                 policy_seed=0, params: CartPoleParams = CARTPOLE_V1):
-        self.num_envs = positive_int("num_envs", num_envs)
-        self.state_factor = positive_int("state_factor", state_factor)
-        self.compute_factor = positive_int("compute_factor", compute_factor)
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= MAX_SEED:
-            raise ConfigError(f"seed must be an integer in [0, 2**32 - 1], got {seed!r}")
-        self.seed = int(seed)
-        self.params = params
+    def __init__(self, settings: EnvSettings):
+        """``settings`` were checked when they were made; only the memory is checked here."""
+        self.settings = settings
+        self.num_envs = settings.num_envs
+        self.state_factor = settings.state_factor
+        self.compute_factor = settings.compute_factor
+        self.seed = settings.seed  # reset() draws episode 0 from it (the gymnasium adapter re-seeds it)
+        self.params = settings.params
         self.row_len = STATE_SIZE * self.state_factor
         check_fits_in_memory(
             f"{self.name} with N={self.num_envs}, S={self.state_factor}",
             self.estimate_bytes(self.num_envs, self.state_factor),
         )
-        self.policy_weights = mlp_weights(policy_seed)
-        self.device = self._resolve_device(device)
+        self.policy_weights = mlp_weights(settings.policy_seed)
+        self.device = self._resolve_device(settings.device)
 
     # ---- hooks -------------------------------------------------------------------------------
     @classmethod
@@ -68,7 +66,8 @@ class VectorCartPole(abc.ABC):
         """Memory this implementation needs for N envs of factor S (checked before allocating)."""
 
     @abc.abstractmethod
-    def _resolve_device(self, device) -> str: ...
+    def _resolve_device(self, device: str | None) -> str:
+        """The device this implementation runs on, from the requested None / 'cpu' / 'cuda'."""
 
     @abc.abstractmethod
     def _reset(self): ...

@@ -132,7 +132,7 @@ def _cuda_available_for(impl) -> tuple[bool, str]:
             return bool(jax.devices("gpu")), ""
         except RuntimeError:
             return False, "no CUDA device: JAX sees no GPU on this machine"
-    from .cuda_env import cuda_status
+    from .devices import cuda_status
 
     ok, reason = cuda_status()
     return ok, reason

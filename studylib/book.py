@@ -257,7 +257,7 @@ def available_impls() -> list[str]:
 
 def cuda_ok() -> tuple[bool, str]:
     try:
-        from .cuda_env import cuda_status
+        from .devices import cuda_status
 
         return cuda_status()
     except Exception as e:  # pragma: no cover - import problems count as "no cuda"

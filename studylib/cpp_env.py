@@ -34,12 +34,12 @@ class CppCartPole(VectorCartPole):
         return num_envs * (16 * state_factor + 9 + 4 * 64 * 3)
 
     def _resolve_device(self, device):
-        if device not in (None, "cpu"):
+        if device == "cuda":
             raise ConfigError(f"cpp simulates on the CPU and infers there without a copy; device must be 'cpu', got {device!r}")
         return "cpu"
 
-    def __init__(self, num_envs, **kwargs):
-        super().__init__(num_envs, **kwargs)
+    def __init__(self, settings):
+        super().__init__(settings)
         self._lib = native.library()  # builds cuda/cartpole_cpu.cpp on first use (cached)
         self._params = native.params_array(self.params)
         self._state_np = np.zeros((self.num_envs, self.row_len), dtype=np.float32)

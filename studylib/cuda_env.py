@@ -14,26 +14,11 @@ import numpy as np
 from . import native
 from .base import VectorCartPole
 from .dynamics import STATE_SIZE
-from .errors import ConfigError, DeviceUnavailableError
+from .devices import require_cuda
+from .errors import ConfigError
 from .policy import mlp_logits
 
 THREADS_PER_BLOCK = 256
-
-
-def cuda_status() -> tuple[bool, str]:
-    """(available, one-line reason). Never raises: CuPy may be missing or the driver absent."""
-    try:
-        import cupy
-    except Exception as e:  # ImportError, or a broken CUDA install
-        return False, f"no CUDA device: CuPy is not importable ({type(e).__name__})"
-    try:
-        count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as e:  # cudaErrorInsufficientDriver / NoDevice on GPU-less machines
-        return False, f"no CUDA device: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
-    if count < 1:
-        return False, "no CUDA device: CUDA reports 0 devices"
-    name = cupy.cuda.runtime.getDeviceProperties(0)["name"]
-    return True, name.decode() if isinstance(name, bytes) else str(name)
 
 
 class CudaCartPole(VectorCartPole):
@@ -45,16 +30,13 @@ class CudaCartPole(VectorCartPole):
         return num_envs * 64
 
     def _resolve_device(self, device):
-        if device not in (None, "cuda", "cuda:0", "gpu"):
-            raise ConfigError(f"the cuda implementation runs on 'cuda' only, got device={device!r}")
-        ok, reason = cuda_status()
-        if not ok:
-            raise DeviceUnavailableError(f"{reason}; the cuda implementation needs an NVIDIA GPU "
-                                         "(its kernel logic runs on the CPU as 'cpp')")
+        if device == "cpu":
+            raise ConfigError("the cuda implementation runs on 'cuda' only, got device='cpu'")
+        require_cuda("the cuda implementation needs an NVIDIA GPU (its kernel logic runs on the CPU as 'cpp')")
         return "cuda"
 
-    def __init__(self, num_envs, **kwargs):
-        super().__init__(num_envs, **kwargs)
+    def __init__(self, settings):
+        super().__init__(settings)
         import cupy as cp
 
         self._cp = cp

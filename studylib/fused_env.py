@@ -22,7 +22,7 @@ import numpy as np
 from . import native
 from .base import VectorCartPole
 from .dynamics import STATE_SIZE
-from .errors import ConfigError, DeviceUnavailableError
+from .devices import cuda_status, require_cuda
 from .policy import MLPWeights
 
 THREADS_PER_BLOCK = 128
@@ -165,22 +165,13 @@ class FusedCartPole(VectorCartPole):
         return num_envs * (16 * state_factor + 9)
 
     def _resolve_device(self, device):
-        from .cuda_env import cuda_status
-
-        if device in (None, "cpu"):
-            if device is None and cuda_status()[0]:
-                return "cuda"
+        if device == "cpu" or (device is None and not cuda_status()[0]):
             return "cpu"
-        if device not in ("cuda", "cuda:0", "gpu"):
-            raise ConfigError(f"unknown device {device!r}; use 'cpu' or 'cuda'")
-        ok, reason = cuda_status()
-        if not ok:
-            raise DeviceUnavailableError(f"{reason}; use device='cpu' (the same kernel source, "
-                                         "built for the CPU)")
+        require_cuda("use device='cpu' (the same kernel source, built for the CPU)")
         return "cuda"
 
-    def __init__(self, num_envs, **kwargs):
-        super().__init__(num_envs, **kwargs)
+    def __init__(self, settings):
+        super().__init__(settings)
         self._params = native.params_array(self.params)
         self._weights = pack_weights(self.policy_weights)
         self._backend = _CpuBackend(self) if self.device == "cpu" else _CudaBackend(self)

@@ -19,7 +19,7 @@ from .base import VectorCartPole
 from .dynamics import STATE_SIZE
 from .episodes import hash_actions_numpy
 from .policy import TorchGreedyMLP
-from .torch_env import resolve_torch_device
+from .devices import resolve_torch_device
 
 
 class GymCartPole(VectorCartPole):
@@ -33,8 +33,8 @@ class GymCartPole(VectorCartPole):
     def _resolve_device(self, device):
         return resolve_torch_device(device)  # where the policy runs; simulation is always CPU
 
-    def __init__(self, num_envs, **kwargs):
-        super().__init__(num_envs, **kwargs)
+    def __init__(self, settings):
+        super().__init__(settings)
         self._copies = [[self._make_copy() for _ in range(self.state_factor)] for _ in range(self.num_envs)]
         self._policy = TorchGreedyMLP(self.policy_weights, self.device)
         self.elapsed = np.zeros(self.num_envs, np.int64)

@@ -29,8 +29,8 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from . import implementation_class
-from .base import MAX_SEED
+from .registry import make
+from .settings import MAX_SEED
 from .dynamics import CARTPOLE_V1
 from .errors import ConfigError
 
@@ -62,9 +62,8 @@ class StudylibVectorEnv(VectorEnv):
         if max_episode_steps is not None and max_episode_steps != params.max_episode_steps:
             params = dataclasses.replace(params, max_episode_steps=int(max_episode_steps))
         self.impl = impl
-        self.env = implementation_class(impl)(num_envs, seed=seed, device=device, state_factor=state_factor,
-                                              compute_factor=compute_factor, policy_seed=policy_seed,
-                                              params=params)
+        self.env = make(impl, num_envs, seed=seed, device=device, state_factor=state_factor,
+                        compute_factor=compute_factor, policy_seed=policy_seed, params=params)
         self.num_envs = self.env.num_envs
         self.render_mode = None
         self.single_observation_space = _observation_space(params)

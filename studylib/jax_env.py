@@ -16,21 +16,8 @@ import numpy as np
 from .base import VectorCartPole
 from .dynamics import RESET_HIGH, RESET_LOW, STATE_SIZE, integrate, is_terminated
 from .episodes import hash_actions
-from .errors import ConfigError, DeviceUnavailableError
+from .devices import resolve_jax_device
 from .policy import mlp_logits
-
-
-def resolve_jax_device(device):
-    """None -> JAX's default device; 'cpu' / 'cuda' (or 'gpu') -> the first such device."""
-    if device is None:
-        return jax.devices()[0]
-    kind = {"cuda": "gpu", "gpu": "gpu", "cpu": "cpu"}.get(str(device).split(":")[0])
-    if kind is None:
-        raise ConfigError(f"unknown device {device!r}; use 'cpu' or 'cuda'")
-    try:
-        return jax.devices(kind)[0]
-    except RuntimeError as e:
-        raise DeviceUnavailableError(f"no CUDA device: JAX sees no GPU on this machine (use device='cpu')") from e
 
 
 class JaxCartPole(VectorCartPole):
@@ -44,8 +31,8 @@ class JaxCartPole(VectorCartPole):
         self._jax_device = resolve_jax_device(device)
         return "cuda" if self._jax_device.platform == "gpu" else self._jax_device.platform
 
-    def __init__(self, num_envs, **kwargs):
-        super().__init__(num_envs, **kwargs)
+    def __init__(self, settings):
+        super().__init__(settings)
         put = partial(jax.device_put, device=self._jax_device)
         self._layers = put([(jnp.asarray(w), jnp.asarray(b)) for w, b in self.policy_weights.layers()])
         self._env_index = put(jnp.arange(self.num_envs, dtype=jnp.uint32))

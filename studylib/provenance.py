@@ -52,7 +52,7 @@ def gpu_name() -> str | None:
     except Exception:  # a broken CUDA install must not stop a CPU measurement
         pass
     try:
-        from .cuda_env import cuda_status
+        from .devices import cuda_status
 
         ok, name = cuda_status()
         return name if ok else None

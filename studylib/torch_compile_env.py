@@ -103,8 +103,8 @@ def compiled_steps(state_factor: int, compute_factor: int, policy: str, steps: i
 class TorchCompileCartPole(TorchCartPole):
     name = "torch-compile"
 
-    def __init__(self, num_envs, **kwargs):
-        super().__init__(num_envs, **kwargs)
+    def __init__(self, settings):
+        super().__init__(settings)
         self._weights = [t for layer in self._layers for t in layer]  # w1, b1, w2, b2, w3, b3
         self._cuda = self.device.startswith("cuda")
         self._seed_tensor = torch.tensor(self.seed, dtype=torch.int64, device=self.device)  # not a guard

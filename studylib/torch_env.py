@@ -13,27 +13,12 @@ import torch
 from .base import VectorCartPole
 from .dynamics import RESET_HIGH, RESET_LOW, STATE_SIZE, integrate, is_terminated
 from .episodes import MASK32, hash_actions
-from .errors import ConfigError, DeviceUnavailableError
+from .devices import resolve_torch_device
 from .policy import TorchGreedyMLP
 
 
 def _mask32(v):
     return v & MASK32
-
-
-def resolve_torch_device(device) -> str:
-    """None -> 'cuda' when PyTorch sees a GPU, else 'cpu'; 'cuda' without one is a clear error."""
-    if device is None:
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as e:
-        raise ConfigError(f"unknown device {device!r}; use 'cpu' or 'cuda'") from e
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise DeviceUnavailableError("no CUDA device: PyTorch sees no GPU on this machine (use device='cpu')")
-    if dev.type not in ("cpu", "cuda"):
-        raise ConfigError(f"unsupported device {device!r}; use 'cpu' or 'cuda'")
-    return str(dev)
 
 
 class TorchCartPole(VectorCartPole):
@@ -48,8 +33,8 @@ class TorchCartPole(VectorCartPole):
     def _resolve_device(self, device):
         return resolve_torch_device(device)
 
-    def __init__(self, num_envs, **kwargs):
-        super().__init__(num_envs, **kwargs)
+    def __init__(self, settings):
+        super().__init__(settings)
         dev = self.device
         self._generator = torch.Generator(device=dev)
         self._env_index = torch.arange(self.num_envs, device=dev, dtype=torch.int64)

@@ -10,7 +10,7 @@ import pytest
 from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 
 import studylib
-from studylib.cuda_env import cuda_status
+from studylib.devices import cuda_status
 
 
 def _impl_params():

@@ -80,7 +80,7 @@ def test_bad_set_state():
 
 
 def test_cuda_without_a_device_says_so_in_one_line():
-    from studylib.cuda_env import cuda_status
+    from studylib.devices import cuda_status
 
     ok, reason = cuda_status()
     if ok:

@@ -103,7 +103,7 @@ def test_no_policy_rollout_equals_cpp():
 
 
 def test_device_choice():
-    from studylib.cuda_env import cuda_status
+    from studylib.devices import cuda_status
 
     assert studylib.make("fused", 2, device="cpu").device == "cpu"
     with pytest.raises(studylib.ConfigError, match="device"):

@@ -1,0 +1,175 @@
+"""The study's settings, each a frozen dataclass checked once, where it is made.
+
+``EnvSettings`` holds what makes a set of environments (the paper's knobs N, S, C and the rest);
+``MeasurePoint`` adds what one throughput measurement needs (steps per call K, the policy, the
+timing budget). The CLI, the harness, the book and the tests build these objects; nothing below
+them checks a value again (cleanrl's ``Args`` and gymnax's ``EnvParams`` are the models).
+
+    s = EnvSettings("cpp", 4096, state_factor=8)            # ConfigError here if anything is off
+    point = MeasurePoint(s, steps=1000, policy="none")
+    point.key()                                             # the identity of a measured point
+
+The names of the implementations and peers live here (the core layer), so that a setting can be
+checked without importing any implementation; ``studylib.registry`` maps them to classes.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import asdict, dataclass, field, replace
+
+from .dynamics import CARTPOLE_V1, CartPoleParams
+from .errors import ConfigError
+
+IMPLEMENTATIONS = ("gym", "cpp", "torch", "jax", "cuda", "torch-compile", "fused")
+PEERS = ("gymnasium-vector", "gymnax", "envpool")  # other libraries' CartPoles (simulation only)
+POLICIES = ("mlp", "none")  # "none": hashed actions inside the simulation (paper Fig 8/9)
+DEVICES = (None, "cpu", "cuda")  # None: the implementation's default
+MAX_SEED = 2**32 - 1
+
+
+def positive_int(name: str, value) -> int:
+    """Accept Python/numpy integers >= 1 (not bools, not floats); raise ConfigError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ConfigError(f"{name} must be a positive integer, got {value!r} ({type(value).__name__})")
+    if value < 1:
+        raise ConfigError(f"{name} must be a positive integer, got {value}")
+    return int(value)
+
+
+def check_seed(seed, name: str = "seed") -> int:
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed <= MAX_SEED:
+        raise ConfigError(f"{name} must be an integer in [0, 2**32 - 1], got {seed!r}")
+    return int(seed)
+
+
+def check_policy(policy) -> str:
+    if policy not in POLICIES:
+        raise ConfigError(f"unknown policy {policy!r}; valid: {', '.join(POLICIES)}")
+    return policy
+
+
+def check_impl(impl, *, peers: bool = False) -> str:
+    if impl in IMPLEMENTATIONS or (peers and impl in PEERS):
+        return impl
+    valid = ", ".join(IMPLEMENTATIONS)
+    raise ConfigError(f"unknown implementation {impl!r}; valid: {valid}" + (f" (peers: {', '.join(PEERS)})" if peers else ""))
+
+
+def check_device(device) -> str | None:
+    """None, 'cpu' or 'cuda' ('cuda:0' and 'gpu' are read as 'cuda')."""
+    if device in ("gpu", "cuda:0"):
+        return "cuda"
+    if device not in DEVICES:
+        raise ConfigError(f"unknown device {device!r}; valid: cpu, cuda (or None for the implementation's default)")
+    return device
+
+
+def check_min_seconds(min_seconds) -> float:
+    if isinstance(min_seconds, bool) or not isinstance(min_seconds, numbers.Real) \
+            or not math.isfinite(min_seconds) or min_seconds <= 0:
+        raise ConfigError(f"min_seconds must be a positive number, got {min_seconds!r}")
+    return float(min_seconds)
+
+
+@dataclass(frozen=True)
+class EnvSettings:
+    """N environments of one implementation, each S CartPoles integrated with C sub-steps."""
+
+    impl: str  # one of IMPLEMENTATIONS (or PEERS, for the harness)
+    num_envs: int  # N
+    state_factor: int = 1  # S: CartPole copies per environment under one action (dynamics.py)
+    compute_factor: int = 1  # C: Euler sub-steps of tau/C per step (dynamics.py)
+    seed: int = 0  # episode 0 of every env draws its reset state from this
+    device: str | None = None  # None: the implementation's default ('cuda' where it can and one exists)
+    policy_seed: int = 0  # the MLP's weights (policy.mlp_weights)
+    params: CartPoleParams = field(default=CARTPOLE_V1)  # CartPole-v1's constants
+
+    def __post_init__(self):
+        fix = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 (frozen)
+        fix("impl", check_impl(self.impl, peers=True))
+        fix("num_envs", positive_int("num_envs", self.num_envs))
+        fix("state_factor", positive_int("state_factor", self.state_factor))
+        fix("compute_factor", positive_int("compute_factor", self.compute_factor))
+        fix("seed", check_seed(self.seed))
+        fix("device", check_device(self.device))
+        fix("policy_seed", check_seed(self.policy_seed, "policy_seed"))
+        if not isinstance(self.params, CartPoleParams):
+            raise ConfigError(f"params must be a CartPoleParams, got {type(self.params).__name__}")
+        fix("params", replace(self.params, max_episode_steps=positive_int("max_episode_steps",
+                                                                           self.params.max_episode_steps)))
+        if self.impl in PEERS and (self.state_factor != 1 or self.compute_factor != 1 or self.device == "cuda"):
+            raise ConfigError(f"peer {self.impl!r} is measured as it ships: S=1, C=1, on the CPU")
+
+    @property
+    def is_peer(self) -> bool:
+        return self.impl in PEERS
+
+    def replace(self, **changes) -> "EnvSettings":
+        """A copy with some fields changed (checked again, as any new settings)."""
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class MeasurePoint:
+    """One throughput measurement: ``env.rollout(steps, policy)`` timed ``repeats`` times, each
+    timed region at least ``min_seconds`` long (studylib.harness.measure)."""
+
+    env: EnvSettings
+    steps: int  # K: steps per rollout call
+    policy: str = "mlp"  # "mlp" (inference in the loop) or "none" (simulation only)
+    repeats: int = 5  # timed regions (the median is reported)
+    min_seconds: float = 0.2  # minimum length of one timed region
+
+    def __post_init__(self):
+        fix = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 (frozen)
+        if not isinstance(self.env, EnvSettings):
+            raise ConfigError(f"env must be an EnvSettings, got {type(self.env).__name__}")
+        fix("steps", positive_int("steps", self.steps))
+        fix("policy", check_policy(self.policy))
+        fix("repeats", positive_int("repeats", self.repeats))
+        fix("min_seconds", check_min_seconds(self.min_seconds))
+        if self.env.is_peer and self.policy != "none":
+            raise ConfigError(f"peer {self.env.impl!r} is measured as it ships: simulation only (policy none)")
+
+    @classmethod
+    def of(cls, impl, num_envs, steps, *, state_factor=1, compute_factor=1, policy="mlp", device=None,
+           seed=0, repeats=5, min_seconds=0.2) -> "MeasurePoint":
+        """A point from flat values (the columns of a data file's row)."""
+        env = EnvSettings(impl, num_envs, state_factor=state_factor, compute_factor=compute_factor,
+                          seed=seed, device=device)
+        return cls(env, steps, policy=policy, repeats=repeats, min_seconds=min_seconds)
+
+    def flat(self) -> dict:
+        """The point's parameters as the flat columns of a data row (``device`` as requested)."""
+        e = self.env
+        return {"impl": e.impl, "num_envs": e.num_envs, "steps": self.steps, "state_factor": e.state_factor,
+                "compute_factor": e.compute_factor, "policy": self.policy, "device": e.device,
+                "repeats": self.repeats, "min_seconds": self.min_seconds, "seed": e.seed}
+
+    def key(self) -> tuple:
+        """Identity of a measured point: a resumed sweep skips a point whose key is saved."""
+        return point_key(self.flat())
+
+    def describe(self) -> str:
+        e = self.env
+        return (f"{e.impl} N={e.num_envs} K={self.steps} S={e.state_factor} C={e.compute_factor} "
+                f"policy={self.policy} device={e.device or 'default'}")
+
+
+POINT_KEYS = ("impl", "num_envs", "steps", "state_factor", "compute_factor", "policy", "device",
+              "repeats", "min_seconds", "seed")
+
+
+def point_key(row: dict) -> tuple:
+    """The key of a saved row (its ``device_requested`` is the device that was asked for)."""
+    values = []
+    for k in POINT_KEYS:
+        v = row.get("device_requested", row.get("device")) if k == "device" else row.get(k)
+        values.append(float(v) if k == "min_seconds" and v is not None else v)
+    return tuple(values)
+
+
+def as_dict(settings) -> dict:
+    return asdict(settings)
