@@ -83,7 +83,7 @@ class _NativeBackend(abc.ABC):
         self._episode = xp.zeros(num_envs, dtype=np.uint32)
         self._flags = xp.zeros(num_envs, dtype=np.uint8)
         self._final_obs = xp.zeros((num_envs, STATE_SIZE), dtype=np.float32)
-        self._final_obs_recorded = False  # by a rollout since the last reset
+        self._final_obs_recorded = False  # by the last rollout call, with no reset since
         self._params = xp.asarray(native.params_array(params))
         self._weights = None
         if self.pair.has_mlp:
@@ -125,7 +125,7 @@ class _NativeBackend(abc.ABC):
 
     def _check_final_obs(self) -> None:
         if not self._final_obs_recorded:
-            raise StudyError("final_obs() needs a step first: none was recorded since the last reset")
+            raise StudyError("final_obs() needs a step first: none since the last reset or rollout")
 
     def _check_mlp(self) -> None:
         if not self.pair.has_mlp:

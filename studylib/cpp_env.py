@@ -57,8 +57,9 @@ class CppCartPole(VectorCartPole):
         return self.backend.obs(), np.ones(self.num_envs, np.float32), (flags & 1).astype(bool), (flags & 2).astype(bool)
 
     def final_obs(self) -> np.ndarray:
-        """Observations (N, 4) at the end of the last ``step``, before its same-step resets: a
-        finished env's terminal observation (the others' equal the observations ``step`` returned)."""
+        """Observations (N, 4) at the end of the last ``step``, before its same-step resets (numpy):
+        a finished env's terminal observation; the others' equal what ``step`` returned.
+        StudyError if a reset or rollout came after that step."""
         return self.backend.final_obs()
 
     def _set_state(self, states):
