@@ -37,7 +37,7 @@ from .errors import ConfigError
 ENV_ID = "studylib/CartPole-v1"
 
 
-def _observation_space(p=CARTPOLE_V1) -> spaces.Box:
+def observation_space(p=CARTPOLE_V1) -> spaces.Box:
     """gymnasium's CartPole-v1 observation space (angle and position bounds at twice the
     termination thresholds, velocities unbounded)."""
     high = np.array([p.x_threshold * 2, np.inf, p.theta_threshold_radians * 2, np.inf], dtype=np.float32)
@@ -66,7 +66,7 @@ class StudylibVectorEnv(VectorEnv):
                         compute_factor=compute_factor, policy_seed=policy_seed, params=params)
         self.num_envs = self.env.num_envs
         self.render_mode = None
-        self.single_observation_space = _observation_space(params)
+        self.single_observation_space = observation_space(params)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.single_action_space = spaces.Discrete(2)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
