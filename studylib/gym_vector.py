@@ -88,8 +88,9 @@ def _draw_rows(rng: np.random.Generator, shape, low=RESET_LOW, high=RESET_HIGH) 
 class StudylibVectorEnv(VectorEnv):
     """``num_envs`` CartPole-v1 environments of studylib implementation ``impl``.
 
-    Keyword arguments go to ``studylib.make`` (device, state_factor, compute_factor,
-    policy_seed); ``max_episode_steps`` replaces CartPole-v1's 500.
+    ``autoreset_mode``: an ``AutoresetMode`` or its value (see the module's doc). Keyword
+    arguments go to ``studylib.make`` (device, state_factor, compute_factor, policy_seed);
+    ``max_episode_steps`` replaces CartPole-v1's 500.
     """
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
@@ -108,7 +109,7 @@ class StudylibVectorEnv(VectorEnv):
         self.impl = impl
         self.env = make(impl, num_envs, seed=seed, device=device, state_factor=state_factor,
                         compute_factor=compute_factor, policy_seed=policy_seed, params=inner)
-        self.max_episode_steps = params.max_episode_steps  # checked by make (SAME_STEP) or above
+        self.max_episode_steps = params.max_episode_steps
         self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
         self.num_envs = self.env.num_envs
         self.render_mode = None
@@ -149,14 +150,14 @@ class StudylibVectorEnv(VectorEnv):
             raise ConfigError("a partial reset (options['reset_mask']) needs a full reset() first")
         return mask
 
-    def _seeded_rows(self, seeds, index) -> np.ndarray:
-        """Fresh states for envs ``index``: env i from gymnasium's ``np_random(seeds[i])`` where a
-        seed is given (CartPoleEnv.reset(seed=seeds[i]) draws the same), else from ``np_random``."""
-        shape = (len(index), self.env.row_len)
-        if not isinstance(seeds, list):
-            return _draw_rows(self.np_random, shape)
-        return np.stack([_draw_rows(self.np_random if seeds[i] is None else seeding.np_random(seeds[i])[0],
-                                    shape[1:]) for i in index]) if len(index) else np.zeros(shape)
+    def _fresh_rows(self, index, seeds=None) -> np.ndarray:
+        """New episodes' states for envs ``index``: env i from gymnasium's ``np_random(seeds[i])``
+        where a seed list gives one (CartPoleEnv.reset(seed=seeds[i]) draws the same), else from
+        ``self.np_random``."""
+        if seeds is None:
+            return _draw_rows(self.np_random, (len(index), self.env.row_len))
+        rngs = (self.np_random if seeds[i] is None else seeding.np_random(seeds[i])[0] for i in index)
+        return np.array([_draw_rows(rng, self.env.row_len) for rng in rngs]).reshape(len(index), -1)
 
     def _restart(self, mask, rows) -> np.ndarray:
         """Start new episodes in the envs of ``mask`` from ``rows``; returns their observations."""
@@ -170,21 +171,22 @@ class StudylibVectorEnv(VectorEnv):
     def reset(self, *, seed=None, options: dict | None = None):
         """Reset every env (or those of ``options["reset_mask"]``); returns (obs (N, 4) float32, {})."""
         seed, mask = self._check_seed(seed), self._check_mask(options)  # nothing changes before both pass
-        super().reset(seed=seed if isinstance(seed, int) else None)  # seeds np_random as gymnasium does
-        if isinstance(seed, list) and any(s is not None for s in seed):  # the adapter's restarts too
-            self._np_random = np.random.default_rng([s for s in seed if s is not None])
+        seeds = seed if isinstance(seed, list) else None
+        super().reset(seed=None if seeds else seed)  # seeds np_random from one int, as gymnasium
+        if seeds and any(s is not None for s in seeds):  # a seed list seeds the adapter's restarts too
+            self._np_random = np.random.default_rng([s for s in seeds if s is not None])
             self._np_random_seed = -1  # gymnasium's value for "not seeded from one int"
         if mask is not None:
             obs = self._obs.copy()
-            obs[mask] = self._restart(mask, self._seeded_rows(seed, np.flatnonzero(mask)))
+            obs[mask] = self._restart(mask, self._fresh_rows(np.flatnonzero(mask), seeds))
         else:
-            self.env.seed = int(self.np_random.integers(0, MAX_SEED + 1)) if seed is None or isinstance(seed, list) else seed
+            # One seed: the implementation's own draw for all envs (fast at any N).
+            self.env.seed = seed if isinstance(seed, int) else int(self.np_random.integers(0, MAX_SEED + 1))
             obs = _host(self.env.reset(), np.float32)
             self._elapsed[:] = 0
             self._finished[:] = False
-            if isinstance(seed, list):
-                everyone = np.ones(self.num_envs, bool)
-                obs = self._restart(everyone, self._seeded_rows(seed, np.arange(self.num_envs)))
+            if seeds:
+                obs = self._restart(np.ones(self.num_envs, bool), self._fresh_rows(np.arange(self.num_envs), seeds))
         self._obs = obs
         return obs, {}
 
@@ -217,7 +219,7 @@ class StudylibVectorEnv(VectorEnv):
         truncated = self._elapsed >= self.max_episode_steps
         restart = self._finished.copy()
         if restart.any():
-            obs[restart] = self._restart(restart, self._seeded_rows(None, np.flatnonzero(restart)))
+            obs[restart] = self._restart(restart, self._fresh_rows(np.flatnonzero(restart)))
             reward = np.where(restart, np.float32(0), reward)
             terminated, truncated = terminated & ~restart, truncated & ~restart
         self._finished = terminated | truncated
@@ -233,7 +235,6 @@ class StudylibVectorEnv(VectorEnv):
 
     def close_extras(self, **kwargs):
         self.env = None
-
 
 
 class StudylibCartPoleEnv(gymnasium.Env):

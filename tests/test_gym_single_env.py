@@ -75,3 +75,25 @@ def test_bad_input_steps_nothing():
         env.step(1)  # the implementation already started its next episode: refused
     with pytest.raises(studylib.ConfigError, match="render_mode"):
         _make("jax", render_mode="human")
+
+
+@pytest.mark.parametrize("impl", ["gym", "jax"])
+def test_gymnasiums_sync_vector_env_of_ours(impl):
+    """vectorization_mode="sync" builds gymnasium's SyncVectorEnv of our single envs: seeded alike,
+    it runs the same episodes as gymnasium's CartPole-v1 under the same SyncVectorEnv, resets
+    included (our reset draws from np_random as CartPoleEnv does)."""
+    ours = gymnasium.make_vec("studylib/CartPole-v1", num_envs=4, vectorization_mode="sync", impl=impl)
+    theirs = gymnasium.make_vec("CartPole-v1", num_envs=4, vectorization_mode="sync")
+    np.testing.assert_array_equal(ours.reset(seed=9)[0], theirs.reset(seed=9)[0])
+    theirs.action_space.seed(9)
+    episodes = 0
+    for _ in range(300):
+        actions = theirs.action_space.sample()
+        o_obs, o_reward, o_term, o_trunc, _ = ours.step(actions)
+        t_obs, t_reward, t_term, t_trunc, _ = theirs.step(actions)
+        np.testing.assert_allclose(o_obs, t_obs, rtol=1e-4, atol=1e-5)
+        np.testing.assert_array_equal(o_reward, t_reward)
+        np.testing.assert_array_equal(o_term, t_term)
+        np.testing.assert_array_equal(o_trunc, t_trunc)
+        episodes += o_term.sum()
+    assert episodes > 30
