@@ -34,4 +34,8 @@ long long cartpole_rollout(const RolloutArgs* a) {
 // Resets every environment to episode 0's draws (reads state, elapsed, episode, n, S, seed).
 void cartpole_reset(const RolloutArgs* a) { cp_cpu_reset(*a); }
 
+// Starts the next episode of the environments in a->reset_mask (reads state, elapsed, episode,
+// reset_mask, n, S, seed).
+void cartpole_restart(const RolloutArgs* a) { cp_cpu_restart(*a); }
+
 }  // extern "C"

@@ -3,9 +3,9 @@
 // The dynamics come from cartpole.cuh, the same header the CPU build (cartpole_cpu.cpp) compiles,
 // so the CPU build runs this kernel's logic on machines without a GPU. The per-thread loop (state
 // in registers for all K steps when S == 1: the paper's simulator kernel fusion, section 4) is
-// gpu_rollout.cuh, shared with the fused kernel. Both entry points take one RolloutArgs by value
-// (rollout_args.h). Launched through CuPy (studylib/backends.py); compiled here with `nvcc -ptx`
-// to check it.
+// gpu_rollout.cuh, shared with the fused kernel. Every entry point (rollout, reset, restart) takes
+// one RolloutArgs by value (rollout_args.h). Launched through CuPy (studylib/backends.py);
+// compiled here with `nvcc -ptx` to check it.
 #include "cartpole.cuh"
 #include "gpu_rollout.cuh"
 #include "rollout_args.h"
@@ -28,5 +28,12 @@ extern "C" __global__ void cartpole_rollout(const RolloutArgs a) {
 extern "C" __global__ void cartpole_reset(const RolloutArgs a) {
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= a.n) return;
-    cp_thread_reset(a, i);
+    cp_args_reset_env(a, i);
+}
+
+// Start the next episode of the environments in a.reset_mask (the same draws the CPU build makes).
+extern "C" __global__ void cartpole_restart(const RolloutArgs a) {
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= a.n) return;
+    cp_args_restart_env(a, i);
 }

@@ -104,17 +104,16 @@ long long cp_cpu_rollout(const RolloutArgs& args, ChooseForces choose_forces) {
     return episodes_done;
 }
 
-// Reset every environment to episode 0's draws (the same draws the CUDA kernels make); reads
-// args.state, elapsed, episode, n, state_factor and seed.
+// Reset every environment to episode 0's draws (the same draws the CUDA kernels make).
 inline void cp_cpu_reset(const RolloutArgs& args) {
-    const RolloutConfig cfg = cp_args_config(args);
-    const long long n = args.n;
 #pragma omp parallel for schedule(static)
-    for (long long i = 0; i < n; ++i) {
-        cp_reset_row(args.state + i * 4 * (int64_t)cfg.state_factor, 1, (uint32_t)i, 0u, cfg);
-        args.elapsed[i] = 0;
-        args.episode[i] = 0;
-    }
+    for (long long i = 0; i < args.n; ++i) cp_args_reset_env(args, i);
+}
+
+// Start the next episode of the environments whose args.reset_mask is set (cp_args_restart_env).
+inline void cp_cpu_restart(const RolloutArgs& args) {
+#pragma omp parallel for schedule(static)
+    for (long long i = 0; i < args.n; ++i) cp_args_restart_env(args, i);
 }
 
 // The layout of RolloutArgs as this compiler sees it: sizeof, then the offset of each field in
@@ -128,7 +127,8 @@ extern "C" int rollout_args_layout(long long* out, int capacity) {
         (long long)offsetof(RolloutArgs, episode), (long long)offsetof(RolloutArgs, actions),
         (long long)offsetof(RolloutArgs, flags_out), (long long)offsetof(RolloutArgs, final_obs),
         (long long)offsetof(RolloutArgs, params), (long long)offsetof(RolloutArgs, weights),
-        (long long)offsetof(RolloutArgs, episodes_done), (long long)offsetof(RolloutArgs, n),
+        (long long)offsetof(RolloutArgs, episodes_done), (long long)offsetof(RolloutArgs, reset_mask),
+        (long long)offsetof(RolloutArgs, n),
         (long long)offsetof(RolloutArgs, max_episode_steps), (long long)offsetof(RolloutArgs, state_factor),
         (long long)offsetof(RolloutArgs, compute_factor), (long long)offsetof(RolloutArgs, num_steps),
         (long long)offsetof(RolloutArgs, seed), (long long)offsetof(RolloutArgs, policy),

@@ -83,6 +83,9 @@ long long fused_rollout(const RolloutArgs* a) {
 // Reset every environment to episode 0's draws: the draws of cartpole_reset and of the kernels.
 void fused_reset(const RolloutArgs* a) { cp_cpu_reset(*a); }
 
+// Start the next episode of the environments in a->reset_mask: the draws of cartpole_restart.
+void fused_restart(const RolloutArgs* a) { cp_cpu_restart(*a); }
+
 // Logits of the MLP for n observations (n, 4) -> (n, 2): the fused kernel's forward pass on its
 // own, for tests against studylib.policy.reference_actions.
 void fused_mlp_logits(const float* obs, float* logits, const float* weights, long long n) {

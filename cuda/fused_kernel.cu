@@ -55,7 +55,15 @@ extern "C" __global__ void fused_rollout(const RolloutArgs a) {
 extern "C" __global__ void fused_reset(const RolloutArgs a) {
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= a.n) return;
-    cp_thread_reset(a, i);
+    cp_args_reset_env(a, i);
+}
+
+// Start the next episode of the environments in a.reset_mask (the draws of cartpole_restart and
+// of the CPU build).
+extern "C" __global__ void fused_restart(const RolloutArgs a) {
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= a.n) return;
+    cp_args_restart_env(a, i);
 }
 
 // Logits (n, 2) of observations (n, 4): the kernel's forward pass on its own (for tests).

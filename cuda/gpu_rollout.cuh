@@ -49,11 +49,3 @@ __device__ __forceinline__ void cp_thread_rollout(float* __restrict__ state, int
     flags_out[i] = (uint8_t)flags;
     if (done) atomicAdd(episodes_done, (unsigned long long)done);
 }
-
-// Reset environment i to episode 0's draws (the same draws the CPU builds make).
-__device__ __forceinline__ void cp_thread_reset(const RolloutArgs& a, long long i) {
-    const RolloutConfig cfg = cp_args_config(a);
-    cp_reset_row(a.state + i * 4 * (long long)cfg.state_factor, 1, (uint32_t)i, 0u, cfg);
-    a.elapsed[i] = 0;
-    a.episode[i] = 0;
-}

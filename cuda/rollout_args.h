@@ -1,8 +1,9 @@
-// The one argument of every rollout and reset entry point, declared once for all four builds:
-// cartpole_cpu.cpp and fused_cpu.cpp take `const RolloutArgs*` (ctypes), cartpole_kernel.cu and
-// fused_kernel.cu take it by value (CuPy passes a size-one numpy array as the kernel parameter's
-// bytes). Its Python twin is studylib.native.RolloutArgs (a ctypes.Structure); tests compare the
-// two layouts through rollout_args_layout() (cpu_rollout.h) and the kernels' PTX parameter size.
+// The one argument of every rollout, reset and restart entry point, declared once for all four
+// builds: cartpole_cpu.cpp and fused_cpu.cpp take `const RolloutArgs*` (ctypes),
+// cartpole_kernel.cu and fused_kernel.cu take it by value (CuPy passes a size-one numpy array as
+// the kernel parameter's bytes). Its Python twin is studylib.native.RolloutArgs (a
+// ctypes.Structure); tests compare the two layouts through rollout_args_layout() (cpu_rollout.h)
+// and the kernels' PTX parameter size.
 //
 // Field order: the 8-byte fields first, then the 4-byte ones, so no padding anywhere; the
 // static_assert below checks that on every compiler that includes this header (g++, nvcc, NVRTC).
@@ -24,6 +25,7 @@ struct RolloutArgs {
     const float* params;                 // CP_NUM_PARAM_FLOATS (studylib.native.params_array)
     const float* weights;                // MLP_NUM_PARAMS (fused builds; null for cartpole)
     unsigned long long* episodes_done;   // (1,) += episodes finished (kernels; the CPU builds return it)
+    const uint8_t* reset_mask;           // (n,) 0/1 (a bool array) for the *_restart entry points
     long long n;                         // environments
     int32_t max_episode_steps;
     int32_t state_factor;                // S: CartPole copies per environment
@@ -33,7 +35,7 @@ struct RolloutArgs {
     int32_t policy;                      // CP_POLICY_*
 };
 
-static_assert(sizeof(RolloutArgs) == 9 * 8 + 8 + 6 * 4, "RolloutArgs must have no padding");
+static_assert(sizeof(RolloutArgs) == 10 * 8 + 8 + 6 * 4, "RolloutArgs must have no padding");
 
 CP_HD CartPoleParams cp_args_params(const RolloutArgs& a) {
     return cp_params_from_array(a.params, a.max_episode_steps);
@@ -41,4 +43,22 @@ CP_HD CartPoleParams cp_args_params(const RolloutArgs& a) {
 
 CP_HD RolloutConfig cp_args_config(const RolloutArgs& a) {
     return RolloutConfig{a.state_factor, a.compute_factor, a.num_steps, a.seed};
+}
+
+// Environment i back to episode 0's draws with its counters at 0: every *_reset entry point.
+CP_HD void cp_args_reset_env(const RolloutArgs& a, long long i) {
+    cp_reset_row(a.state + i * 4 * (int64_t)a.state_factor, 1, (uint32_t)i, 0u, cp_args_config(a));
+    a.elapsed[i] = 0;
+    a.episode[i] = 0;
+}
+
+// Environment i starts its next episode if a.reset_mask[i] is set: every *_restart entry point.
+// The episode counter moves on (the new draws are keyed by it, so they differ from every earlier
+// episode's) and the step counter goes to 0; an unmasked environment is left as it is.
+CP_HD void cp_args_restart_env(const RolloutArgs& a, long long i) {
+    if (!CP_LDG(a.reset_mask + i)) return;
+    const uint32_t episode = a.episode[i] + 1u;
+    cp_reset_row(a.state + i * 4 * (int64_t)a.state_factor, 1, (uint32_t)i, episode, cp_args_config(a));
+    a.elapsed[i] = 0;
+    a.episode[i] = episode;
 }

@@ -20,16 +20,24 @@ a backend keeps one, filled once with its arrays and knobs, and sets the few per
 (actions, steps, policy, seed, final_obs) before each call.
 
 Methods: ``reset(seed)``; ``rollout(actions | None, num_steps, policy, seed, final_obs=False)``
--> episodes finished (``policy``: native.POLICY_*); ``rollout_actions(next_actions, num_steps,
-seed)``: one-step calls with a policy outside the native code, counted with one wait; ``obs()``, ``flags()``, ``final_obs()``,
-``get_state()`` (numpy copies); ``set_state(states)``; ``set_weights(MLPWeights)`` and
-``mlp_logits(obs)`` (fused pair); ``synchronize()``.
+-> episodes finished (``policy``: native.POLICY_*); ``step(actions, seed)``: one step with the
+caller's actions, final observations recorded, nothing counted (so no wait on the GPU);
+``rollout_actions(next_actions, num_steps, seed)``: one-step calls with a policy outside the
+native code, counted with one wait;
+``restart(mask, seed)``: the next episode for the envs of a bool mask (N,), step counters to 0;
+``obs()``, ``flags()``, ``final_obs()``, ``get_state()`` (numpy copies); ``set_state(states)``;
+``set_weights(MLPWeights)`` and ``mlp_logits(obs)`` (fused pair); ``synchronize()``.
+
+Buffers the native code writes in place, at fixed addresses for the backend's life (an env with
+``arrays="native"`` hands out zero-copy views of them): ``state`` (N, 4S), ``flags_out`` (N,)
+(bit 0 terminated, bit 1 truncated, of the last step) and ``final_obs_out`` (N, 4) (valid after
+``check_final_obs()``).
 
 Profiling: ``call_hook`` is None or a callable ``hook(name, fn, *args)`` that must return
 ``fn(*args)``; every native call goes through it, ``name`` being the entry point
 (``rollout_entry`` for a rollout: one kernel launch on the GPU, one CPU "launch" over all
-environments; ``reset_entry``; ``fused_mlp_logits``). ``api`` says what ``fn`` is
-("ctypes" or "cupy.RawKernel").
+environments; ``reset_entry``; ``restart_entry``; ``fused_mlp_logits``). ``api`` says what ``fn``
+is ("ctypes" or "cupy.RawKernel").
 """
 
 from __future__ import annotations
@@ -77,12 +85,13 @@ class _NativeBackend(abc.ABC):
         self.num_envs = num_envs
         self.rollout_entry = f"{self.pair.name}_rollout"
         self.reset_entry = f"{self.pair.name}_reset"
+        self.restart_entry = f"{self.pair.name}_restart"
         self.call_hook = None
         self.state = xp.zeros((num_envs, STATE_SIZE * state_factor), dtype=np.float32)
         self._elapsed = xp.zeros(num_envs, dtype=np.int32)
         self._episode = xp.zeros(num_envs, dtype=np.uint32)
-        self._flags = xp.zeros(num_envs, dtype=np.uint8)
-        self._final_obs = xp.zeros((num_envs, STATE_SIZE), dtype=np.float32)
+        self.flags_out = xp.zeros(num_envs, dtype=np.uint8)
+        self.final_obs_out = xp.zeros((num_envs, STATE_SIZE), dtype=np.float32)
         self._final_obs_recorded = False  # by the last rollout call, with no reset since
         self._params = xp.asarray(native.params_array(params))
         self._weights = None
@@ -92,7 +101,7 @@ class _NativeBackend(abc.ABC):
             self._weights = xp.asarray(native.pack_weights(weights))
         a = native.RolloutArgs()
         a.state, a.elapsed, a.episode = self._address(self.state), self._address(self._elapsed), self._address(self._episode)
-        a.flags_out, a.params = self._address(self._flags), self._address(self._params)
+        a.flags_out, a.params = self._address(self.flags_out), self._address(self._params)
         a.weights = None if self._weights is None else self._address(self._weights)
         a.n, a.max_episode_steps = num_envs, params.max_episode_steps
         a.state_factor, a.compute_factor = state_factor, compute_factor
@@ -115,7 +124,7 @@ class _NativeBackend(abc.ABC):
             raise ConfigError(f"the {self.pair.name} kernels have no MLP policy")
         a = self._args
         a.actions = None if actions is None else self._address(actions)
-        a.final_obs = self._address(self._final_obs) if final_obs else None
+        a.final_obs = self._address(self.final_obs_out) if final_obs else None
         a.num_steps, a.policy, a.seed = num_steps, policy, seed
         self._final_obs_recorded = final_obs
 
@@ -123,7 +132,13 @@ class _NativeBackend(abc.ABC):
         self._args.seed = seed
         self._final_obs_recorded = False
 
-    def _check_final_obs(self) -> None:
+    def _prepare_restart(self, mask, seed: int) -> None:
+        """The restart's fields (the caller keeps ``mask`` alive until the call is made). The last
+        step's final observations stay valid: a restart changes only the state and counters."""
+        self._args.reset_mask, self._args.seed = self._address(mask), seed
+
+    def check_final_obs(self) -> None:
+        """StudyError unless ``final_obs_out`` holds the last rollout call's final observations."""
         if not self._final_obs_recorded:
             raise StudyError("final_obs() needs a step first: none since the last reset or rollout")
 
@@ -144,6 +159,7 @@ class CpuLibraryBackend(_NativeBackend):
         self._args_ref = ctypes.pointer(self._args)  # what the hook sees: .contents is the struct
         self._rollout_fn = getattr(self._lib, self.rollout_entry)
         self._reset_fn = getattr(self._lib, self.reset_entry)
+        self._restart_fn = getattr(self._lib, self.restart_entry)
 
     @staticmethod
     def _address(array) -> int:
@@ -159,6 +175,14 @@ class CpuLibraryBackend(_NativeBackend):
         self._prepare(actions, num_steps, policy, seed, final_obs)
         return self._call(self.rollout_entry, self._rollout_fn, self._args_ref)
 
+    def step(self, actions, seed: int) -> None:
+        self.rollout(actions, 1, native.POLICY_ACTIONS, seed, final_obs=True)
+
+    def restart(self, mask, seed: int) -> None:
+        mask = np.ascontiguousarray(mask, dtype=bool)  # a view of a bool array already contiguous
+        self._prepare_restart(mask, seed)
+        self._call(self.restart_entry, self._restart_fn, self._args_ref)
+
     def rollout_actions(self, next_actions, num_steps: int, seed: int) -> int:
         """``num_steps`` one-step calls, each with the actions ``next_actions()`` returns (a
         policy outside the native code); returns the episodes finished."""
@@ -168,11 +192,11 @@ class CpuLibraryBackend(_NativeBackend):
         return self.state[:, :STATE_SIZE].copy()
 
     def flags(self) -> np.ndarray:
-        return self._flags.copy()
+        return self.flags_out.copy()
 
     def final_obs(self) -> np.ndarray:
-        self._check_final_obs()
-        return self._final_obs.copy()
+        self.check_final_obs()
+        return self.final_obs_out.copy()
 
     def set_state(self, states) -> None:
         self.state[...] = states
@@ -213,6 +237,7 @@ class CudaModuleBackend(_NativeBackend):
         super().__init__(pair, num_envs, state_factor, compute_factor, params, weights, cp)
         self._rollout_kernel = module.get_function(self.rollout_entry)
         self._reset_kernel = module.get_function(self.reset_entry)
+        self._restart_kernel = module.get_function(self.restart_entry)
         self._logits_kernel = module.get_function("fused_mlp_logits") if spec.has_mlp else None
         self._done = cp.zeros(1, dtype=cp.uint64)
         self._args.episodes_done = self._address(self._done)
@@ -238,6 +263,17 @@ class CudaModuleBackend(_NativeBackend):
         self._launch(actions, num_steps, policy, seed, final_obs)
         return int(self._done.get()[0])  # waits for the kernel
 
+    def step(self, actions, seed: int) -> None:
+        """Queued, not waited for: the episodes it finishes go to a counter nobody reads (the next
+        ``rollout`` zeroes it)."""
+        self._launch(self._cp.asarray(actions, dtype=self._cp.int32), 1, native.POLICY_ACTIONS, seed, True)
+
+    def restart(self, mask, seed: int) -> None:
+        cp = self._cp
+        mask = cp.ascontiguousarray(cp.asarray(mask, dtype=cp.bool_))  # a device bool array: no copy
+        self._prepare_restart(mask, seed)
+        self._call(self.restart_entry, self._restart_kernel, self._grid, self._block, (self._args_value,))
+
     def rollout_actions(self, next_actions, num_steps: int, seed: int) -> int:
         """``num_steps`` one-step launches, each with the actions ``next_actions()`` returns (a
         policy outside the kernel, e.g. CuPy); returns the episodes finished, waiting once."""
@@ -258,11 +294,11 @@ class CudaModuleBackend(_NativeBackend):
         return self._cp.asnumpy(self.state[:, :STATE_SIZE])
 
     def flags(self) -> np.ndarray:
-        return self._cp.asnumpy(self._flags)
+        return self._cp.asnumpy(self.flags_out)
 
     def final_obs(self) -> np.ndarray:
-        self._check_final_obs()
-        return self._cp.asnumpy(self._final_obs)
+        self.check_final_obs()
+        return self._cp.asnumpy(self.final_obs_out)
 
     def set_state(self, states) -> None:
         self.state[...] = self._cp.asarray(states, dtype=self._cp.float32)

@@ -12,9 +12,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from .dynamics import STATE_SIZE
+from .arrays import NumpyKind
 from .errors import ConfigError, check_fits_in_memory
 from .policy import mlp_weights
 from .settings import EnvSettings, check_policy, positive_int
+
+
+def restart_rows(state, elapsed, episode, mask, fresh, xp=np):
+    """The array family's masked restart (``VectorCartPole.restart``), as ``episodes.advance``
+    resets: rows of ``mask`` take ``fresh`` (N, 4S), their step counter 0 and episode counter + 1.
+    Returns (state, elapsed, episode); pure, for numpy, torch and jax.numpy alike."""
+    return xp.where(mask[:, None], fresh, state), xp.where(mask, 0, elapsed), episode + mask
 
 
 @dataclass(frozen=True)
@@ -33,11 +41,23 @@ class RolloutResult:
 class VectorCartPole(abc.ABC):
     """N CartPole-v1 environments (each S copies, C sub-steps) stepped together.
 
-    Public API (used by the harness, the book and the tests):
+    Public API (used by the harness, the book, the gymnasium adapter and the tests):
       reset() -> obs (N, 4);  step(actions) -> (obs, reward, terminated, truncated);
+      final_obs() -> (N, 4);  restart(mask) -> obs (N, 4): new episodes for some envs;
       set_state(states (N, 4S)); get_state() -> numpy (N, 4S);
       rollout(K, policy="mlp"|"none") -> RolloutResult, in as few backend calls as possible;
       synchronize() waits for queued device work (timing).
+
+    Arrays (``settings.arrays``, checked by ``self.array_kind``, studylib/arrays.py): with
+    "numpy" reset/step/final_obs/restart return fresh numpy arrays and take numpy (or array-like)
+    actions and masks. With "native" they take and return the implementation's own arrays on its
+    device, with no host copy: torch tensors for torch, torch-compile, cpp, fused and cuda; jax
+    arrays for jax. Then a returned array may be a view of the environment's own buffer, valid
+    until the next call that changes the environments (clone it to keep it): cpp and fused on
+    the CPU return views of the state and final-observation buffers the C++ code writes in
+    place, so a step copies nothing (cuda and fused on a GPU: the same, by DLPack); torch and
+    torch-compile return a view of the new state tensor each step makes on the device; jax's
+    arrays are immutable. ``get_state``/``set_state`` stay numpy in both.
     """
 
     name: str = ""
@@ -58,6 +78,9 @@ class VectorCartPole(abc.ABC):
         )
         self.policy_weights = mlp_weights(settings.policy_seed)
         self.device = self._resolve_device(settings.device)
+        self.arrays = settings.arrays
+        self._native = self.arrays == "native"
+        self.array_kind = self._native_kind() if self._native else NumpyKind()
 
     # ---- hooks -------------------------------------------------------------------------------
     @classmethod
@@ -69,11 +92,21 @@ class VectorCartPole(abc.ABC):
     def _resolve_device(self, device: str | None) -> str:
         """The device this implementation runs on, from the requested None / 'cpu' / 'cuda'."""
 
+    def _native_kind(self):
+        """The ArrayKind of this implementation's own arrays on ``self.device`` (arrays="native").
+        EnvSettings refuses "native" for an implementation without arrays of its own (gym)."""
+        raise ConfigError(f"{self.name} has no arrays of its own: use arrays='numpy'")
+
     @abc.abstractmethod
     def _reset(self): ...
 
     @abc.abstractmethod
-    def _step(self, actions: np.ndarray): ...
+    def _step(self, actions): ...
+
+    @abc.abstractmethod
+    def _restart(self, mask):
+        """Start the next episode of the envs of ``mask`` (checked): a fresh reset draw from this
+        env's own generator, step counter 0, episode counter + 1; return the observations (N, 4)."""
 
     @abc.abstractmethod
     def _set_state(self, states: np.ndarray) -> None: ...
@@ -90,7 +123,7 @@ class VectorCartPole(abc.ABC):
     def final_obs(self):
         """Observations (N, 4) at the end of the last ``step``, before its same-step reset: a
         finished env's terminal observation (gymnasium's ``final_obs``); equal to the returned
-        observation for the others."""
+        observation for the others. A ``restart`` leaves them as they were."""
 
     def synchronize(self) -> None:
         """Block until queued device work is done (no-op where execution is synchronous)."""
@@ -101,8 +134,16 @@ class VectorCartPole(abc.ABC):
         return self._reset()
 
     def step(self, actions):
-        """One step with actions (N,) in {0, 1}; finished envs are reset in the same step."""
+        """One step with actions (N,) in {0, 1}; finished envs are reset in the same step. Bad
+        actions (shape, dtype, type or device for arrays="native") raise ConfigError, nothing stepped."""
         return self._step(self.check_actions(actions))
+
+    def restart(self, mask):
+        """Start a new episode in the envs where ``mask`` (N,) bool is true: a fresh reset draw from
+        this env's own generator (seeded by ``seed``), step counter 0; the others are left as they
+        are. Returns the observations (N, 4) of every env. One call, whatever the mask (the
+        gymnasium adapter's restarts and masked resets)."""
+        return self._restart(self.array_kind.check_mask(mask, self.num_envs))
 
     def set_state(self, states) -> None:
         """Overwrite the physical state (N, 4S) of every env (CuLE-style seeding from a
@@ -120,17 +161,9 @@ class VectorCartPole(abc.ABC):
         done = self._rollout(num_steps, check_policy(policy))
         return RolloutResult(self.num_envs, num_steps, int(done))
 
-    def check_actions(self, actions) -> np.ndarray:
-        a = np.asarray(actions)
-        if a.shape != (self.num_envs,):
-            raise ConfigError(f"actions must have shape ({self.num_envs},), got {a.shape}")
-        if a.dtype == bool:
-            a = a.astype(np.int32)
-        if not np.issubdtype(a.dtype, np.integer):
-            raise ConfigError(f"actions must be integers 0 or 1, got dtype {a.dtype}")
-        if a.size and (a.min() < 0 or a.max() > 1):
-            raise ConfigError("actions must be 0 (push left) or 1 (push right)")
-        return a.astype(np.int32, copy=False)
+    def check_actions(self, actions):
+        """``actions`` as ``_step`` takes them (numpy int32, or the native array unchanged)."""
+        return self.array_kind.check_actions(actions, self.num_envs)
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(num_envs={self.num_envs}, state_factor={self.state_factor}, "

@@ -7,7 +7,9 @@ tensor; the policy reads its first four columns (copy 0 = the observation) witho
 With the MLP policy every step is one C++ call plus one inference (K calls per rollout). With
 no policy the C++ code runs all K steps in one call, keeping each block of environments in cache:
 the CPU form of simulator kernel fusion (paper section 4). K=1 calls are the unfused form.
-The calls go through ``self.backend`` (studylib.backends.CpuLibraryBackend, kernel pair "cartpole").
+The calls go through ``self.backend`` (studylib.backends.CpuLibraryBackend, kernel pair "cartpole");
+stepping, restarts and the arrays handed out (numpy copies, or zero-copy torch views with
+``arrays="native"``) are studylib/backend_env.py's.
 """
 
 from __future__ import annotations
@@ -17,13 +19,13 @@ import torch
 
 from . import native
 from .backends import CpuLibraryBackend
-from .base import VectorCartPole
+from .backend_env import BackendCartPole
 from .dynamics import STATE_SIZE
 from .errors import ConfigError
 from .policy import TorchGreedyMLP
 
 
-class CppCartPole(VectorCartPole):
+class CppCartPole(BackendCartPole):
     name = "cpp"
 
     @classmethod
@@ -40,33 +42,12 @@ class CppCartPole(VectorCartPole):
     def __init__(self, settings):
         super().__init__(settings)
         # cuda/cartpole_cpu.cpp, built on first use (cached)
-        self.backend = CpuLibraryBackend("cartpole", self.num_envs, self.state_factor, self.compute_factor,
-                                         self.params)
+        self._init_backend(CpuLibraryBackend("cartpole", self.num_envs, self.state_factor, self.compute_factor,
+                                             self.params))
         self.state = torch.from_numpy(self.backend.state)  # shares memory with the backend's array
         self._policy = TorchGreedyMLP(self.policy_weights)  # reads the state in place
         self._actions = np.zeros(self.num_envs, dtype=np.int32)
         self._reset()
-
-    def _reset(self):
-        self.backend.reset(self.seed)
-        return self.backend.obs()
-
-    def _step(self, actions):
-        self.backend.rollout(actions, 1, native.POLICY_ACTIONS, self.seed, final_obs=True)
-        flags = self.backend.flags()
-        return self.backend.obs(), np.ones(self.num_envs, np.float32), (flags & 1).astype(bool), (flags & 2).astype(bool)
-
-    def final_obs(self) -> np.ndarray:
-        """Observations (N, 4) at the end of the last ``step``, before its same-step resets (numpy):
-        a finished env's terminal observation; the others' equal what ``step`` returned.
-        StudyError if a reset or rollout came after that step."""
-        return self.backend.final_obs()
-
-    def _set_state(self, states):
-        self.backend.set_state(states)
-
-    def get_state(self):
-        return self.backend.get_state()
 
     def policy_actions(self) -> torch.Tensor:
         """Greedy MLP actions for the current observations, int32, read from the state in place."""

@@ -5,23 +5,23 @@ paper section 4). With the MLP policy each step is one launch plus a CuPy (cuBLA
 the paper's CUDA simulation paired with framework inference. Where no CUDA device exists,
 ``make("cuda", ...)`` raises ``DeviceUnavailableError`` with one line saying so; the same kernel
 logic runs on the CPU as the ``cpp`` implementation. The launches go through ``self.backend``
-(studylib.backends.CudaModuleBackend, kernel pair "cartpole").
+(studylib.backends.CudaModuleBackend, kernel pair "cartpole"); stepping, restarts and the arrays
+handed out (numpy copies, or torch views of the CuPy buffers by DLPack with ``arrays="native"``)
+are studylib/backend_env.py's.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 from . import native
 from .backends import CudaModuleBackend
-from .base import VectorCartPole
+from .backend_env import BackendCartPole
 from .dynamics import STATE_SIZE
 from .devices import require_cuda
 from .errors import ConfigError
 from .policy import mlp_logits
 
 
-class CudaCartPole(VectorCartPole):
+class CudaCartPole(BackendCartPole):
     name = "cuda"
 
     @classmethod
@@ -40,32 +40,11 @@ class CudaCartPole(VectorCartPole):
         import cupy as cp
 
         self._cp = cp
-        self.backend = CudaModuleBackend("cartpole", self.num_envs, self.state_factor, self.compute_factor,
-                                         self.params)
+        self._init_backend(CudaModuleBackend("cartpole", self.num_envs, self.state_factor, self.compute_factor,
+                                             self.params))
         self.state = self.backend.state  # (N, 4S) on the GPU; the policy reads copy 0 in place
         self._layers = [(cp.asarray(w), cp.asarray(b)) for w, b in self.policy_weights.layers()]
         self._reset()
-
-    def _reset(self):
-        self.backend.reset(self.seed)
-        return self.backend.obs()
-
-    def _step(self, actions):
-        self.backend.rollout(actions, 1, native.POLICY_ACTIONS, self.seed, final_obs=True)
-        flags = self.backend.flags()
-        return self.backend.obs(), np.ones(self.num_envs, np.float32), (flags & 1).astype(bool), (flags & 2).astype(bool)
-
-    def final_obs(self) -> np.ndarray:
-        """Observations (N, 4) at the end of the last ``step``, before its same-step resets (numpy):
-        a finished env's terminal observation; the others' equal what ``step`` returned.
-        StudyError if a reset or rollout came after that step."""
-        return self.backend.final_obs()
-
-    def _set_state(self, states):
-        self.backend.set_state(states)
-
-    def get_state(self):
-        return self.backend.get_state()
 
     def policy_actions(self):
         cp = self._cp
@@ -75,6 +54,3 @@ class CudaCartPole(VectorCartPole):
         if policy == "none":
             return self.backend.rollout(None, num_steps, native.POLICY_HASH, self.seed)  # K steps fused in one launch
         return self.backend.rollout_actions(self.policy_actions, num_steps, self.seed)  # one wait, at the end
-
-    def synchronize(self):
-        self.backend.synchronize()

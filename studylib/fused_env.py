@@ -13,23 +13,23 @@ lanes = environments, OpenMP threads over blocks of them; built by studylib/nati
 ``cuda/fused_kernel.cu`` (one thread per environment, launched through CuPy). Resets draw from
 the counter hash, so a fused env and a ``cpp`` env with the same seed start from the same state,
 and ``policy="none"`` takes the same hashed actions as ``cpp``/``cuda``. The calls go through
-``self.backend`` (studylib.backends, kernel pair "fused", CPU library or CUDA module by device).
+``self.backend`` (studylib.backends, kernel pair "fused", CPU library or CUDA module by device);
+stepping, restarts and the arrays handed out (numpy copies, or zero-copy torch views with
+``arrays="native"``) are studylib/backend_env.py's.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 from . import native
 from .backends import make_backend
-from .base import VectorCartPole
+from .backend_env import BackendCartPole
 from .devices import cuda_status, require_cuda
 from .policy import MLPWeights
 
 _POLICY_CODES = {"mlp": native.POLICY_MLP, "none": native.POLICY_HASH}
 
 
-class FusedCartPole(VectorCartPole):
+class FusedCartPole(BackendCartPole):
     name = "fused"
 
     @classmethod
@@ -46,30 +46,9 @@ class FusedCartPole(VectorCartPole):
 
     def __init__(self, settings):
         super().__init__(settings)
-        self.backend = make_backend(self.device, "fused", self.num_envs, self.state_factor, self.compute_factor,
-                                    self.params, self.policy_weights)
+        self._init_backend(make_backend(self.device, "fused", self.num_envs, self.state_factor,
+                                        self.compute_factor, self.params, self.policy_weights))
         self._reset()
-
-    def _reset(self):
-        self.backend.reset(self.seed)
-        return self.backend.obs()
-
-    def _step(self, actions):
-        self.backend.rollout(actions, 1, native.POLICY_ACTIONS, self.seed, final_obs=True)
-        flags = self.backend.flags()
-        return self.backend.obs(), np.ones(self.num_envs, np.float32), (flags & 1).astype(bool), (flags & 2).astype(bool)
-
-    def final_obs(self) -> np.ndarray:
-        """Observations (N, 4) at the end of the last ``step``, before its same-step resets (numpy):
-        a finished env's terminal observation; the others' equal what ``step`` returned.
-        StudyError if a reset or rollout came after that step."""
-        return self.backend.final_obs()
-
-    def _set_state(self, states):
-        self.backend.set_state(states)
-
-    def get_state(self):
-        return self.backend.get_state()
 
     def _rollout(self, num_steps, policy):
         return self.backend.rollout(None, num_steps, _POLICY_CODES[policy], self.seed)  # K steps, ONE call
@@ -79,9 +58,6 @@ class FusedCartPole(VectorCartPole):
         self.backend.set_weights(weights)
         self.policy_weights = weights
 
-    def mlp_logits(self, obs) -> np.ndarray:
+    def mlp_logits(self, obs):
         """The kernel's own forward pass on observations (n, 4) -> logits (n, 2) (for tests)."""
         return self.backend.mlp_logits(obs)
-
-    def synchronize(self):
-        self.backend.synchronize()

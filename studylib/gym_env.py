@@ -81,6 +81,14 @@ class GymCartPole(VectorCartPole):
     def final_obs(self):
         return self._final_obs.copy()
 
+    def _restart(self, mask):
+        # As the same-step reset: each copy's own reset, continuing its RNG.
+        for i in np.flatnonzero(mask):
+            self._obs[i] = [env.reset()[0] for env in self._copies[i]][0]
+        self.elapsed[mask] = 0
+        self.episode[mask] += 1
+        return self._obs.copy()
+
     def _set_state(self, states):
         for copies, row in zip(self._copies, states):
             for s, env in enumerate(copies):

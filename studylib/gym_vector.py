@@ -19,20 +19,33 @@ SAME_STEP
     The implementations' own rule (studylib/episodes.py), passed through untouched: the step that
     ends an episode returns its reward and flags with the next episode's first observation, and
     ``info["final_obs"]`` / ``info["final_info"]`` as gymnasium's ``SyncVectorEnv`` builds them.
-    The fastest mode: no state crosses between the adapter and the implementation.
+    The fastest mode: the adapter adds nothing to the implementation's step.
 DISABLED
     As NEXT_STEP's ending step; the finished envs must then be reset with
     ``reset(options={"reset_mask": mask})`` before the next ``step``.
 
-The implementations always reset a terminated env inside the step. For NEXT_STEP and DISABLED the
-adapter therefore keeps the episode bookkeeping itself: it counts episode steps (the
-implementation runs without a time limit), returns ``env.final_obs()`` as the observation, and
-restarts finished envs one call late by writing freshly drawn states with ``set_state``.
+``reset(options={"reset_mask": mask})`` works in every mode. The implementations always reset a
+terminated env inside the step, and count episode steps for the time limit themselves. For
+NEXT_STEP and DISABLED the adapter returns ``env.final_obs()`` as the observation and starts the
+finished envs' next episodes one call late with ``env.restart(mask)``: one call, whatever the
+number of envs finishing, that draws fresh states for the masked envs and zeroes their step
+counters inside the implementation (nothing crosses to the host).
+
+Arrays: ``arrays="numpy"`` (the default) returns numpy arrays, as gymnasium's API expects.
+``arrays="native"`` returns the implementation's own arrays on its device and takes actions and
+reset masks as such: torch tensors (torch, torch-compile, cpp, fused, cuda) or jax arrays (jax);
+no step copies anything to the host, the bookkeeping above included (on a GPU the adapter does
+not look at the flags; DISABLED's check that finished envs were reset does, one wait per step).
+An observation may then be a view valid until the next step (see ``studylib.VectorCartPole``).
+The spaces stay gymnasium's (``action_space.sample()`` is numpy: sample on the device instead).
+SAME_STEP's info is then dense, every step: ``info["final_obs"]`` the (N, 4) final observations
+and ``info["_final_obs"]`` the done mask (an object array per env would be built on the host).
 
 Seeding, as gymnasium: ``reset(seed=s)`` seeds ``self.np_random`` and the implementation's own
 reset draw (all envs at once, fast at any N); ``reset()`` draws a fresh seed from ``np_random``;
 ``reset(seed=[s_0, ..., s_{N-1}])`` starts env i exactly where gymnasium's CartPole-v1 seeded with
-``s_i`` starts. The adapter's own restarts draw from ``np_random``.
+``s_i`` starts. Restarts draw from the implementation's own generator, which ``reset`` seeds; a
+masked reset given a seed draws its states as a full reset with that seed would.
 """
 
 from __future__ import annotations
@@ -54,7 +67,8 @@ from .registry import make
 from .settings import MAX_SEED, check_seed, positive_int
 
 ENV_ID = "studylib/CartPole-v1"
-# The implementation's time limit where the adapter counts episode steps itself (int32 counters).
+# The implementation's time limit under the single env, whose time limit is gymnasium's TimeLimit
+# wrapper (int32 counters).
 NO_TIME_LIMIT = 2**31 - 1
 
 
@@ -74,12 +88,6 @@ def check_autoreset_mode(mode) -> AutoresetMode:
         raise ConfigError(f"unknown autoreset_mode {mode!r}; valid: {valid}") from None
 
 
-def _host(array, dtype):
-    """Every array the adapter returns passes here once: the implementation's array as numpy, as
-    gymnasium's API expects (the one place a later ``arrays=`` option switches)."""
-    return np.asarray(array, dtype=dtype)
-
-
 def _draw_rows(rng: np.random.Generator, shape, low=RESET_LOW, high=RESET_HIGH) -> np.ndarray:
     """CartPole-v1's reset draw, as gymnasium's CartPoleEnv.reset makes it (float64, uniform)."""
     return rng.uniform(low=low, high=high, size=shape)
@@ -88,27 +96,31 @@ def _draw_rows(rng: np.random.Generator, shape, low=RESET_LOW, high=RESET_HIGH) 
 class StudylibVectorEnv(VectorEnv):
     """``num_envs`` CartPole-v1 environments of studylib implementation ``impl``.
 
-    ``autoreset_mode``: an ``AutoresetMode`` or its value (see the module's doc). Keyword
-    arguments go to ``studylib.make`` (device, state_factor, compute_factor, policy_seed);
-    ``max_episode_steps`` replaces CartPole-v1's 500.
+    ``autoreset_mode``: an ``AutoresetMode`` or its value; ``arrays``: "numpy" or "native" (see
+    the module's doc). Keyword arguments go to ``studylib.make`` (device, state_factor,
+    compute_factor, policy_seed); ``max_episode_steps`` replaces CartPole-v1's 500.
     """
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
 
     def __init__(self, num_envs: int = 1, impl: str = "cpp", *, autoreset_mode=AutoresetMode.NEXT_STEP,
                  seed: int = 0, device=None, state_factor: int = 1, compute_factor: int = 1,
-                 policy_seed: int = 0, max_episode_steps: int | None = None, render_mode: str | None = None):
+                 policy_seed: int = 0, max_episode_steps: int | None = None, render_mode: str | None = None,
+                 arrays: str = "numpy"):
         self.autoreset_mode = check_autoreset_mode(autoreset_mode)
         if render_mode is not None:
             raise ConfigError(f"render_mode {render_mode!r} is not supported (no rendering)")
         params = CARTPOLE_V1
         if max_episode_steps is not None:
             params = dataclasses.replace(params, max_episode_steps=positive_int("max_episode_steps", max_episode_steps))
-        self._same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
-        inner = params if self._same_step else dataclasses.replace(params, max_episode_steps=NO_TIME_LIMIT)
         self.impl = impl
         self.env = make(impl, num_envs, seed=seed, device=device, state_factor=state_factor,
-                        compute_factor=compute_factor, policy_seed=policy_seed, params=inner)
+                        compute_factor=compute_factor, policy_seed=policy_seed, params=params, arrays=arrays)
+        self.arrays = self.env.arrays
+        self._kind = self.env.array_kind  # checks and operations for the arrays the adapter returns
+        self._xp = self._kind.xp
+        self._same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
+        self._disabled = self.autoreset_mode == AutoresetMode.DISABLED
         self.max_episode_steps = params.max_episode_steps
         self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
         self.num_envs = self.env.num_envs
@@ -117,10 +129,9 @@ class StudylibVectorEnv(VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.single_action_space = spaces.Discrete(2)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
-        # NEXT_STEP / DISABLED bookkeeping: steps into each episode, and the envs that finished
-        # on the last step (restarted by the next step, or by reset(reset_mask) when DISABLED).
-        self._elapsed = np.zeros(self.num_envs, np.int64)
-        self._finished = np.zeros(self.num_envs, bool)
+        # NEXT_STEP / DISABLED: the envs that finished on the last step (restarted by the next
+        # step, or by reset(reset_mask) when DISABLED), in the implementation's arrays.
+        self._finished = self._kind.zeros_bool(self.num_envs)
         self._obs = None  # the last observations returned (a partial reset returns them for the rest)
 
     # ---- reset ------------------------------------------------------------------------------------
@@ -140,12 +151,10 @@ class StudylibVectorEnv(VectorEnv):
         unknown = set(options) - {"reset_mask"}
         if unknown:
             raise ConfigError(f"unknown reset option(s) {sorted(unknown)}; supported: reset_mask")
-        mask = options["reset_mask"]
-        if not (isinstance(mask, np.ndarray) and mask.dtype == bool and mask.shape == (self.num_envs,)):
-            raise ConfigError(f"options['reset_mask'] must be a bool numpy array of shape ({self.num_envs},)")
-        if self._same_step:
-            raise ConfigError("options['reset_mask'] needs autoreset_mode NEXT_STEP or DISABLED "
-                              "(under SAME_STEP the implementation keeps the episode counters)")
+        try:
+            mask = self._kind.check_mask(options["reset_mask"], self.num_envs)
+        except ConfigError as e:
+            raise ConfigError(f"options['reset_mask']: {e}") from None
         if self._obs is None:
             raise ConfigError("a partial reset (options['reset_mask']) needs a full reset() first")
         return mask
@@ -159,34 +168,38 @@ class StudylibVectorEnv(VectorEnv):
         rngs = (self.np_random if seeds[i] is None else seeding.np_random(seeds[i])[0] for i in index)
         return np.array([_draw_rows(rng, self.env.row_len) for rng in rngs]).reshape(len(index), -1)
 
-    def _restart(self, mask, rows) -> np.ndarray:
-        """Start new episodes in the envs of ``mask`` from ``rows``; returns their observations."""
+    def _restart_masked(self, mask, seed, seeds):
+        """Observations (N, 4) after new episodes start in the envs of ``mask``: the
+        implementation's own draw, or with a seed the rows ``_fresh_rows`` draws."""
+        first = self.env.restart(mask)  # step counters to 0 (and a draw the seeded case replaces)
+        if seed is None:
+            return first
+        index = np.flatnonzero(self._kind.to_numpy(mask))
         state = self.env.get_state()
-        state[mask] = rows
+        state[index] = self._fresh_rows(index, seeds)
         self.env.set_state(state)
-        self._elapsed[mask] = 0
-        self._finished[mask] = False
-        return rows[:, :STATE_SIZE].astype(np.float32)
+        return self._kind.from_numpy(state[:, :STATE_SIZE].astype(np.float32))
 
     def reset(self, *, seed=None, options: dict | None = None):
         """Reset every env (or those of ``options["reset_mask"]``); returns (obs (N, 4) float32, {})."""
         seed, mask = self._check_seed(seed), self._check_mask(options)  # nothing changes before both pass
         seeds = seed if isinstance(seed, list) else None
         super().reset(seed=None if seeds else seed)  # seeds np_random from one int, as gymnasium
-        if seeds and any(s is not None for s in seeds):  # a seed list seeds the adapter's restarts too
+        if seeds and any(s is not None for s in seeds):  # a seed list seeds the implementation's draws too
             self._np_random = np.random.default_rng([s for s in seeds if s is not None])
             self._np_random_seed = -1  # gymnasium's value for "not seeded from one int"
         if mask is not None:
-            obs = self._obs.copy()
-            obs[mask] = self._restart(mask, self._fresh_rows(np.flatnonzero(mask), seeds))
+            obs = self._xp.where(mask[:, None], self._restart_masked(mask, seed, seeds), self._obs)
+            self._finished = self._finished & ~mask
         else:
             # One seed: the implementation's own draw for all envs (fast at any N).
             self.env.seed = seed if isinstance(seed, int) else int(self.np_random.integers(0, MAX_SEED + 1))
-            obs = _host(self.env.reset(), np.float32)
-            self._elapsed[:] = 0
-            self._finished[:] = False
+            obs = self.env.reset()
+            self._finished = self._kind.zeros_bool(self.num_envs)
             if seeds:
-                obs = self._restart(np.ones(self.num_envs, bool), self._fresh_rows(np.arange(self.num_envs), seeds))
+                rows = self._fresh_rows(np.arange(self.num_envs), seeds)
+                self.env.set_state(rows)
+                obs = self._kind.from_numpy(rows[:, :STATE_SIZE].astype(np.float32))
         self._obs = obs
         return obs, {}
 
@@ -194,40 +207,43 @@ class StudylibVectorEnv(VectorEnv):
     def step(self, actions):
         """One step of every env; returns (obs, reward, terminated, truncated, info) in the
         declared autoreset mode (see the module's doc)."""
-        actions = self.env.check_actions(actions)  # a ConfigError here steps nothing
-        if self.autoreset_mode == AutoresetMode.DISABLED and self._finished.any():
-            raise ConfigError(f"envs {np.flatnonzero(self._finished).tolist()[:8]} finished their episodes; reset them "
-                              "with reset(options={'reset_mask': mask}) before stepping (autoreset_mode DISABLED)")
-        obs, reward, terminated, truncated = self.env.step(actions)
-        reward, terminated = _host(reward, np.float32), _host(terminated, bool)
+        if self._disabled and self._kind.any(self._finished):
+            finished = np.flatnonzero(self._kind.to_numpy(self._finished)).tolist()
+            raise ConfigError(f"envs {finished[:8]} finished their episodes; reset them with "
+                              "reset(options={'reset_mask': mask}) before stepping (autoreset_mode DISABLED)")
+        obs, reward, terminated, truncated = self.env.step(actions)  # a ConfigError here steps nothing
         if self._same_step:
-            obs, truncated = _host(obs, np.float32), _host(truncated, bool)
-            done = terminated | truncated
-            info = self._final_info(_host(self.env.final_obs(), np.float32), done) if done.any() else {}
+            info = self._final_info(terminated | truncated)
         else:
-            obs, reward, terminated, truncated = self._step_late_reset(reward, terminated)
+            obs, reward, terminated, truncated = self._late_restart(reward, terminated, truncated)
             info = {}
         self._obs = obs
         return obs, reward, terminated, truncated, info
 
-    def _step_late_reset(self, reward, terminated):
-        """NEXT_STEP / DISABLED after the implementation's step: the terminal observations, the
-        adapter's time limit, and the restart of the envs that finished on the previous step (their
-        action was ignored: the implementation's step of them is overwritten)."""
-        obs = _host(self.env.final_obs(), np.float32).copy()
-        self._elapsed += 1
-        truncated = self._elapsed >= self.max_episode_steps
-        restart = self._finished.copy()
-        if restart.any():
-            obs[restart] = self._restart(restart, self._fresh_rows(np.flatnonzero(restart)))
-            reward = np.where(restart, np.float32(0), reward)
+    def _late_restart(self, reward, terminated, truncated):
+        """NEXT_STEP / DISABLED after the implementation's step: the terminal observations, and
+        (NEXT_STEP) the new episodes of the envs that finished on the previous step, whose action
+        was ignored: ``env.restart`` overwrites the implementation's step of them."""
+        obs = self.env.final_obs()
+        restart = self._finished
+        # maybe_any: on a GPU True without looking at the mask (looking would wait for the device)
+        if not self._disabled and self._kind.maybe_any(restart):
+            xp = self._xp
+            obs = xp.where(restart[:, None], self.env.restart(restart), obs)
+            reward = xp.where(restart, 0, reward)
             terminated, truncated = terminated & ~restart, truncated & ~restart
         self._finished = terminated | truncated
         return obs, reward, terminated, truncated
 
-    def _final_info(self, final_obs, done) -> dict:
-        """SAME_STEP's info for the finished envs, built as SyncVectorEnv's ``_add_info`` builds it
-        from CartPoleEnv's (empty) step info: an object array of (4,) terminal observations."""
+    def _final_info(self, done) -> dict:
+        """SAME_STEP's info. numpy: for the finished envs only, as SyncVectorEnv's ``_add_info``
+        builds it from CartPoleEnv's (empty) step info (an object array of (4,) terminal
+        observations). native: dense, every step (see the module's doc)."""
+        if self.arrays == "native":
+            return {"final_obs": self.env.final_obs(), "_final_obs": done, "final_info": {}, "_final_info": done}
+        if not done.any():
+            return {}
+        final_obs = self.env.final_obs()
         boxed = np.full(self.num_envs, None, dtype=object)
         for i in np.flatnonzero(done):
             boxed[i] = final_obs[i]
@@ -277,7 +293,7 @@ class StudylibCartPoleEnv(gymnasium.Env):
             raise ConfigError("the episode has terminated (or reset() was never called): call reset() first")
         _, reward, terminated, _ = self.env.step(np.array([action]))
         self._ended = bool(terminated[0])
-        return _host(self.env.final_obs()[0], np.float32), float(reward[0]), self._ended, False, {}
+        return self.env.final_obs()[0], float(reward[0]), self._ended, False, {}
 
 
 def register() -> None:

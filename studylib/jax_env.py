@@ -3,6 +3,10 @@
 The physics is ``studylib.dynamics.integrate`` with ``xp=jax.numpy``. ``rollout(K)`` traces one
 step and wraps it in ``lax.scan``, so a rollout is one Python->XLA call whatever K is (paper F.2),
 and XLA compiles it once per (K, policy). Resets draw from ``jax.random`` keyed by ``seed``.
+
+A ``step`` is one jitted call too, returning the observations with the flags; with
+``arrays="native"`` its jax arrays are returned as they are (on the env's device, immutable), and
+actions and restart masks are taken as jax arrays on that device.
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .base import VectorCartPole
+from .arrays import JaxKind
+from .base import VectorCartPole, restart_rows
 from .dynamics import RESET_HIGH, RESET_LOW, STATE_SIZE
 from .episodes import advance, hash_actions
 from .devices import resolve_jax_device
@@ -31,27 +36,48 @@ class JaxCartPole(VectorCartPole):
         self._jax_device = resolve_jax_device(device)
         return "cuda" if self._jax_device.platform == "gpu" else self._jax_device.platform
 
+    def _native_kind(self):
+        return JaxKind(self._jax_device)
+
     def __init__(self, settings):
         super().__init__(settings)
         put = partial(jax.device_put, device=self._jax_device)
         self._layers = put([(jnp.asarray(w), jnp.asarray(b)) for w, b in self.policy_weights.layers()])
         self._env_index = put(jnp.arange(self.num_envs, dtype=jnp.uint32))
         self._put = put
-        # One compiled function per (K, policy) and one for explicit-action steps.
+        # One compiled function per (K, policy), one for explicit-action steps, one for restarts.
         self._rollout_fn = jax.jit(self._rollout_pure, static_argnames=("num_steps", "policy"))
-        self._step_fn = jax.jit(self._advance)
+        self._step_fn = jax.jit(self._step_pure)
+        self._restart_fn = jax.jit(self._restart_pure)
+        self._ones = put(jnp.ones(self.num_envs, jnp.float32))  # every step's reward (immutable, shared)
         self._reset()
 
     # ---- pure functions (traced by XLA) -------------------------------------------------------
+    @staticmethod
+    def _draw(key, state):
+        """(key, fresh reset rows shaped as ``state``): the reset draw of a step or a restart."""
+        key, draw = jax.random.split(key)
+        return key, jax.random.uniform(draw, state.shape, state.dtype, RESET_LOW, RESET_HIGH)
+
     def _advance(self, carry, actions):
         """One vectorized step with a same-step reset (episodes.advance). carry = (state, elapsed,
         episode, key); returns (carry, (terminated, truncated, final_obs))."""
         state, elapsed, episode, key = carry
-        key, draw = jax.random.split(key)
-        fresh = jax.random.uniform(draw, state.shape, state.dtype, RESET_LOW, RESET_HIGH)
+        key, fresh = self._draw(key, state)
         out = advance(state, elapsed, episode, actions, fresh, state_factor=self.state_factor,
                       compute_factor=self.compute_factor, p=self.params, xp=jnp)
         return (out.state, out.elapsed, out.episode, key), (out.terminated, out.truncated, out.final_obs)
+
+    def _step_pure(self, carry, actions):
+        """``_advance`` with the observations (copy 0 of the new state) among the outputs."""
+        carry, (terminated, truncated, final_obs) = self._advance(carry, actions)
+        return carry, (carry[0][:, :STATE_SIZE], terminated, truncated, final_obs)
+
+    def _restart_pure(self, carry, mask):
+        state, elapsed, episode, key = carry
+        key, fresh = self._draw(key, state)
+        state, elapsed, episode = restart_rows(state, elapsed, episode, mask, fresh, jnp)
+        return (state, elapsed, episode, key), state[:, :STATE_SIZE]
 
     def _actions(self, carry, policy):
         state, elapsed, episode, _ = carry
@@ -74,15 +100,23 @@ class JaxCartPole(VectorCartPole):
         zeros = jnp.zeros(self.num_envs, jnp.int32)
         self._carry = self._put((state, zeros, zeros.astype(jnp.uint32), key))
         self._final_obs = self._carry[0][:, :STATE_SIZE]
-        return np.asarray(state[:, :STATE_SIZE])
+        return self._host(self._final_obs)
+
+    def _host(self, array):
+        return array if self._native else np.asarray(array)
 
     def _step(self, actions):
-        self._carry, (terminated, truncated, self._final_obs) = self._step_fn(self._carry, self._put(jnp.asarray(actions)))
-        obs = np.asarray(self._carry[0][:, :STATE_SIZE])
-        return obs, np.ones(self.num_envs, np.float32), np.asarray(terminated), np.asarray(truncated)
+        actions = actions if self._native else self._put(jnp.asarray(actions))
+        self._carry, (obs, terminated, truncated, self._final_obs) = self._step_fn(self._carry, actions)
+        reward = self._ones if self._native else np.ones(self.num_envs, np.float32)
+        return self._host(obs), reward, self._host(terminated), self._host(truncated)
 
     def final_obs(self):
-        return np.array(self._final_obs)
+        return self._final_obs if self._native else np.array(self._final_obs)
+
+    def _restart(self, mask):
+        self._carry, obs = self._restart_fn(self._carry, mask if self._native else self._put(jnp.asarray(mask)))
+        return self._host(obs)
 
     def _set_state(self, states):
         self._carry = (self._put(jnp.asarray(states, dtype=jnp.float32)), *self._carry[1:])

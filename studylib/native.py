@@ -12,7 +12,7 @@ the CPU, so editing a header it includes rebuilds it and a stale build is never 
     ``cuda/fused_kernel.cu``, MLP inference and simulation in one call.
 
 And the data layouts Python shares with every build, CPU and CUDA: ``RolloutArgs`` (the one
-argument of every rollout and reset entry point, a ctypes twin of cuda/rollout_args.h),
+argument of every rollout, reset and restart entry point, a ctypes twin of cuda/rollout_args.h),
 ``params_array`` (the physics constants) and ``pack_weights`` (the MLP). The calls themselves are
 made by studylib/backends.py.
 """
@@ -64,8 +64,8 @@ POLICY_ACTIONS, POLICY_MLP, POLICY_HASH = 0, 1, 2
 
 class RolloutArgs(ctypes.Structure):
     """``struct RolloutArgs`` of cuda/rollout_args.h, field for field: the one argument of every
-    rollout and reset entry point (by pointer on the CPU, by value in the CUDA kernels). Pointers
-    are addresses (host for the CPU builds, device for the kernels); None is a null pointer.
+    rollout, reset and restart entry point (by pointer on the CPU, by value in the CUDA kernels).
+    Pointers are addresses (host for the CPU builds, device for the kernels); None is a null pointer.
     ``rollout_args_layout`` in each CPU library reports the C++ layout; tests/test_native.py
     compares it with this one."""
 
@@ -79,6 +79,7 @@ class RolloutArgs(ctypes.Structure):
         ("params", ctypes.c_void_p),
         ("weights", ctypes.c_void_p),
         ("episodes_done", ctypes.c_void_p),
+        ("reset_mask", ctypes.c_void_p),
         ("n", ctypes.c_longlong),
         ("max_episode_steps", ctypes.c_int32),
         ("state_factor", ctypes.c_int32),
@@ -106,8 +107,9 @@ def _declare_common(lib: ctypes.CDLL, prefix: str) -> None:
     args = ctypes.POINTER(RolloutArgs)
     getattr(lib, f"{prefix}_rollout").restype = ctypes.c_longlong
     getattr(lib, f"{prefix}_rollout").argtypes = [args]
-    getattr(lib, f"{prefix}_reset").restype = None
-    getattr(lib, f"{prefix}_reset").argtypes = [args]
+    for entry in ("reset", "restart"):
+        getattr(lib, f"{prefix}_{entry}").restype = None
+        getattr(lib, f"{prefix}_{entry}").argtypes = [args]
     lib.rollout_args_layout.restype = ctypes.c_int
     lib.rollout_args_layout.argtypes = [ctypes.POINTER(ctypes.c_longlong), ctypes.c_int]
 

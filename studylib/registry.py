@@ -34,8 +34,14 @@ def make_from(settings: EnvSettings):
 
 
 def make(impl: str, num_envs: int, *, seed: int = 0, device=None, state_factor: int = 1,
-         compute_factor: int = 1, policy_seed: int = 0, params: CartPoleParams = CARTPOLE_V1):
-    """Create ``num_envs`` CartPole-v1 environments of implementation ``impl`` (see the package doc)."""
+         compute_factor: int = 1, policy_seed: int = 0, params: CartPoleParams = CARTPOLE_V1,
+         arrays: str = "numpy"):
+    """Create ``num_envs`` CartPole-v1 environments of implementation ``impl`` (see the package doc).
+
+    ``arrays``: "numpy" (the default: numpy arrays on the host) or "native" (the implementation's
+    own arrays on its device, no host copy: torch tensors for torch, torch-compile, cpp, fused and
+    cuda, jax arrays for jax; not gym). See ``VectorCartPole``.
+    """
     check_impl(impl)
     return make_from(EnvSettings(impl, num_envs, state_factor=state_factor, compute_factor=compute_factor,
-                                 seed=seed, device=device, policy_seed=policy_seed, params=params))
+                                 seed=seed, device=device, policy_seed=policy_seed, params=params, arrays=arrays))

@@ -26,6 +26,10 @@ IMPLEMENTATIONS = ("gym", "cpp", "torch", "jax", "cuda", "torch-compile", "fused
 PEERS = ("gymnasium-vector", "gymnax", "envpool")  # other libraries' CartPoles (simulation only)
 POLICIES = ("mlp", "none")  # "none": hashed actions inside the simulation (paper Fig 8/9)
 DEVICES = (None, "cpu", "cuda")  # None: the implementation's default
+# What reset/step return and take: numpy arrays on the host, or the implementation's own arrays
+# on its device (torch tensors; jax arrays for jax), see studylib/arrays.py.
+ARRAYS = ("numpy", "native")
+NUMPY_ONLY = ("gym",)  # Python objects: their arrays are numpy already
 MAX_SEED = 2**32 - 1
 
 
@@ -66,6 +70,17 @@ def check_device(device) -> str | None:
     return device
 
 
+def check_arrays(arrays, impl: str) -> str:
+    if arrays not in ARRAYS:
+        raise ConfigError(f"unknown arrays {arrays!r}; valid: {', '.join(map(repr, ARRAYS))}")
+    if arrays == "native" and impl in NUMPY_ONLY:
+        raise ConfigError(f"arrays='native' needs device arrays; {impl!r} steps Python objects whose arrays "
+                          "are numpy: use arrays='numpy'")
+    if arrays == "native" and impl in PEERS:
+        raise ConfigError(f"arrays='native' is for studylib's implementations; peer {impl!r} is measured as it ships")
+    return arrays
+
+
 def check_min_seconds(min_seconds) -> float:
     if isinstance(min_seconds, bool) or not isinstance(min_seconds, numbers.Real) \
             or not math.isfinite(min_seconds) or min_seconds <= 0:
@@ -85,6 +100,7 @@ class EnvSettings:
     device: str | None = None  # None: the implementation's default ('cuda' where it can and one exists)
     policy_seed: int = 0  # the MLP's weights (policy.mlp_weights)
     params: CartPoleParams = field(default=CARTPOLE_V1)  # CartPole-v1's constants
+    arrays: str = "numpy"  # one of ARRAYS: what reset/step/final_obs/restart return and take
 
     def __post_init__(self):
         fix = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 (frozen)
@@ -99,6 +115,7 @@ class EnvSettings:
             raise ConfigError(f"params must be a CartPoleParams, got {type(self.params).__name__}")
         fix("params", replace(self.params, max_episode_steps=positive_int("max_episode_steps",
                                                                            self.params.max_episode_steps)))
+        fix("arrays", check_arrays(self.arrays, self.impl))
         if self.impl in PEERS and (self.state_factor != 1 or self.compute_factor != 1 or self.device == "cuda"):
             raise ConfigError(f"peer {self.impl!r} is measured as it ships: S=1, C=1, on the CPU")
 

@@ -119,9 +119,10 @@ class TorchCompileCartPole(TorchCartPole):
         return terminated, truncated, done
 
     def _step(self, actions):
-        terminated, truncated, _ = self._call(_GIVEN, 1, torch.from_numpy(actions).to(self.device, torch.int64))
-        obs = self.state[:, :STATE_SIZE].cpu().numpy()
-        return obs, torch.ones(self.num_envs).numpy(), terminated.cpu().numpy(), truncated.cpu().numpy()
+        actions = actions if self._native else torch.from_numpy(actions)
+        # int64 on the device whatever the caller's integer dtype: one compiled graph for every call
+        terminated, truncated, _ = self._call(_GIVEN, 1, actions.to(self.device, torch.int64))
+        return self._outputs(terminated, truncated)
 
     def compile(self, num_steps: int, policy: str = "mlp") -> float:
         """Compile the rollout of (K, policy) now; return the seconds it took. The state is saved

@@ -3,6 +3,10 @@
 The physics is ``studylib.dynamics.integrate`` with ``xp=torch`` (the reference's own lines on
 float32 tensors). Eager execution means every op of every step is its own Python->ATen call
 (and on a GPU its own kernel launch), however many steps a rollout asks for: the paper's F.2.
+
+With ``arrays="native"`` reset/step/final_obs/restart take and return tensors on the env's
+device: each step makes a new state tensor there (``episodes.advance`` is pure) and returns a
+view of it, with no copy to the host.
 """
 
 from __future__ import annotations
@@ -10,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .base import VectorCartPole
+from .arrays import TorchKind
+from .base import VectorCartPole, restart_rows
 from .dynamics import RESET_HIGH, RESET_LOW, STATE_SIZE
 from .episodes import MASK32, advance, hash_actions
 from .devices import resolve_torch_device
@@ -33,6 +38,9 @@ class TorchCartPole(VectorCartPole):
     def _resolve_device(self, device):
         return resolve_torch_device(device)
 
+    def _native_kind(self):
+        return TorchKind(self.device)
+
     def __init__(self, settings):
         super().__init__(settings)
         dev = self.device
@@ -52,7 +60,13 @@ class TorchCartPole(VectorCartPole):
         self.elapsed = torch.zeros(self.num_envs, dtype=torch.int64, device=self.device)
         self.episode = torch.zeros(self.num_envs, dtype=torch.int64, device=self.device)
         self._final_obs = self.state[:, :STATE_SIZE]
-        return self.state[:, :STATE_SIZE].cpu().numpy()
+        return self._obs()
+
+    def _obs(self):
+        """Copy 0 of the state: a view on the device (native), or numpy (no copy on the CPU: a
+        state tensor is never written in place; each step or restart makes a new one)."""
+        obs = self.state[:, :STATE_SIZE]
+        return obs if self._native else obs.cpu().numpy()
 
     def _advance(self, actions: torch.Tensor):
         """One vectorized step with a same-step reset (episodes.advance); returns its EpisodeStep."""
@@ -70,13 +84,23 @@ class TorchCartPole(VectorCartPole):
         return hash_actions(self.seed, self._env_index, self.episode, self.elapsed, wrap=_mask32)
 
     def _step(self, actions):
-        out = self._advance(torch.from_numpy(actions).to(self.device))
-        terminated, truncated = out.terminated, out.truncated
-        obs = self.state[:, :STATE_SIZE].cpu().numpy()
-        return obs, np.ones(self.num_envs, np.float32), terminated.cpu().numpy(), truncated.cpu().numpy()
+        out = self._advance(actions if self._native else torch.from_numpy(actions).to(self.device))
+        return self._outputs(out.terminated, out.truncated)
+
+    def _outputs(self, terminated, truncated):
+        """What ``step`` returns after the state was advanced (numpy, or tensors on the device)."""
+        if self._native:
+            return self._obs(), torch.ones(self.num_envs, device=self.device), terminated, truncated
+        return self._obs(), np.ones(self.num_envs, np.float32), terminated.cpu().numpy(), truncated.cpu().numpy()
 
     def final_obs(self):
-        return self._final_obs.cpu().numpy().copy()
+        return self._final_obs if self._native else self._final_obs.cpu().numpy().copy()
+
+    def _restart(self, mask):
+        mask = mask if self._native else torch.from_numpy(mask).to(self.device)
+        self.state, self.elapsed, self.episode = restart_rows(self.state, self.elapsed, self.episode, mask,
+                                                              self._draw_reset_rows(), torch)
+        return self._obs()
 
     def _set_state(self, states):
         self.state = torch.as_tensor(states, dtype=torch.float32, device=self.device).clone()

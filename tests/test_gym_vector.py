@@ -206,8 +206,29 @@ def test_bad_arguments_at_construction():
         make_ours("numba", 4)
     with pytest.raises(studylib.ConfigError, match="max_episode_steps"):
         make_ours("torch", 4, max_episode_steps=0)
-    with pytest.raises(studylib.ConfigError, match="needs autoreset_mode NEXT_STEP or DISABLED"):
-        envs = make_ours("torch", 4, autoreset_mode="SameStep")  # the enum's value works too
-        envs.reset(seed=0)
-        envs.reset(options={"reset_mask": np.ones(4, bool)})
+    with pytest.raises(studylib.ConfigError, match="unknown arrays 'torch'; valid: 'numpy', 'native'"):
+        make_ours("torch", 4, arrays="torch")
+    with pytest.raises(studylib.ConfigError, match="arrays='native' needs device arrays; 'gym'"):
+        make_ours("gym", 4, arrays="native")
     assert CARTPOLE_V1.max_episode_steps == 500  # replacements do not leak
+
+
+@pytest.mark.parametrize("impl", GYM_IMPLS)
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP], ids=lambda m: m.name)
+def test_a_masked_reset_restarts_the_episode_and_its_time_limit(impl, mode):
+    """Env 0 is reset after 3 of its 5 steps: the others are truncated at step 5, env 0 at step 8."""
+    envs = make_ours(impl, 4, autoreset_mode=mode.value, max_episode_steps=5)  # the enum's value works too
+    obs, _ = envs.reset(seed=0)
+    upright = np.zeros((4, 4))  # never terminates: only the time limit ends an episode
+    mask = np.array([True, False, False, False])
+    truncated_at = {i: [] for i in range(4)}
+    for t in range(1, 9):
+        if t == 4:
+            restarted, _ = envs.reset(options={"reset_mask": mask})
+            assert _in_reset_bounds(restarted[0]) and not np.array_equal(restarted[0], obs[0])
+            np.testing.assert_array_equal(restarted[1:], obs[1:])  # the others keep their observations
+        inner(envs).set_state(upright)
+        obs, _, _, truncated, _ = envs.step(np.ones(4, int))
+        for i in np.flatnonzero(truncated):
+            truncated_at[i].append(t)
+    assert truncated_at == {0: [8], 1: [5], 2: [5], 3: [5]}

@@ -8,7 +8,8 @@ from tests.conftest import compile_ptx
 
 def test_nvcc_compiles_the_kernel_to_ptx(tmp_path):
     ptx = compile_ptx(native.KERNEL_SOURCE, tmp_path)
-    assert ".entry cartpole_rollout" in ptx and ".entry cartpole_reset" in ptx
+    for entry in ("rollout", "reset", "restart"):
+        assert f".entry cartpole_{entry}" in ptx
     assert "div.rn.f32" in ptx  # the physics (thetaacc's division) really is in the kernel
     assert str(0x7FEB352D) in ptx  # and so is the counter hash
 

@@ -29,7 +29,7 @@ def test_ctypes_struct_has_the_cpp_layout(library):
 def test_kernels_take_the_struct_by_value(pair, tmp_path):
     """Each CUDA entry point of the pair has exactly one parameter: RolloutArgs, of the ctypes size."""
     ptx = compile_ptx(PAIRS[pair].kernel_source, tmp_path)
-    for entry in (f"{pair}_rollout", f"{pair}_reset"):
+    for entry in (f"{pair}_rollout", f"{pair}_reset", f"{pair}_restart"):
         params = ptx.split(f".entry {entry}(")[1].split(")")[0]
         assert params.count(".param") == 1
         assert f"{entry}_param_0[{ctypes.sizeof(native.RolloutArgs)}]" in params

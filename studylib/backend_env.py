@@ -1,0 +1,89 @@
+"""What cpp, cuda and fused share: stepping, resetting and restarting through ``self.backend``
+(studylib/backends.py), and the arrays they hand out.
+
+With ``arrays="numpy"`` the observations, flags and final observations are numpy copies of the
+backend's buffers. With ``arrays="native"`` they are torch tensors over those very buffers, made
+once (``torch.from_numpy`` on the CPU, ``torch.from_dlpack`` of the CuPy arrays on a GPU): a
+step writes the state, flags and final observations in place, and the observations it returns
+are a view of the state (copy 0 of each row) and ``final_obs()`` a view of the final-observation
+buffer: no copy, the same storage every step. Actions and restart masks cross the other way
+without a copy when they already have the kernels' dtypes (int32 actions, bool masks).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .arrays import TorchKind
+from .base import VectorCartPole
+from .dynamics import STATE_SIZE
+
+
+class BackendCartPole(VectorCartPole):
+    """A VectorCartPole whose subclass sets ``self.backend`` with ``_init_backend``."""
+
+    def _native_kind(self):
+        if self.device == "cpu":
+            return TorchKind("cpu")
+        import cupy as cp
+
+        return TorchKind(f"cuda:{cp.cuda.Device().id}")  # where the CuPy buffers are allocated
+
+    def _init_backend(self, backend) -> None:
+        self.backend = backend
+        if not self._native:
+            return
+        on_cpu = self.device == "cpu"
+        view = torch.from_numpy if on_cpu else torch.from_dlpack
+        self._state_view = view(backend.state)
+        self._obs_view = self._state_view[:, :STATE_SIZE]
+        self._flags_view = view(backend.flags_out)
+        self._final_obs_view = view(backend.final_obs_out)
+        if on_cpu:
+            self._to_backend = lambda t: t.numpy()
+        else:
+            import cupy as cp
+
+            self._to_backend = cp.from_dlpack
+
+    def _obs(self):
+        return self._obs_view if self._native else self.backend.obs()
+
+    def _reset(self):
+        self.backend.reset(self.seed)
+        return self._obs()
+
+    def _step(self, actions):
+        if self._native:
+            actions = self._to_backend(actions.to(torch.int32).contiguous())  # no copy if int32 already
+        self.backend.step(actions, self.seed)
+        if self._native:
+            flags = self._flags_view
+            ones = torch.ones(self.num_envs, dtype=torch.float32, device=flags.device)
+            return self._obs_view, ones, (flags & 1).bool(), (flags & 2).bool()
+        flags = self.backend.flags()
+        return self.backend.obs(), np.ones(self.num_envs, np.float32), (flags & 1).astype(bool), (flags & 2).astype(bool)
+
+    def _restart(self, mask):
+        self.backend.restart(self._to_backend(mask.contiguous()) if self._native else mask, self.seed)
+        return self._obs()
+
+    def final_obs(self):
+        """Observations (N, 4) at the end of the last ``step``, before its same-step resets: a
+        finished env's terminal observation; the others' equal what ``step`` returned (numpy, or
+        with arrays="native" a view of the backend's buffer). StudyError if a reset or rollout
+        came after that step."""
+        if self._native:
+            self.backend.check_final_obs()
+            return self._final_obs_view
+        return self.backend.final_obs()
+
+    def _set_state(self, states):
+        self.backend.set_state(states)
+
+    def get_state(self):
+        return self.backend.get_state()
+
+    def synchronize(self):
+        self.backend.synchronize()
