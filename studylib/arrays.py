@@ -94,7 +94,7 @@ class TorchKind:
 
     def _check_tensor(self, what: str, x, n: int, wanted: str) -> None:
         if not isinstance(x, self.xp.Tensor):
-            raise ConfigError(f"with arrays='native', {what} must be a {wanted} torch tensor on {self.device}, "
+            raise ConfigError(f"with arrays='native', {what} must be a torch tensor ({wanted}) on {self.device}, "
                               f"got {_describe(x)}")
         if x.device != self.device:
             raise ConfigError(f"{what} must be on this env's device {self.device}, got a tensor on {x.device}")
@@ -151,7 +151,7 @@ class JaxKind:
 
     def _check_array(self, what: str, x, n: int, wanted: str) -> None:
         if not isinstance(x, self._jax.Array):
-            raise ConfigError(f"with arrays='native', {what} must be a {wanted} jax array on {self.device}, "
+            raise ConfigError(f"with arrays='native', {what} must be a jax array ({wanted}) on {self.device}, "
                               f"got {_describe(x)}")
         if x.devices() != {self.device}:
             raise ConfigError(f"{what} must be on this env's device {self.device}, got an array on "

@@ -61,7 +61,7 @@ class BackendCartPole(VectorCartPole):
         if self._native:
             flags = self._flags_view
             ones = torch.ones(self.num_envs, dtype=torch.float32, device=flags.device)
-            return self._obs_view, ones, (flags & 1).bool(), (flags & 2).bool()
+            return self._obs_view, ones, (flags & 1) != 0, (flags & 2) != 0
         flags = self.backend.flags()
         return self.backend.obs(), np.ones(self.num_envs, np.float32), (flags & 1).astype(bool), (flags & 2).astype(bool)
 
