@@ -54,11 +54,16 @@ CP_HD void cp_args_reset_env(const RolloutArgs& a, long long i) {
 
 // Environment i starts its next episode if a.reset_mask[i] is set: every *_restart entry point.
 // The episode counter moves on (the new draws are keyed by it, so they differ from every earlier
-// episode's) and the step counter goes to 0; an unmasked environment is left as it is.
+// episode's), the step counter goes to 0, and the new first observation replaces the last step's
+// final observation when a.final_obs is given (the episode that ended there is over). An
+// unmasked environment is left as it is.
 CP_HD void cp_args_restart_env(const RolloutArgs& a, long long i) {
     if (!CP_LDG(a.reset_mask + i)) return;
     const uint32_t episode = a.episode[i] + 1u;
-    cp_reset_row(a.state + i * 4 * (int64_t)a.state_factor, 1, (uint32_t)i, episode, cp_args_config(a));
+    float* row = a.state + i * 4 * (int64_t)a.state_factor;
+    cp_reset_row(row, 1, (uint32_t)i, episode, cp_args_config(a));
     a.elapsed[i] = 0;
     a.episode[i] = episode;
+    if (a.final_obs)
+        for (int j = 0; j < 4; ++j) a.final_obs[i * 4 + j] = row[j];
 }

@@ -24,7 +24,8 @@ Methods: ``reset(seed)``; ``rollout(actions | None, num_steps, policy, seed, fin
 caller's actions, final observations recorded, nothing counted (so no wait on the GPU);
 ``rollout_actions(next_actions, num_steps, seed)``: one-step calls with a policy outside the
 native code, counted with one wait;
-``restart(mask, seed)``: the next episode for the envs of a bool mask (N,), step counters to 0;
+``restart(mask, seed)``: the next episode for the envs of a bool mask (N,), step counters to 0,
+their final observations their new first ones;
 ``obs()``, ``flags()``, ``final_obs()``, ``get_state()`` (numpy copies); ``set_state(states)``;
 ``set_weights(MLPWeights)`` and ``mlp_logits(obs)`` (fused pair); ``synchronize()``.
 
@@ -133,9 +134,10 @@ class _NativeBackend(abc.ABC):
         self._final_obs_recorded = False
 
     def _prepare_restart(self, mask, seed: int) -> None:
-        """The restart's fields (the caller keeps ``mask`` alive until the call is made). The last
-        step's final observations stay valid: a restart changes only the state and counters."""
-        self._args.reset_mask, self._args.seed = self._address(mask), seed
+        """The restart's fields (the caller keeps ``mask`` alive until the call is made). The
+        restarted envs' final observations become their new first observations."""
+        a = self._args
+        a.reset_mask, a.seed, a.final_obs = self._address(mask), seed, self._address(self.final_obs_out)
 
     def check_final_obs(self) -> None:
         """StudyError unless ``final_obs_out`` holds the last rollout call's final observations."""

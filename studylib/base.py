@@ -18,11 +18,14 @@ from .policy import mlp_weights
 from .settings import EnvSettings, check_policy, positive_int
 
 
-def restart_rows(state, elapsed, episode, mask, fresh, xp=np):
+def restart_rows(state, elapsed, episode, final_obs, mask, fresh, xp=np):
     """The array family's masked restart (``VectorCartPole.restart``), as ``episodes.advance``
-    resets: rows of ``mask`` take ``fresh`` (N, 4S), their step counter 0 and episode counter + 1.
-    Returns (state, elapsed, episode); pure, for numpy, torch and jax.numpy alike."""
-    return xp.where(mask[:, None], fresh, state), xp.where(mask, 0, elapsed), episode + mask
+    resets: rows of ``mask`` take ``fresh`` (N, 4S), their step counter 0, episode counter + 1 and
+    final observation copy 0 of ``fresh``. Returns (state, elapsed, episode, final_obs); pure, for
+    numpy, torch and jax.numpy alike."""
+    rows = mask[:, None]
+    return (xp.where(rows, fresh, state), xp.where(mask, 0, elapsed), episode + mask,
+            xp.where(rows, fresh[:, :STATE_SIZE], final_obs))
 
 
 @dataclass(frozen=True)
@@ -106,7 +109,8 @@ class VectorCartPole(abc.ABC):
     @abc.abstractmethod
     def _restart(self, mask):
         """Start the next episode of the envs of ``mask`` (checked): a fresh reset draw from this
-        env's own generator, step counter 0, episode counter + 1; return the observations (N, 4)."""
+        env's own generator, step counter 0, episode counter + 1, final_obs their new first
+        observation; return the observations (N, 4)."""
 
     @abc.abstractmethod
     def _set_state(self, states: np.ndarray) -> None: ...
@@ -123,7 +127,9 @@ class VectorCartPole(abc.ABC):
     def final_obs(self):
         """Observations (N, 4) at the end of the last ``step``, before its same-step reset: a
         finished env's terminal observation (gymnasium's ``final_obs``); equal to the returned
-        observation for the others. A ``restart`` leaves them as they were."""
+        observation for the others. A ``restart`` replaces the restarted envs' with their new first
+        observation (the episode that ended there is over): after it, final_obs() is what
+        gymnasium's NEXT_STEP mode returns."""
 
     def synchronize(self) -> None:
         """Block until queued device work is done (no-op where execution is synchronous)."""
@@ -140,9 +146,10 @@ class VectorCartPole(abc.ABC):
 
     def restart(self, mask):
         """Start a new episode in the envs where ``mask`` (N,) bool is true: a fresh reset draw from
-        this env's own generator (seeded by ``seed``), step counter 0; the others are left as they
-        are. Returns the observations (N, 4) of every env. One call, whatever the mask (the
-        gymnasium adapter's restarts and masked resets)."""
+        this env's own generator (seeded by ``seed``), step counter 0, and their ``final_obs()``
+        the new first observation; the others are left as they are. Returns the observations
+        (N, 4) of every env. One call, whatever the mask (the gymnasium adapter's restarts and
+        masked resets)."""
         return self._restart(self.array_kind.check_mask(mask, self.num_envs))
 
     def set_state(self, states) -> None:

@@ -85,6 +85,7 @@ class GymCartPole(VectorCartPole):
         # As the same-step reset: each copy's own reset, continuing its RNG.
         for i in np.flatnonzero(mask):
             self._obs[i] = [env.reset()[0] for env in self._copies[i]][0]
+        self._final_obs[mask] = self._obs[mask]
         self.elapsed[mask] = 0
         self.episode[mask] += 1
         return self._obs.copy()

@@ -28,8 +28,9 @@ DISABLED
 terminated env inside the step, and count episode steps for the time limit themselves. For
 NEXT_STEP and DISABLED the adapter returns ``env.final_obs()`` as the observation and starts the
 finished envs' next episodes one call late with ``env.restart(mask)``: one call, whatever the
-number of envs finishing, that draws fresh states for the masked envs and zeroes their step
-counters inside the implementation (nothing crosses to the host).
+number of envs finishing, that draws fresh states for the masked envs, zeroes their step counters
+and makes their final observations the new first ones, inside the implementation (nothing
+crosses to the host).
 
 Arrays: ``arrays="numpy"`` (the default) returns numpy arrays, as gymnasium's API expects.
 ``arrays="native"`` returns the implementation's own arrays on its device and takes actions and
@@ -224,16 +225,14 @@ class StudylibVectorEnv(VectorEnv):
         """NEXT_STEP / DISABLED after the implementation's step: the terminal observations, and
         (NEXT_STEP) the new episodes of the envs that finished on the previous step, whose action
         was ignored: ``env.restart`` overwrites the implementation's step of them."""
-        obs = self.env.final_obs()
         restart = self._finished
         # maybe_any: on a GPU True without looking at the mask (looking would wait for the device)
         if not self._disabled and self._kind.maybe_any(restart):
-            xp = self._xp
-            obs = xp.where(restart[:, None], self.env.restart(restart), obs)
-            reward = xp.where(restart, 0, reward)
+            self.env.restart(restart)  # their final_obs() becomes the new episodes' first observations
+            reward = self._xp.where(restart, 0, reward)
             terminated, truncated = terminated & ~restart, truncated & ~restart
         self._finished = terminated | truncated
-        return obs, reward, terminated, truncated
+        return self.env.final_obs(), reward, terminated, truncated
 
     def _final_info(self, done) -> dict:
         """SAME_STEP's info. numpy: for the finished envs only, as SyncVectorEnv's ``_add_info``

@@ -73,11 +73,11 @@ class JaxCartPole(VectorCartPole):
         carry, (terminated, truncated, final_obs) = self._advance(carry, actions)
         return carry, (carry[0][:, :STATE_SIZE], terminated, truncated, final_obs)
 
-    def _restart_pure(self, carry, mask):
+    def _restart_pure(self, carry, final_obs, mask):
         state, elapsed, episode, key = carry
         key, fresh = self._draw(key, state)
-        state, elapsed, episode = restart_rows(state, elapsed, episode, mask, fresh, jnp)
-        return (state, elapsed, episode, key), state[:, :STATE_SIZE]
+        state, elapsed, episode, final_obs = restart_rows(state, elapsed, episode, final_obs, mask, fresh, jnp)
+        return (state, elapsed, episode, key), state[:, :STATE_SIZE], final_obs
 
     def _actions(self, carry, policy):
         state, elapsed, episode, _ = carry
@@ -115,7 +115,8 @@ class JaxCartPole(VectorCartPole):
         return self._final_obs if self._native else np.array(self._final_obs)
 
     def _restart(self, mask):
-        self._carry, obs = self._restart_fn(self._carry, mask if self._native else self._put(jnp.asarray(mask)))
+        mask = mask if self._native else self._put(jnp.asarray(mask))
+        self._carry, obs, self._final_obs = self._restart_fn(self._carry, self._final_obs, mask)
         return self._host(obs)
 
     def _set_state(self, states):

@@ -98,8 +98,8 @@ class TorchCartPole(VectorCartPole):
 
     def _restart(self, mask):
         mask = mask if self._native else torch.from_numpy(mask).to(self.device)
-        self.state, self.elapsed, self.episode = restart_rows(self.state, self.elapsed, self.episode, mask,
-                                                              self._draw_reset_rows(), torch)
+        self.state, self.elapsed, self.episode, self._final_obs = restart_rows(
+            self.state, self.elapsed, self.episode, self._final_obs, mask, self._draw_reset_rows(), torch)
         return self._obs()
 
     def _set_state(self, states):

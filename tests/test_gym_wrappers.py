@@ -32,17 +32,30 @@ def _layer(envs, cls):
 
 def _restart_with_their_draws(env, theirs):
     """Our restarts (NEXT_STEP's, one call late) start from the states gymnasium's env drew for the
-    same envs (it restarted them a step earlier: its current states are those first states)."""
-    restart = env.restart
+    same envs (it restarted them a step earlier: its current states are those first states), and
+    final_obs() shows them as the new first observations until the next step."""
+    restart, final_obs, step = env.restart, env.final_obs, env.step
+    since_step = []  # (mask, first observations) of the restarts since the last step
 
     def restart_from_theirs(mask):
         restart(mask)  # the counters
         state = env.get_state()
         state[mask] = their_states(theirs)[mask]
         env.set_state(state)
-        return state[:, :4].astype(np.float32)
+        since_step.append((mask, state[:, :4].astype(np.float32)))
+        return since_step[-1][1]
 
-    env.restart = restart_from_theirs
+    def final_obs_with_theirs():
+        obs = final_obs()
+        for mask, first in since_step:
+            obs[mask] = first[mask]
+        return obs
+
+    def step_and_forget(actions):
+        since_step.clear()
+        return step(actions)
+
+    env.restart, env.final_obs, env.step = restart_from_theirs, final_obs_with_theirs, step_and_forget
 
 
 @pytest.mark.parametrize("impl", GYM_IMPLS)

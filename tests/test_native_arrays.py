@@ -100,12 +100,14 @@ def test_native_and_numpy_give_the_same_transitions(impl):
             restarted = ours["native"].restart(_native_array(impl, mask))
             np.testing.assert_array_equal(ours["numpy"].restart(mask), np.asarray(restarted))
             np.testing.assert_array_equal(ours["numpy"].get_state(), ours["native"].get_state())
+            np.testing.assert_array_equal(ours["numpy"].final_obs(), np.asarray(ours["native"].final_obs()))
 
 
 @pytest.mark.parametrize("impl", IMPL_PARAMS)
 def test_restart_starts_new_episodes_in_the_masked_envs_only(impl):
-    """A restart after 3 of 5 steps: fresh states in the masked envs and their step counters at 0
-    (they are truncated 5 steps after it), the others untouched (truncated at step 5)."""
+    """A restart after 3 of 5 steps: fresh states in the masked envs, their final_obs() the new first
+    observations and their step counters at 0 (they are truncated 5 steps after it); the others
+    untouched (truncated at step 5)."""
     n = 6
     env = studylib.make(impl, n, seed=3, params=dataclasses.replace(CARTPOLE_V1, max_episode_steps=5))
     env.reset()
@@ -114,9 +116,11 @@ def test_restart_starts_new_episodes_in_the_masked_envs_only(impl):
     truncated_at = {i: [] for i in range(n)}
     for t in range(1, 9):
         if t == 4:
-            before = env.get_state()
+            before, final_before = env.get_state(), env.final_obs()
             obs = env.restart(mask)
-            state = env.get_state()
+            state, final = env.get_state(), env.final_obs()
+            np.testing.assert_array_equal(final[mask], obs[mask])  # the new episodes' first observations
+            np.testing.assert_array_equal(final[~mask], final_before[~mask])
             assert np.all((state[mask] >= RESET_LOW) & (state[mask] <= RESET_HIGH))
             assert np.all(state[mask] != before[mask])
             np.testing.assert_array_equal(state[~mask], before[~mask])  # untouched
