@@ -6,7 +6,9 @@ and XLA compiles it once per (K, policy). Resets draw from ``jax.random`` keyed 
 
 A ``step`` is one jitted call too, returning the observations with the flags; with
 ``arrays="native"`` its jax arrays are returned as they are (on the env's device, immutable), and
-actions and restart masks are taken as jax arrays on that device.
+actions and restart masks are taken as jax arrays on that device. ``restart`` draws the new
+episodes' states from the counter hash keyed by (seed, env, episode), as cpp, cuda and fused do
+(the same states): a jax.random draw of all N rows would cost more than the rest of the restart.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import numpy as np
 from .arrays import JaxKind
 from .base import VectorCartPole, restart_rows
 from .dynamics import RESET_HIGH, RESET_LOW, STATE_SIZE
-from .episodes import advance, hash_actions
+from .episodes import RESET_SALT, advance, hash4, hash_actions
 from .devices import resolve_jax_device
 from .policy import mlp_logits
 
@@ -53,17 +55,12 @@ class JaxCartPole(VectorCartPole):
         self._reset()
 
     # ---- pure functions (traced by XLA) -------------------------------------------------------
-    @staticmethod
-    def _draw(key, state):
-        """(key, fresh reset rows shaped as ``state``): the reset draw of a step or a restart."""
-        key, draw = jax.random.split(key)
-        return key, jax.random.uniform(draw, state.shape, state.dtype, RESET_LOW, RESET_HIGH)
-
     def _advance(self, carry, actions):
         """One vectorized step with a same-step reset (episodes.advance). carry = (state, elapsed,
         episode, key); returns (carry, (terminated, truncated, final_obs))."""
         state, elapsed, episode, key = carry
-        key, fresh = self._draw(key, state)
+        key, draw = jax.random.split(key)
+        fresh = jax.random.uniform(draw, state.shape, state.dtype, RESET_LOW, RESET_HIGH)
         out = advance(state, elapsed, episode, actions, fresh, state_factor=self.state_factor,
                       compute_factor=self.compute_factor, p=self.params, xp=jnp)
         return (out.state, out.elapsed, out.episode, key), (out.terminated, out.truncated, out.final_obs)
@@ -73,11 +70,19 @@ class JaxCartPole(VectorCartPole):
         carry, (terminated, truncated, final_obs) = self._advance(carry, actions)
         return carry, (carry[0][:, :STATE_SIZE], terminated, truncated, final_obs)
 
-    def _restart_pure(self, carry, final_obs, mask):
+    def _restart_pure(self, carry, final_obs, mask, seed):
         state, elapsed, episode, key = carry
-        key, fresh = self._draw(key, state)
+        fresh = self._reset_values(seed, episode + 1)  # the next episode's draws (used where mask)
         state, elapsed, episode, final_obs = restart_rows(state, elapsed, episode, final_obs, mask, fresh, jnp)
         return (state, elapsed, episode, key), state[:, :STATE_SIZE], final_obs
+
+    def _reset_values(self, seed, episode):
+        """cp_reset_value of cuda/cartpole.cuh for every env and component of ``episode`` (N,): the
+        draws of episodes.reset_values_numpy, in jax.numpy."""
+        u32 = jnp.uint32
+        component = jnp.arange(self.row_len, dtype=u32)[None, :]
+        bits = hash4(seed ^ u32(RESET_SALT), self._env_index[:, None], episode[:, None], component) >> u32(8)
+        return (bits.astype(jnp.int32) - 2**23).astype(jnp.float32) * (jnp.float32(0.1) / jnp.float32(2**24))
 
     def _actions(self, carry, policy):
         state, elapsed, episode, _ = carry
@@ -116,7 +121,8 @@ class JaxCartPole(VectorCartPole):
 
     def _restart(self, mask):
         mask = mask if self._native else self._put(jnp.asarray(mask))
-        self._carry, obs, self._final_obs = self._restart_fn(self._carry, self._final_obs, mask)
+        seed = self._put(jnp.uint32(self.seed))  # an argument: the adapter's reset changes the seed
+        self._carry, obs, self._final_obs = self._restart_fn(self._carry, self._final_obs, mask, seed)
         return self._host(obs)
 
     def _set_state(self, states):
