@@ -1,20 +1,22 @@
 """The gymnasium adapter's ``step`` loop: numpy arrays vs native arrays, and against an older tree.
 
     python benchmarks/gym_step.py                                  # this tree: numpy vs native
-    python benchmarks/gym_step.py --before 8542698 --rounds 5     # and the adapter of a git revision
+    python benchmarks/gym_step.py --before 8542698 --rounds 21    # and the adapter of a git revision
 
 Times ``envs.step(actions[t])`` of ``gymnasium.make_vec("studylib/CartPole-v1", num_envs=N,
-impl=...)`` in the default autoreset mode (NEXT_STEP), random actions generated before the timed
-loop (numpy int64 for the numpy path; int32 torch tensors or jax arrays on the env's device for
-the native path). Variants:
+impl=...)`` in the default autoreset mode (NEXT_STEP), with random actions generated before the
+timed loop (numpy int64 for the numpy path; int32 torch tensors or jax arrays on the env's device
+for the native path). Variants:
 
 ``before``  the numpy path of the tree at ``--before`` (``git archive`` of that revision)
 ``numpy``   this tree, ``arrays="numpy"`` (the default)
 ``native``  this tree, ``arrays="native"``
 
-Each round runs every variant in its own process (the variants' order rotates from round to
-round), each process timing every implementation; the figures are the medians over rounds, with
-the spread (min-max). Prints figures only: nothing here is a test, nothing is saved.
+Each variant lives in its own process, which makes every implementation's envs once and then
+times blocks of ``--steps`` steps on request. The parent asks for one block of each variant in
+turn (the order rotates from round to round), so a variant is never timed in a quieter or busier
+stretch of a shared machine than the others; the figures are the medians over the rounds, with
+the minimum beside them. Prints figures only: nothing here is a test, nothing is saved.
 """
 
 from __future__ import annotations
@@ -31,44 +33,52 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 IMPLS = ("cpp", "fused", "torch", "jax")
+ACTION_ROWS = 16  # pre-generated action vectors, used in turn
+PAUSE_S = 0.05  # before each block: the other workers' spinning OpenMP threads go to sleep
 
 
-def _worker(impls, num_envs, steps, warmup, native, device) -> dict:
-    """Seconds per step of each implementation, in this process (the tree on PYTHONPATH)."""
+def _worker(impls, num_envs, steps, native, device) -> None:
+    """Make the envs, say "ready", then answer each line naming an implementation with the
+    seconds per step of one block of ``steps`` steps (the tree on PYTHONPATH is the one timed)."""
     import gymnasium
     import numpy as np
 
     import studylib.gym_vector  # noqa: F401  (registers the id)
 
-    out = {}
+    loops = {}
     for impl in impls:
         kwargs = {"arrays": "native"} if native else {}
         envs = gymnasium.make_vec("studylib/CartPole-v1", num_envs=num_envs, impl=impl, device=device, **kwargs)
         envs.reset(seed=0)
-        actions = np.random.default_rng(0).integers(0, 2, (warmup + steps, num_envs))
-        if native and impl == "jax":
-            import jax
-
+        actions = list(np.random.default_rng(0).integers(0, 2, (ACTION_ROWS, num_envs)))
+        wait = lambda obs: obs  # noqa: E731  (numpy results are on the host when step returns)
+        if native:
             kind = envs.unwrapped.env.array_kind
-            actions = [jax.device_put(a.astype(np.int32), kind.device) for a in actions]
-            done = jax.block_until_ready
-        elif native:
-            import torch
+            if impl == "jax":
+                import jax
 
-            device_of = envs.unwrapped.env.array_kind.device
-            actions = [torch.from_numpy(a.astype(np.int32)).to(device_of) for a in actions]
-            done = (lambda x: torch.cuda.synchronize()) if device_of.type == "cuda" else (lambda x: x)
-        else:
-            done = lambda x: x  # noqa: E731  (numpy results are on the host when step returns)
-        for t in range(warmup):
-            envs.step(actions[t])
+                actions, wait = [jax.device_put(a.astype(np.int32), kind.device) for a in actions], jax.block_until_ready
+            else:
+                import torch
+
+                actions = [torch.from_numpy(a.astype(np.int32)).to(kind.device) for a in actions]
+                wait = (lambda obs: torch.cuda.synchronize()) if kind.device.type == "cuda" else wait
+        loops[impl] = (envs, actions, wait)
+
+    def block(impl) -> float:
+        envs, actions, wait = loops[impl]
+        time.sleep(PAUSE_S)
         start = time.perf_counter()
-        for t in range(warmup, warmup + steps):
-            obs = envs.step(actions[t])[0]
-        done(obs)
-        out[impl] = (time.perf_counter() - start) / steps
-        envs.close()
-    return out
+        for t in range(steps):
+            obs = envs.step(actions[t % ACTION_ROWS])[0]
+        wait(obs)
+        return (time.perf_counter() - start) / steps
+
+    for impl in impls:
+        block(impl)  # warm-up: compilation, caches, first allocations
+    print("ready", flush=True)
+    for line in sys.stdin:
+        print(json.dumps(block(line.strip())), flush=True)
 
 
 def _export(rev: str, into: Path) -> Path:
@@ -79,60 +89,68 @@ def _export(rev: str, into: Path) -> Path:
     return into
 
 
-def _run(tree: Path, native: bool, args) -> dict:
-    cmd = [sys.executable, __file__, "--worker", "--impl", ",".join(args.impl), "--num-envs", str(args.num_envs),
-           "--steps", str(args.steps), "--warmup", str(args.warmup), "--device", args.device]
-    cmd += ["--native"] if native else []
-    env = {**os.environ, "PYTHONPATH": str(tree)}
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"error: the {'native' if native else 'numpy'} run of {tree} failed:\n{proc.stderr[-2000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+class _Variant:
+    """A worker process timing one tree in one arrays mode."""
+
+    def __init__(self, name: str, tree: Path, native: bool, args):
+        cmd = [sys.executable, __file__, "--worker", "--impl", ",".join(args.impl), "--num-envs",
+               str(args.num_envs), "--steps", str(args.steps), "--device", args.device]
+        self.name = name
+        self.proc = subprocess.Popen(cmd + (["--native"] if native else []), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(tree)})
+        if self.proc.stdout.readline().strip() != "ready":
+            raise SystemExit(f"error: the {name} worker ({tree}) did not start")
+
+    def time(self, impl: str) -> float:
+        self.proc.stdin.write(impl + "\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--impl", default=",".join(IMPLS), type=lambda s: s.split(","))
     parser.add_argument("--num-envs", type=int, default=2**16)
-    parser.add_argument("--steps", type=int, default=100, help="timed steps per implementation and run")
-    parser.add_argument("--warmup", type=int, default=10)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=20, help="steps per timed block")
+    parser.add_argument("--rounds", type=int, default=21, help="timed blocks per implementation and variant")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--before", metavar="REV", help="also time the numpy path of this git revision")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--native", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        print(json.dumps(_worker(args.impl, args.num_envs, args.steps, args.warmup, args.native, args.device)))
+        _worker(args.impl, args.num_envs, args.steps, args.native, args.device)
         return
 
     with tempfile.TemporaryDirectory() as tmp:
-        variants = {"numpy": (ROOT, False), "native": (ROOT, True)}
+        specs = [("numpy", ROOT, False), ("native", ROOT, True)]
         if args.before:
-            variants = {"before": (_export(args.before, Path(tmp)), False), **variants}
-        names = list(variants)
-        times = {name: {impl: [] for impl in args.impl} for name in names}
+            specs.insert(0, ("before", _export(args.before, Path(tmp)), False))
+        variants = [_Variant(*spec, args) for spec in specs]
+        times = {v.name: {impl: [] for impl in args.impl} for v in variants}
         for r in range(args.rounds):
-            order = names[r % len(names):] + names[:r % len(names)]  # rotate: no variant always first
-            for name in order:
-                for impl, seconds in _run(*variants[name], args).items():
-                    times[name][impl].append(seconds)
-            print(f"round {r + 1}/{args.rounds} done ({' -> '.join(order)})", file=sys.stderr)
+            order = variants[r % len(variants):] + variants[:r % len(variants)]  # no variant always first
+            for impl in args.impl:
+                for v in order:
+                    times[v.name][impl].append(v.time(impl))
+        for v in variants:
+            v.close()
 
-    print(f"gymnasium adapter step loop, NEXT_STEP, N = {args.num_envs}, device {args.device}, "
-          f"{args.steps} timed steps per run, median of {args.rounds} rounds (min-max); ms per step")
-    header = f"{'impl':8s}" + "".join(f"{name:>24s}" for name in names)
-    print(header + ("    numpy/native" if "native" in names else ""))
+    names = [v.name for v in variants]
+    print(f"gymnasium adapter step loop, NEXT_STEP, N = {args.num_envs}, device {args.device}: ms per step, "
+          f"median (min) of {args.rounds} blocks of {args.steps} steps, variants alternating block by block")
+    print(f"{'impl':8s}" + "".join(f"{name:>18s}" for name in names) + "   ratios of the medians")
     for impl in args.impl:
-        row = f"{impl:8s}"
-        for name in names:
-            ms = [1e3 * s for s in times[name][impl]]
-            row += f"{statistics.median(ms):10.3f} ({min(ms):.2f}-{max(ms):.2f})".rjust(24)
         med = {name: statistics.median(times[name][impl]) for name in names}
-        row += f"{med['numpy'] / med['native']:14.2f}x"
+        row = f"{impl:8s}" + "".join(f"{1e3 * med[n]:9.3f} ({1e3 * min(times[n][impl]):.3f})".rjust(18) for n in names)
+        ratios = [f"numpy/native {med['numpy'] / med['native']:.2f}x"]
         if "before" in med:
-            row += f"   before/numpy {med['before'] / med['numpy']:.2f}x  before/native {med['before'] / med['native']:.2f}x"
-        print(row)
+            ratios += [f"before/numpy {med['before'] / med['numpy']:.2f}x", f"before/native {med['before'] / med['native']:.2f}x"]
+        print(row + "   " + ", ".join(ratios))
 
 
 if __name__ == "__main__":

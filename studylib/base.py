@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dynamics import STATE_SIZE
 from .arrays import NumpyKind
+from .dynamics import STATE_SIZE
 from .errors import ConfigError, check_fits_in_memory
 from .policy import mlp_weights
 from .settings import EnvSettings, check_policy, positive_int
@@ -52,8 +52,8 @@ class VectorCartPole(abc.ABC):
       synchronize() waits for queued device work (timing).
 
     Arrays (``settings.arrays``, checked by ``self.array_kind``, studylib/arrays.py): with
-    "numpy" reset/step/final_obs/restart return fresh numpy arrays and take numpy (or array-like)
-    actions and masks. With "native" they take and return the implementation's own arrays on its
+    "numpy" reset/step/final_obs/restart return numpy arrays the environment never writes again
+    and take numpy (or array-like) actions and numpy masks. With "native" they take and return the implementation's own arrays on its
     device, with no host copy: torch tensors for torch, torch-compile, cpp, fused and cuda; jax
     arrays for jax. Then a returned array may be a view of the environment's own buffer, valid
     until the next call that changes the environments (clone it to keep it): cpp and fused on
