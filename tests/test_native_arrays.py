@@ -11,6 +11,7 @@ from gymnasium.vector import AutoresetMode
 from torch.profiler import ProfilerActivity, profile
 
 import studylib
+from studylib.base import restart_rows
 from studylib.dynamics import CARTPOLE_V1, RESET_HIGH, RESET_LOW
 from studylib.episodes import reset_values_numpy
 from studylib.settings import EnvSettings
@@ -130,6 +131,22 @@ def test_restart_starts_new_episodes_in_the_masked_envs_only(impl):
         for i in np.flatnonzero(truncated):
             truncated_at[i].append(t)
     assert truncated_at == {i: [8] if mask[i] else [5] for i in range(n)}
+
+
+def test_restart_rows_is_one_rule_for_numpy_torch_and_jax():
+    """The array family's restart (torch on a GPU, jax): masked rows take the fresh rows, step
+    counter 0, episode + 1, final observation the fresh copy 0; the others keep everything."""
+    rng = np.random.default_rng(8)
+    n = 7
+    arrays = (rng.random((n, 8), np.float32), rng.integers(1, 9, n), rng.integers(0, 3, n),
+              rng.random((n, 4), np.float32), rng.random(n) < 0.5, rng.random((n, 8), np.float32))
+    state, elapsed, episode, final, mask, fresh = arrays
+    expected = (np.where(mask[:, None], fresh, state), np.where(mask, 0, elapsed), episode + mask,
+                np.where(mask[:, None], fresh[:, :4], final))
+    for xp, convert in ((np, np.asarray), (torch, torch.from_numpy), (jnp, jnp.asarray)):
+        out = restart_rows(*(convert(a) for a in arrays[:4]), convert(mask), convert(fresh), xp)
+        for got, want in zip(out, expected):
+            np.testing.assert_array_equal(np.asarray(got), want)
 
 
 @pytest.mark.parametrize("impl", ["cpp", "fused", "jax"])
