@@ -104,6 +104,7 @@ class JaxCartPole(VectorCartPole):
         state = jax.random.uniform(draw, (self.num_envs, self.row_len), jnp.float32, RESET_LOW, RESET_HIGH)
         zeros = jnp.zeros(self.num_envs, jnp.int32)
         self._carry = self._put((state, zeros, zeros.astype(jnp.uint32), key))
+        self._seed = self._put(jnp.uint32(self.seed))  # keys the restarts' draws until the next reset
         self._final_obs = self._carry[0][:, :STATE_SIZE]
         return self._host(self._final_obs)
 
@@ -111,7 +112,7 @@ class JaxCartPole(VectorCartPole):
         return array if self._native else np.asarray(array)
 
     def _step(self, actions):
-        actions = actions if self._native else self._put(jnp.asarray(actions))
+        actions = actions if self._native else self._put(actions)
         self._carry, (obs, terminated, truncated, self._final_obs) = self._step_fn(self._carry, actions)
         reward = self._ones if self._native else np.ones(self.num_envs, np.float32)
         return self._host(obs), reward, self._host(terminated), self._host(truncated)
@@ -120,9 +121,8 @@ class JaxCartPole(VectorCartPole):
         return self._final_obs if self._native else np.array(self._final_obs)
 
     def _restart(self, mask):
-        mask = mask if self._native else self._put(jnp.asarray(mask))
-        seed = self._put(jnp.uint32(self.seed))  # an argument: the adapter's reset changes the seed
-        self._carry, obs, self._final_obs = self._restart_fn(self._carry, self._final_obs, mask, seed)
+        mask = mask if self._native else self._put(mask)
+        self._carry, obs, self._final_obs = self._restart_fn(self._carry, self._final_obs, mask, self._seed)
         return self._host(obs)
 
     def _set_state(self, states):
