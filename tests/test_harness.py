@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from studylib import bench, provenance
+from studylib import MeasurePoint
 from studylib.__main__ import main
 from studylib.errors import ConfigError, DeviceUnavailableError, InsufficientMemoryError, StudyError
+from studylib.harness import measure, provenance, store, sweep
+from studylib.harness.sweep import grid_points
 
 FAST = dict(repeats=2, min_seconds=0.01)
 ROW_KEYS = {"impl", "num_envs", "steps", "state_factor", "compute_factor", "policy", "device", "device_name",
@@ -40,14 +42,14 @@ def _check_row(row, **expected):
 # ---- measure ----------------------------------------------------------------------------------
 
 def test_measure_contract_and_resets_during_measurement():
-    row = bench.measure("cpp", 16, 4, policy="none", **FAST)
+    row = measure.measure(MeasurePoint.of("cpp", 16, 4, policy="none", **FAST))
     _check_row(row, impl="cpp", num_envs=16, steps=4, policy="none", repeats=2, state_factor=1, compute_factor=1)
     assert row["episodes_finished"] > 0  # envs reset during the timed region: no fixed point
     assert len(row["samples_per_s_all"]) == 2
 
 
 def test_measure_jax_compile_timed_separately():
-    row = bench.measure("jax", 8, 3, **FAST)
+    row = measure.measure(MeasurePoint.of("jax", 8, 3, **FAST))
     _check_row(row, impl="jax", steps=3)
     assert row["compile_s"] > 0  # XLA compile measured on its own, not inside samples_per_s
 
@@ -71,8 +73,8 @@ def test_measure_bad_input(kwargs, err):
 
     if err is DeviceUnavailableError and gpu_name():
         pytest.skip("this machine has a CUDA device")
-    with pytest.raises(err):
-        bench.measure(**kwargs)
+    with pytest.raises(err):  # bad values when the point is built, the rest before allocating
+        measure.measure(MeasurePoint.of(**kwargs))
 
 
 # ---- provenance --------------------------------------------------------------------------------
@@ -98,33 +100,45 @@ def _sweep_file(data_dir, name) -> Path:
 
 
 def test_sweep_provenance_and_resume(tmp_path, monkeypatch):
-    df = bench.sweep("s1", GRID, data_dir=tmp_path, progress=False, **FAST)
+    df = sweep.sweep("s1", grid_points(GRID, **FAST), data_dir=tmp_path, progress=False)
     assert len(df) == 4 and set(df["num_envs"]) == {8, 16} and set(df["machine"]) == {provenance.machine_key()}
-    doc = json.loads(_sweep_file(tmp_path, "s1").read_text())
+    path = _sweep_file(tmp_path, "s1")
+    doc = json.loads(path.read_text())
+    assert doc["format"] == store.FORMAT
     run = doc["runs"][0]
     assert PROVENANCE_KEYS <= set(run["provenance"])
-    assert run["parameters"]["repeats"] == 2 and run["parameters"]["points"] == 4
+    assert run["parameters"]["grid"]["repeats"] == [2] * 4 and run["parameters"]["points"] == 4
     assert run["parameters"]["grid"]["impl"] == ["cpp"] * 4
     assert (tmp_path / provenance.machine_key() / "machine.json").exists()
 
-    # Rerunning the same sweep measures nothing and returns the same rows.
+    # Rerunning the same sweep measures nothing, returns the same rows and leaves the file as it was.
     def boom(*a, **k):
         raise AssertionError("resumed sweep re-measured a done point")
 
-    monkeypatch.setattr(bench, "measure", boom)
-    again = bench.sweep("s1", GRID, data_dir=tmp_path, progress=False, **FAST)
+    before = path.read_bytes()
+    monkeypatch.setattr(sweep, "measure", boom)
+    again = sweep.sweep("s1", grid_points(GRID, **FAST), data_dir=tmp_path, progress=False)
     assert sorted(again["samples_per_s"]) == sorted(df["samples_per_s"])
-    doc = json.loads(_sweep_file(tmp_path, "s1").read_text())
-    assert len(doc["rows"]) == 4 and len(doc["runs"]) == 2
+    assert path.read_bytes() == before
+    doc = json.loads(path.read_text())
+    assert len(doc["rows"]) == 4 and len(doc["runs"]) == 1
 
-    loaded = bench.load("s1", data_dir=tmp_path)
-    assert len(loaded) == 4 and {"machine", "commit", "dirty"} <= set(loaded.columns)
+    # A new point resumes the file: one more run, the old rows kept.
+    monkeypatch.undo()
+    more = sweep.sweep("s1", grid_points({**GRID, "num_envs": [8, 16, 32]}, **FAST), data_dir=tmp_path, progress=False)
+    assert len(more) == 6
+    doc = json.loads(path.read_text())
+    assert len(doc["rows"]) == 6 and len(doc["runs"]) == 2
+    assert sum(r["run_id"] == doc["runs"][0]["run_id"] for r in doc["rows"]) == 4
+
+    loaded = store.load("s1", data_dir=tmp_path)
+    assert len(loaded) == 6 and {"machine", "commit", "dirty"} <= set(loaded.columns)
 
 
 def test_sweep_skips_infeasible_points_saying_why(tmp_path):
     messages = []
     grid = {"impl": ["cpp", "cuda"], "num_envs": [8, HUGE_N], "steps": [1]}
-    df = bench.sweep("s2", grid, data_dir=tmp_path, progress=False, log=messages.append, **FAST)
+    df = sweep.sweep("s2", grid_points(grid, **FAST), data_dir=tmp_path, progress=False, log=messages.append)
     from studylib.provenance import gpu_name
 
     measured = {(r["impl"], r["num_envs"]) for r in df.to_dict("records")}
@@ -134,20 +148,20 @@ def test_sweep_skips_infeasible_points_saying_why(tmp_path):
     if not gpu_name():
         assert "no CUDA device" in reasons[("cuda", 8)]
     assert len(messages) == len(reasons) and all(m.startswith("skipped ") for m in messages)
-    assert len(bench.load_skipped("s2", data_dir=tmp_path)) == len(reasons)
+    assert len(store.load_skipped("s2", data_dir=tmp_path)) == len(reasons)
 
 
 def test_atomic_write_keeps_old_file_on_failure(tmp_path, monkeypatch):
     path = tmp_path / "x.json"
-    bench.atomic_write_json(path, {"a": 1})
+    store.atomic_write_json(path, {"a": 1})
 
     def broken_dump(obj, f, **kw):
         f.write('{"a": 2, "half')
         raise OSError("disk full")
 
-    monkeypatch.setattr(bench.json, "dump", broken_dump)
+    monkeypatch.setattr(store.json, "dump", broken_dump)
     with pytest.raises(OSError):
-        bench.atomic_write_json(path, {"a": 2})
+        store.atomic_write_json(path, {"a": 2})
     assert json.loads(path.read_text()) == {"a": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["x.json"]  # no temporary left behind
 
@@ -155,9 +169,9 @@ def test_atomic_write_keeps_old_file_on_failure(tmp_path, monkeypatch):
 def test_sweep_killed_midway_leaves_valid_file_and_resumes(tmp_path):
     grid = {"impl": ["cpp"], "num_envs": [8, 16, 32, 64], "steps": [1, 2, 3], "policy": ["none"]}
     script = textwrap.dedent(f"""
-        from studylib import bench
-        bench.sweep("killed", {grid!r}, data_dir={str(tmp_path)!r}, repeats=3, min_seconds=0.05,
-                    progress=False)
+        from studylib.harness.sweep import grid_points, sweep
+        sweep("killed", grid_points({grid!r}, repeats=3, min_seconds=0.05), data_dir={str(tmp_path)!r},
+              progress=False)
     """)
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     path = _sweep_file(tmp_path, "killed")
@@ -180,38 +194,39 @@ def test_sweep_killed_midway_leaves_valid_file_and_resumes(tmp_path):
     assert 1 <= len(first) < 12
     first_run = doc["runs"][0]["run_id"]
 
-    df = bench.sweep("killed", grid, data_dir=tmp_path, repeats=3, min_seconds=0.05, progress=False)
+    df = sweep.sweep("killed", grid_points(grid, repeats=3, min_seconds=0.05), data_dir=tmp_path, progress=False)
     assert len(df) == 12
     doc = json.loads(path.read_text())
     assert len(doc["rows"]) == 12  # no duplicates
     assert sum(r["run_id"] == first_run for r in doc["rows"]) == len(first)  # done points not redone
-    assert len(bench.load("killed", data_dir=tmp_path)) == 12
+    assert len(store.load("killed", data_dir=tmp_path)) == 12
 
 
 def test_load_merges_machines(tmp_path):
-    bench.sweep("m", {"impl": ["cpp"], "num_envs": [8], "steps": [1]}, data_dir=tmp_path, progress=False, **FAST)
+    sweep.sweep("m", grid_points({"impl": ["cpp"], "num_envs": [8], "steps": [1]}, **FAST), data_dir=tmp_path,
+                progress=False)
     here = provenance.machine_key()
     other = tmp_path / "other-machine_64c_some-gpu"
     other.mkdir()
     (other / "m.json").write_text((tmp_path / here / "m.json").read_text())
-    df = bench.load("m", data_dir=tmp_path)
+    df = store.load("m", data_dir=tmp_path)
     assert sorted(df["machine"]) == sorted([here, other.name])
-    assert len(bench.load("m", data_dir=tmp_path, machine=here)) == 1
+    assert len(store.load("m", data_dir=tmp_path, machine=here)) == 1
     with pytest.raises(ConfigError):
-        bench.load("absent", data_dir=tmp_path)
+        store.load("absent", data_dir=tmp_path)
 
 
 def test_sweep_bad_grid_and_unwritable_folder(tmp_path):
     with pytest.raises(ConfigError, match="valid: impl"):
-        bench.sweep("g", {"impl": ["cpp"], "num_envs": [8], "steps": [1], "color": ["red"]}, data_dir=tmp_path)
+        grid_points({"impl": ["cpp"], "num_envs": [8], "steps": [1], "color": ["red"]})
     with pytest.raises(ConfigError):
-        bench.sweep("g", {"impl": ["cpp"], "num_envs": [8.0], "steps": [1]}, data_dir=tmp_path)
+        grid_points({"impl": ["cpp"], "num_envs": [8.0], "steps": [1]})
     with pytest.raises(ConfigError):
-        bench.sweep("../escape", GRID, data_dir=tmp_path)
+        sweep.sweep("../escape", grid_points(GRID), data_dir=tmp_path)
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    with pytest.raises(bench.DataDirError, match="not writable"):
-        bench.sweep("g", GRID, data_dir=blocker / "data")
+    with pytest.raises(store.DataDirError, match="not writable"):
+        sweep.sweep("g", grid_points(GRID), data_dir=blocker / "data")
     assert not list(tmp_path.glob("**/*.json"))  # nothing written anywhere
 
 
@@ -220,7 +235,7 @@ def test_corrupt_sweep_file_is_refused_not_overwritten(tmp_path):
     folder.mkdir()
     (folder / "c.json").write_text('{"rows": [')
     with pytest.raises(StudyError, match="not valid JSON"):
-        bench.sweep("c", GRID, data_dir=tmp_path, progress=False, **FAST)
+        sweep.sweep("c", grid_points(GRID, **FAST), data_dir=tmp_path, progress=False)
     assert (folder / "c.json").read_text() == '{"rows": ['
 
 
