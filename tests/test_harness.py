@@ -69,7 +69,7 @@ def test_measure_jax_compile_timed_separately():
     (dict(impl="jax", num_envs=4, steps=1, device="cuda"), DeviceUnavailableError),
 ])
 def test_measure_bad_input(kwargs, err):
-    from studylib.provenance import gpu_name
+    from studylib.harness.provenance import gpu_name
 
     if err is DeviceUnavailableError and gpu_name():
         pytest.skip("this machine has a CUDA device")
@@ -139,7 +139,7 @@ def test_sweep_skips_infeasible_points_saying_why(tmp_path):
     messages = []
     grid = {"impl": ["cpp", "cuda"], "num_envs": [8, HUGE_N], "steps": [1]}
     df = sweep.sweep("s2", grid_points(grid, **FAST), data_dir=tmp_path, progress=False, log=messages.append)
-    from studylib.provenance import gpu_name
+    from studylib.harness.provenance import gpu_name
 
     measured = {(r["impl"], r["num_envs"]) for r in df.to_dict("records")}
     assert ("cpp", 8) in measured and ("cpp", HUGE_N) not in measured
@@ -149,6 +149,62 @@ def test_sweep_skips_infeasible_points_saying_why(tmp_path):
         assert "no CUDA device" in reasons[("cuda", 8)]
     assert len(messages) == len(reasons) and all(m.startswith("skipped ") for m in messages)
     assert len(store.load_skipped("s2", data_dir=tmp_path)) == len(reasons)
+
+
+def test_skipped_point_is_retried_without_rewriting_the_file(tmp_path):
+    from studylib.harness.provenance import gpu_name
+
+    messages = []
+    grid = {"impl": ["cpp"], "num_envs": [HUGE_N], "steps": [1]}
+    first = sweep.sweep("s3", grid_points(grid, **FAST), data_dir=tmp_path, progress=False, log=messages.append)
+    path = _sweep_file(tmp_path, "s3")
+    before = path.read_bytes()
+    again = sweep.sweep("s3", grid_points(grid, **FAST), data_dir=tmp_path, progress=False, log=messages.append)
+    assert len(first) == len(again) == 0 and len(messages) == 2  # checked again, refused again
+    assert [s["reason"] for s in again.attrs["skipped"]] == [s["reason"] for s in first.attrs["skipped"]]
+    assert path.read_bytes() == before  # the same refusal changes nothing
+    assert len(json.loads(before)["runs"]) == 1
+
+
+LEGACY = {
+    "p.json": {"format": "studylib-profile/1", "runs": [{"provenance": {"commit": "abc"}, "todo": {}}],
+               "rows": [{"impl": "jax", "num_envs": 16, "steps": 1, "total_s": 1.0}]},
+    "r.json": {"format": "studylib-roofline/1", "machine": {"commit": "abc"}, "memory_bytes_per_s": 5e10,
+               "physics_steps_per_s": [{"state_factor": 1, "compute_factor": 1, "steps_per_s": 1e9}],
+               "gemm_steps_per_s": [{"num_envs": 1024, "steps_per_s": 2e7}]},
+}
+
+
+def test_earlier_formats_are_read_and_resumed(tmp_path):
+    from studylib.harness import roofline
+
+    folder = tmp_path / provenance.machine_key()
+    folder.mkdir()
+    for name, doc in LEGACY.items():
+        (folder / name).write_text(json.dumps(doc))
+    doc = store.read(folder / "p.json")
+    assert doc["format"] == store.FORMAT and doc["rows"] == LEGACY["p.json"]["rows"] and doc["skipped"] == []
+    ceil = roofline.from_rows(store.read(folder / "r.json")["rows"])
+    assert ceil == {"memory_bytes_per_s": 5e10, "physics_steps_per_s": {(1, 1): 1e9}, "gemm_steps_per_s": {1024: 2e7}}
+
+    # resuming an earlier file: its rows are found by key, a new item is added in the one format
+    keying = sweep.Keying(dict, sweep.keyed_by("impl", "num_envs", "steps"), str)
+    items = [{"impl": "jax", "num_envs": 16, "steps": k} for k in (1, 2)]
+    measured = []
+
+    def fake(item):
+        measured.append(item)
+        return {**item, "total_s": 2.0}
+
+    result = sweep.run("p", items, fake, keying, data_dir=tmp_path, progress=False)
+    assert measured == [items[1]] and [r["total_s"] for r in result.rows] == [1.0, 2.0]
+    on_disk = json.loads((folder / "p.json").read_text())
+    assert on_disk["format"] == store.FORMAT and len(on_disk["rows"]) == 2 and len(on_disk["runs"]) == 2
+    # rows of an earlier file (no run_id) keep that file's provenance
+    assert store.load("p", data_dir=tmp_path)["commit"].tolist() == ["abc", on_disk["runs"][1]["provenance"]["commit"]]
+    with pytest.raises(store.DataDirError, match="not a studylib data file"):
+        (folder / "x.json").write_text('{"format": "other/1"}')
+        store.read(folder / "x.json")
 
 
 def test_atomic_write_keeps_old_file_on_failure(tmp_path, monkeypatch):
@@ -293,7 +349,7 @@ BAD = [
 
 @pytest.mark.parametrize("argv, message", BAD, ids=[" ".join(a) or "empty" for a, _ in BAD])
 def test_cli_bad_input_one_line_exit_2(argv, message, capsys, tmp_path, monkeypatch):
-    from studylib.provenance import gpu_name
+    from studylib.harness.provenance import gpu_name
 
     if "no CUDA device" in message and gpu_name():
         pytest.skip("this machine has a CUDA device")
