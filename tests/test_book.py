@@ -60,6 +60,25 @@ def test_chapter_executes_under_nbval(chapter, tmp_path):
     assert re.search(r"\d+ passed", r.stdout), f"nbval collected no cells of {chapter}:\n{r.stdout[-2000:]}"
 
 
+def test_chapter_parameters_are_typed_and_checked(tmp_path):
+    import dataclasses
+
+    from studylib import book
+    from studylib.errors import ConfigError
+
+    P = book.params("complexity", preset="tiny", data_dir=tmp_path, state_factor="[1, 2]", steps="4,1")
+    assert P.state_factor == (1, 2) and P.steps == (1, 4) and P.compute_factor == (1, 4)  # the tiny preset's
+    assert P.profile_num_envs is None and P.cap_for("cpp") == 2**14
+    P = book.params("overheads", preset="tiny", data_dir=tmp_path, profile_num_envs="8")
+    assert P.profile_num_envs == 8 and P.profile_steps == (1, 4)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        P.steps = (1,)
+    with pytest.raises(ConfigError, match="no parameter 'brax_envs'"):
+        book.params("fusion", preset="tiny", brax_envs=["ant"])
+    with pytest.raises(ConfigError, match="unknown preset"):
+        book.params("fusion", preset="huge")
+
+
 SNAPSHOT = ROOT / "data" / "intel-xeon_2c_nogpu"
 
 

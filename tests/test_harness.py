@@ -77,6 +77,28 @@ def test_measure_bad_input(kwargs, err):
         measure.measure(MeasurePoint.of(**kwargs))
 
 
+def test_timing_loop_warms_up_apart_and_grows_regions():
+    import time as _time
+
+    from studylib.harness.timing import time_regions
+
+    calls = []
+
+    def call():
+        calls.append(1)
+        _time.sleep(0.001)
+        return 2  # e.g. episodes finished by this call
+
+    t = time_regions(call, repeats=3, min_seconds=0.02)
+    assert t.calls > 1 and len(t.seconds) == 3 and all(dt >= 0.02 for dt in t.seconds)
+    assert t.counted == 2 * 3 * t.calls  # only the timed regions are counted, not warm-up or calibration
+    assert len(calls) > 1 + 3 * t.calls  # warm-up and calibration calls happened besides
+    assert 0 < t.warmup_s < min(t.seconds)
+    s = t.summary(10)
+    assert s["min"] <= s["median"] <= s["max"] and s["all"] == t.rates(10) and len(s["all"]) == 3
+    assert t.best_seconds_per_call == min(t.seconds) / t.calls
+
+
 # ---- provenance --------------------------------------------------------------------------------
 
 def test_provenance_fields():

@@ -55,7 +55,6 @@ that holds on this machine.
 from __future__ import annotations
 
 import collections
-import contextlib
 import glob
 import re
 import tempfile
