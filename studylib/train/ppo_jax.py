@@ -15,6 +15,7 @@ that only collects, and reported as such.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from typing import NamedTuple
@@ -194,15 +195,23 @@ def _chunk(update, num_updates: int):
     return jax.jit(run, donate_argnums=0)
 
 
+@functools.lru_cache(maxsize=16)
+def _compiled(s: PPOSettings, num_envs: int, updates_per_call: int):
+    """(init, chunk, collect_only), traced and compiled once per (settings, N, updates per call) in
+    this process: a second seed reuses the program (its compile_s is then only the init)."""
+    init, update, collect_only = make_program(s, num_envs)
+    init = jax.jit(init)
+    example = jax.eval_shape(init, jax.random.key(0))
+    return init, _chunk(update, updates_per_call).lower(example).compile(), jax.jit(collect_only)
+
+
 def train(run: TrainRun, *, log=None) -> TrainResult:
     s, n = run.settings, run.n
     batch = n * s.num_steps
     clock = Clock(run, num_envs=n, batch_size=batch, log=log)
-    init, update, collect_only = make_program(s, n)
     start = time.perf_counter()
-    runner = jax.jit(init)(jax.random.key(run.seed))
-    chunk = _chunk(update, clock.updates_per_check).lower(runner).compile()
-    jax.block_until_ready(runner)
+    init, chunk, collect_only = _compiled(s, n, clock.updates_per_check)
+    runner = jax.block_until_ready(init(jax.random.key(run.seed)))
     device = str(jax.devices()[0].platform)
     clock.start(compile_s=time.perf_counter() - start, device="cuda" if device == "gpu" else device)
     program_s = 0.0
@@ -221,9 +230,8 @@ def train(run: TrainRun, *, log=None) -> TrainResult:
     return clock.finish(arrays, trainer="jax-ppo")
 
 
-def _collect_seconds_per_update(collect_only, runner: Runner, repeats: int = 5) -> float:
+def _collect_seconds_per_update(fn, runner: Runner, repeats: int = 5) -> float:
     """Seconds one update's collection takes alone (the median of a few calls, after a warm-up)."""
-    fn = jax.jit(collect_only)
     runner = jax.block_until_ready(fn(runner))
     times = []
     for _ in range(repeats):

@@ -29,7 +29,9 @@ class TorchPPO:
         self.s = settings
         self.device = device
         self.model = ActorCritic(seed).to(device)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=settings.learning_rate, eps=settings.adam_eps)
+        # fused: one kernel over all parameters (the per-parameter loop was ~30% of a minibatch step)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=settings.learning_rate, eps=settings.adam_eps,
+                                          fused=True)
         self._shuffle = torch.Generator(device=device).manual_seed(seed ^ 0x5EED)  # minibatch order
 
     @torch.no_grad()

@@ -50,7 +50,7 @@ class PPOSettings:
     """Clipped PPO with GAE (Schulman et al. 2017), as cleanrl's ppo.py and PureJaxRL's ppo.py."""
 
     # ---- data per update ----------------------------------------------------------------------
-    num_envs: int = 256  # N, environments per update (the CLI's default; --num-envs overrides)
+    num_envs: int = 64  # N, environments per update (the CLI's default; --num-envs overrides)
     num_steps: int = 16  # T, steps of every environment per update (the rollout length)
     # ---- the return estimate ------------------------------------------------------------------
     gamma: float = 0.99  # discount
