@@ -86,6 +86,12 @@ class VectorCartPole(abc.ABC):
     def _rollout(self, num_steps: int, policy: str) -> int:
         """Run K steps with the MLP or hashed actions; return the number of episodes finished."""
 
+    def final_obs(self):
+        """Observations (N, 4) at the end of the last ``step``, before its same-step reset: a
+        finished env's terminal observation (gymnasium's ``final_obs``); equal to the returned
+        observation for the others."""
+        raise NotImplementedError(f"{self.name} does not record final observations yet")
+
     def synchronize(self) -> None:
         """Block until queued device work is done (no-op where execution is synchronous)."""
 

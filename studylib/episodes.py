@@ -20,7 +20,11 @@ they agree bit for bit.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
+
+from .dynamics import CARTPOLE_V1, STATE_SIZE, CartPoleParams, integrate, is_terminated
 
 _MIX_MULTIPLIERS = (0x7FEB352D, 0x846CA68B)
 _KEY_MULTIPLIERS = (0x9E3779B1, 0x85EBCA77, 0xC2B2AE3D, 0x27D4EB2F)
@@ -74,3 +78,51 @@ def reset_values_numpy(seed: int, env: np.ndarray, episode: np.ndarray, row_len:
     ) >> u32(8)
     centered = bits.astype(np.int64) - 2**23  # exact in float32, as in cp_reset_value
     return centered.astype(np.float32) * (np.float32(0.1) / np.float32(2**24))
+
+
+# ---- the episode step, once for every array module (numpy, torch, jax.numpy) ---------------------
+# cuda/cartpole.cuh holds the same rules once in C (cp_thread_rollout / the CPU block loop).
+
+
+class EpisodeStep(NamedTuple):
+    """One step's result. ``state`` already holds the next episode's first state for finished envs
+    (same-step reset); ``final_obs`` is copy 0 at the end of the step, before that reset."""
+
+    state: object  # (N, 4S)
+    elapsed: object  # (N,) steps into the current episode (0 after a reset)
+    episode: object  # (N,) episodes started; keys the reset draws of cpp/cuda/fused
+    terminated: object  # (N,) bool
+    truncated: object  # (N,) bool
+    done: object  # terminated | truncated
+    final_obs: object  # (N, 4)
+
+
+def end_of_step(terminated, elapsed, episode, p: CartPoleParams = CARTPOLE_V1, xp=np):
+    """Truncation at ``max_episode_steps`` and the counters of a same-step reset.
+
+    Returns (truncated, done, elapsed, episode) after the step: a finished env's ``elapsed`` is 0
+    and its ``episode`` one more. A step may be both terminated and truncated, as in gymnasium.
+    """
+    elapsed = elapsed + 1
+    truncated = elapsed >= p.max_episode_steps
+    done = terminated | truncated
+    return truncated, done, xp.where(done, 0, elapsed), episode + done
+
+
+def advance(state, elapsed, episode, actions, fresh, *, state_factor: int, compute_factor: int,
+            p: CartPoleParams = CARTPOLE_V1, xp=np) -> EpisodeStep:
+    """One step of N envs: the force of each action, C sub-steps of the S copies, termination on
+    copy 0, truncation, and the same-step reset to ``fresh`` (N, 4S) rows where the episode ended.
+
+    Pure: torch, torch.compile and jax.jit run these lines as they are (``xp`` = torch / jax.numpy).
+    """
+    n = state.shape[0]
+    copies = state.reshape(n, state_factor, STATE_SIZE)
+    # Python floats: each module's default float (float32 for torch and jax, float64 for numpy).
+    force = xp.where(actions == 1, p.force_mag, -p.force_mag)[:, None]
+    copies = integrate(copies, force, compute_factor, p, xp)
+    final_obs = copies[:, 0]
+    terminated = is_terminated(final_obs, p)
+    truncated, done, elapsed, episode = end_of_step(terminated, elapsed, episode, p, xp)
+    state = xp.where(done[:, None], fresh, copies.reshape(n, -1))
+    return EpisodeStep(state, elapsed, episode, terminated, truncated, done, final_obs)

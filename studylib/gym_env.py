@@ -17,7 +17,7 @@ from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 
 from .base import VectorCartPole
 from .dynamics import STATE_SIZE
-from .episodes import hash_actions_numpy
+from .episodes import end_of_step, hash_actions_numpy
 from .policy import TorchGreedyMLP
 from .devices import resolve_torch_device
 
@@ -55,6 +55,7 @@ class GymCartPole(VectorCartPole):
         self.elapsed[:] = 0
         self.episode[:] = 0
         self._obs = np.array([copies[0].state for copies in self._copies], dtype=np.float32)
+        self._final_obs = self._obs.copy()
         return self._obs.copy()
 
     def _step(self, actions):
@@ -71,13 +72,14 @@ class GymCartPole(VectorCartPole):
                     o, _, term, _, _ = env.step(action)
                 if s == 0:
                     obs[i], terminated[i] = o, term
-        self.elapsed += 1
-        truncated = self.elapsed >= self.params.max_episode_steps
-        for i in np.flatnonzero(terminated | truncated):  # same-step autoreset
+        truncated, done, self.elapsed, self.episode = end_of_step(terminated, self.elapsed, self.episode, self.params)
+        self._final_obs = obs.copy()
+        for i in np.flatnonzero(done):  # same-step autoreset
             obs[i] = [env.reset()[0] for env in self._copies[i]][0]
-            self.elapsed[i] = 0
-            self.episode[i] += 1
         return obs.copy(), np.ones(self.num_envs, np.float32), terminated, truncated
+
+    def final_obs(self):
+        return self._final_obs.copy()
 
     def _set_state(self, states):
         for copies, row in zip(self._copies, states):

@@ -14,8 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .base import VectorCartPole
-from .dynamics import RESET_HIGH, RESET_LOW, STATE_SIZE, integrate, is_terminated
-from .episodes import hash_actions
+from .dynamics import RESET_HIGH, RESET_LOW, STATE_SIZE
+from .episodes import advance, hash_actions
 from .devices import resolve_jax_device
 from .policy import mlp_logits
 
@@ -44,20 +44,14 @@ class JaxCartPole(VectorCartPole):
 
     # ---- pure functions (traced by XLA) -------------------------------------------------------
     def _advance(self, carry, actions):
-        """One vectorized step with a same-step reset. carry = (state, elapsed, episode, key)."""
-        p = self.params
+        """One vectorized step with a same-step reset (episodes.advance). carry = (state, elapsed,
+        episode, key); returns (carry, (terminated, truncated, final_obs))."""
         state, elapsed, episode, key = carry
-        copies = state.reshape(self.num_envs, self.state_factor, STATE_SIZE)
-        force = jnp.where(actions == 1, p.force_mag, -p.force_mag).astype(state.dtype)[:, None]
-        copies = integrate(copies, force, self.compute_factor, p, xp=jnp)
-        terminated = is_terminated(copies[:, 0], p)
-        truncated = elapsed + 1 >= p.max_episode_steps
-        done = terminated | truncated
         key, draw = jax.random.split(key)
         fresh = jax.random.uniform(draw, state.shape, state.dtype, RESET_LOW, RESET_HIGH)
-        state = jnp.where(done[:, None], fresh, copies.reshape(state.shape))
-        carry = (state, jnp.where(done, 0, elapsed + 1), episode + done.astype(jnp.uint32), key)
-        return carry, (terminated, truncated)
+        out = advance(state, elapsed, episode, actions, fresh, state_factor=self.state_factor,
+                      compute_factor=self.compute_factor, p=self.params, xp=jnp)
+        return (out.state, out.elapsed, out.episode, key), (out.terminated, out.truncated, out.final_obs)
 
     def _actions(self, carry, policy):
         state, elapsed, episode, _ = carry
@@ -67,7 +61,7 @@ class JaxCartPole(VectorCartPole):
 
     def _rollout_pure(self, carry, *, num_steps, policy):
         def body(c, _):
-            c, (terminated, truncated) = self._advance(c, self._actions(c, policy))
+            c, (terminated, truncated, _) = self._advance(c, self._actions(c, policy))
             return c, jnp.sum(terminated | truncated, dtype=jnp.int32)
 
         carry, done_per_step = jax.lax.scan(body, carry, None, length=num_steps)
@@ -79,12 +73,16 @@ class JaxCartPole(VectorCartPole):
         state = jax.random.uniform(draw, (self.num_envs, self.row_len), jnp.float32, RESET_LOW, RESET_HIGH)
         zeros = jnp.zeros(self.num_envs, jnp.int32)
         self._carry = self._put((state, zeros, zeros.astype(jnp.uint32), key))
+        self._final_obs = self._carry[0][:, :STATE_SIZE]
         return np.asarray(state[:, :STATE_SIZE])
 
     def _step(self, actions):
-        self._carry, (terminated, truncated) = self._step_fn(self._carry, self._put(jnp.asarray(actions)))
+        self._carry, (terminated, truncated, self._final_obs) = self._step_fn(self._carry, self._put(jnp.asarray(actions)))
         obs = np.asarray(self._carry[0][:, :STATE_SIZE])
         return obs, np.ones(self.num_envs, np.float32), np.asarray(terminated), np.asarray(truncated)
+
+    def final_obs(self):
+        return np.array(self._final_obs)
 
     def _set_state(self, states):
         self._carry = (self._put(jnp.asarray(states, dtype=jnp.float32)), *self._carry[1:])

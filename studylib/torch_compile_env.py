@@ -31,8 +31,8 @@ import types
 
 import torch
 
-from .dynamics import CARTPOLE_V1, RESET_HIGH, RESET_LOW, STATE_SIZE, CartPoleParams, integrate, is_terminated
-from .episodes import hash_actions
+from .dynamics import CARTPOLE_V1, RESET_HIGH, RESET_LOW, STATE_SIZE, CartPoleParams
+from .episodes import advance, hash_actions
 from .policy import mlp_logits
 from .torch_env import TorchCartPole, _mask32
 
@@ -48,30 +48,23 @@ def _steps(state, elapsed, episode, uniforms, env_index, actions, w1, b1, w2, b2
 
     uniforms: (steps, N, 4S) in [0, 1), the reset draws of each step. actions: (N,) for
     policy "given" (one step), else unused. Returns (state, elapsed, episode, terminated,
-    truncated, episodes finished), the flags of the last step.
+    truncated, episodes finished, final obs): the flags and the observations before the same-step
+    reset are those of the last step.
     """
-    n = state.shape[0]
     done_total = torch.zeros((), dtype=torch.int64, device=state.device)
-    terminated = truncated = None
+    out = None
     for t in range(uniforms.shape[0]):
         if policy == _MLP:
             logits = mlp_logits(((w1, b1), (w2, b2), (w3, b3)), state[:, :STATE_SIZE], xp=torch)
             actions = torch.argmax(logits, dim=1)
         elif policy == _HASH:
             actions = hash_actions(seed, env_index, episode, elapsed, wrap=_mask32)
-        copies = state.view(n, state_factor, STATE_SIZE)
-        force = torch.where(actions == 1, p.force_mag, -p.force_mag).to(state.dtype)[:, None]
-        copies = integrate(copies, force, compute_factor, p, xp=torch)
-        terminated = is_terminated(copies[:, 0], p)
-        elapsed = elapsed + 1
-        truncated = elapsed >= p.max_episode_steps
-        done = terminated | truncated
         fresh = uniforms[t] * (RESET_HIGH - RESET_LOW) + RESET_LOW
-        state = torch.where(done[:, None], fresh, copies.reshape(n, -1))
-        elapsed = torch.where(done, 0, elapsed)
-        episode = episode + done
-        done_total = done_total + done.sum()
-    return state, elapsed, episode, terminated, truncated, done_total
+        out = advance(state, elapsed, episode, actions, fresh, state_factor=state_factor,
+                      compute_factor=compute_factor, p=p, xp=torch)
+        state, elapsed, episode = out.state, out.elapsed, out.episode
+        done_total = done_total + out.done.sum()
+    return state, elapsed, episode, out.terminated, out.truncated, done_total, out.final_obs
 
 
 # (state_factor, compute_factor, policy, steps, device type, params) -> compiled function
@@ -122,7 +115,7 @@ class TorchCompileCartPole(TorchCartPole):
                                       actions, *self._weights, self._seed_tensor)
         if self._cuda:  # CUDA-graph outputs live in static buffers that the next replay overwrites
             out = tuple(t.clone() for t in out)
-        self.state, self.elapsed, self.episode, terminated, truncated, done = out
+        self.state, self.elapsed, self.episode, terminated, truncated, done, self._final_obs = out
         return terminated, truncated, done
 
     def _step(self, actions):

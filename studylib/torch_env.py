@@ -11,8 +11,8 @@ import numpy as np
 import torch
 
 from .base import VectorCartPole
-from .dynamics import RESET_HIGH, RESET_LOW, STATE_SIZE, integrate, is_terminated
-from .episodes import MASK32, hash_actions
+from .dynamics import RESET_HIGH, RESET_LOW, STATE_SIZE
+from .episodes import MASK32, advance, hash_actions
 from .devices import resolve_torch_device
 from .policy import TorchGreedyMLP
 
@@ -51,22 +51,16 @@ class TorchCartPole(VectorCartPole):
         self.state = self._draw_reset_rows()
         self.elapsed = torch.zeros(self.num_envs, dtype=torch.int64, device=self.device)
         self.episode = torch.zeros(self.num_envs, dtype=torch.int64, device=self.device)
+        self._final_obs = self.state[:, :STATE_SIZE]
         return self.state[:, :STATE_SIZE].cpu().numpy()
 
     def _advance(self, actions: torch.Tensor):
-        """One vectorized step with a same-step reset; returns (terminated, truncated, done)."""
-        p = self.params
-        copies = self.state.view(self.num_envs, self.state_factor, STATE_SIZE)
-        force = torch.where(actions == 1, p.force_mag, -p.force_mag).to(self.state.dtype)[:, None]
-        copies = integrate(copies, force, self.compute_factor, p, xp=torch)
-        terminated = is_terminated(copies[:, 0], p)
-        self.elapsed += 1
-        truncated = self.elapsed >= p.max_episode_steps
-        done = terminated | truncated
-        self.state = torch.where(done[:, None], self._draw_reset_rows(), copies.reshape(self.num_envs, -1))
-        self.elapsed = torch.where(done, 0, self.elapsed)
-        self.episode += done
-        return terminated, truncated, done
+        """One vectorized step with a same-step reset (episodes.advance); returns its EpisodeStep."""
+        out = advance(self.state, self.elapsed, self.episode, actions, self._draw_reset_rows(),
+                      state_factor=self.state_factor, compute_factor=self.compute_factor, p=self.params, xp=torch)
+        self.state, self.elapsed, self.episode = out.state, out.elapsed, out.episode
+        self._final_obs = out.final_obs
+        return out
 
     def policy_actions(self) -> torch.Tensor:
         # No tensor here requires grad, so no autograd graph is recorded.
@@ -76,9 +70,13 @@ class TorchCartPole(VectorCartPole):
         return hash_actions(self.seed, self._env_index, self.episode, self.elapsed, wrap=_mask32)
 
     def _step(self, actions):
-        terminated, truncated, _ = self._advance(torch.from_numpy(actions).to(self.device))
+        out = self._advance(torch.from_numpy(actions).to(self.device))
+        terminated, truncated = out.terminated, out.truncated
         obs = self.state[:, :STATE_SIZE].cpu().numpy()
         return obs, np.ones(self.num_envs, np.float32), terminated.cpu().numpy(), truncated.cpu().numpy()
+
+    def final_obs(self):
+        return self._final_obs.cpu().numpy().copy()
 
     def _set_state(self, states):
         self.state = torch.as_tensor(states, dtype=torch.float32, device=self.device).clone()
@@ -90,7 +88,7 @@ class TorchCartPole(VectorCartPole):
         done_total = torch.zeros((), dtype=torch.int64, device=self.device)
         for _ in range(num_steps):  # eager: Python drives every step
             actions = self.policy_actions() if policy == "mlp" else self.hashed_actions()
-            done_total += self._advance(actions)[2].sum()
+            done_total += self._advance(actions).done.sum()
         return int(done_total)  # .item() synchronizes with the device
 
     def synchronize(self):

@@ -62,12 +62,44 @@ def test_hash_is_the_same_in_numpy_torch_and_jax():
 
 
 def test_episode_counts_agree_across_vectorized_implementations_without_policy():
-    """cpp/torch/jax take the same hashed actions; from the same states their first steps agree."""
+    """cpp/torch/jax take the same hashed actions; from the same states their first steps agree.
+    A quarter of the envs start moving fast towards the edge, so episodes do end within 5 steps."""
     n = 64
+    states = np.zeros((n, 4))
+    states[: n // 4, 0] = np.linspace(2.2, 2.35, n // 4)
+    states[: n // 4, 1] = 3.0  # at most ~0.3 m + the push from the edge: crossing within 5 steps
     finished = {}
     for impl in ("cpp", "torch", "jax"):
         env = studylib.make(impl, n, seed=3)
         env.reset()
-        env.set_state(np.zeros((n, 4)))
+        env.set_state(states)
         finished[impl] = env.rollout(5, policy="none").episodes_finished
     assert len(set(finished.values())) == 1, finished
+    assert finished["cpp"] >= n // 8, finished  # the fast envs ended; the zero states did not
+
+
+PYTHON_FAMILY = ("gym", "torch", "torch-compile", "jax")
+
+
+@pytest.mark.parametrize("impl_name", PYTHON_FAMILY)
+def test_final_obs_is_the_terminal_observation_before_the_same_step_reset(impl_name):
+    """Half the envs start just past a threshold-crossing state: their final_obs is the reference's
+    terminal observation, their returned obs a fresh reset; the other half's final_obs is the obs."""
+    from studylib.dynamics import reference_step
+
+    n = 8
+    env = studylib.make(impl_name, n, seed=1)
+    env.reset()
+    states = np.zeros((n, 4))
+    states[: n // 2, 0] = 2.399  # pushed right from x = 2.399 with x_dot = 1: crosses 2.4
+    states[: n // 2, 1] = 1.0
+    env.set_state(states)
+    actions = np.ones(n, int)
+    obs, _, terminated, _ = env.step(actions)
+    _, ref_obs, ref_terminated = reference_step(states, actions)
+    np.testing.assert_array_equal(terminated, ref_terminated)
+    assert terminated[: n // 2].all() and not terminated[n // 2:].any()
+    final = env.final_obs()
+    np.testing.assert_allclose(final, ref_obs, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(final[n // 2:], obs[n // 2:])
+    assert np.all(np.abs(obs[: n // 2]) <= RESET_HIGH)  # the done envs were reset in the same step

@@ -58,9 +58,13 @@ def test_bad_actions(impl, actions, match):
 
 
 def test_bool_actions_are_accepted():
-    env = studylib.make("torch", 2)
-    env.reset()
-    env.step(np.array([True, False]))
+    """True/False push right/left: the same step as actions 1/0 from the same reset."""
+    by_bool, by_int = studylib.make("torch", 2), studylib.make("torch", 2)
+    by_bool.reset(), by_int.reset()
+    obs_bool = by_bool.step(np.array([True, False]))[0]
+    obs_int = by_int.step(np.array([1, 0]))[0]
+    np.testing.assert_array_equal(obs_bool, obs_int)
+    assert obs_bool[0, 1] > obs_bool[1, 1]  # env 0 was pushed right, env 1 left: x_dot differs in sign
 
 
 def test_bad_rollout_arguments():

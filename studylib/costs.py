@@ -1,0 +1,51 @@
+"""The work of one step, counted once from the formulas (studylib.dynamics, studylib.policy).
+
+The roofline (studylib.harness.roofline) divides this machine's measured ceilings by these
+counts. The counts are of the source's operations, as written: a compiler may fold a few
+constants (e.g. polemass_length / total_mass), which makes the real count slightly lower.
+
+Physics, per CartPole copy and Euler sub-step (dynamics.physics_step):
+  temp      (force + pml * theta_dot^2 * sin) / total_mass    5 flops
+  thetaacc  (g*sin - cos*temp) / (l*(4/3 - mp*cos^2/M))        9 flops
+  xacc      temp - pml * thetaacc * cos / M                    4 flops
+  update    four x + dt * x_dot                                8 flops
+  plus one sin and one cos, counted apart: a vector sinf/cosf is a polynomial of some tens of
+  flops, so a ceiling computed from the 26 flops alone is an upper bound that sin/cos keep a
+  step from reaching.
+MLP 4 -> 64 -> 64 -> 2 (policy.mlp_logits): 2 * (4*64 + 64*64 + 64*2) multiply-adds as flops plus
+  130 bias adds; 128 tanh counted apart.
+Memory, per environment and step, when the state does NOT stay in cache between steps (unfused):
+  the 4*S float32 state read and written (32*S bytes) and the int32 elapsed and uint32 episode
+  counters read and written (16 bytes): 32*S + 16 bytes.
+"""
+
+from __future__ import annotations
+
+from .dynamics import STATE_SIZE
+from .policy import LAYER_SIZES
+
+PHYSICS_FLOPS_PER_SUBSTEP = 5 + 9 + 4 + 8  # per copy; sin and cos apart
+PHYSICS_TRANSCENDENTALS_PER_SUBSTEP = 2  # sin, cos
+COUNTER_BYTES = 4 + 4  # int32 elapsed, uint32 episode
+MLP_FLOPS = sum(2 * a * b + b for a, b in zip(LAYER_SIZES[:-1], LAYER_SIZES[1:]))  # 9090
+MLP_TANH = sum(LAYER_SIZES[1:-1])  # 128
+
+
+def physics_flops(state_factor: int = 1, compute_factor: int = 1) -> int:
+    """Arithmetic flops of one environment step (S copies x C sub-steps), sin/cos not counted."""
+    return PHYSICS_FLOPS_PER_SUBSTEP * state_factor * compute_factor
+
+
+def step_flops(state_factor: int = 1, compute_factor: int = 1, policy: str = "none") -> int:
+    """Flops of one environment step, with the MLP's forward pass when ``policy == "mlp"``."""
+    return physics_flops(state_factor, compute_factor) + (MLP_FLOPS if policy == "mlp" else 0)
+
+
+def unfused_bytes(state_factor: int = 1) -> int:
+    """Bytes one environment step moves to and from memory when the state is not kept in cache."""
+    return 2 * (4 * STATE_SIZE * state_factor + COUNTER_BYTES)
+
+
+def arithmetic_intensity(state_factor: int = 1, compute_factor: int = 1, policy: str = "none") -> float:
+    """Flops per byte of memory traffic of an unfused step."""
+    return step_flops(state_factor, compute_factor, policy) / unfused_bytes(state_factor)
