@@ -25,6 +25,15 @@ typedef unsigned char uint8_t;
 #include <math.h>
 #endif
 
+// A load of read-only data through the GPU's read-only (non-coherent) cache. The kernels' arrays
+// arrive inside one struct (rollout_args.h), whose pointer fields carry no `const __restrict__`
+// kernel-parameter promise from which the compiler would pick these loads itself.
+#if defined(__CUDA_ARCH__)
+#define CP_LDG(ptr) __ldg(ptr)
+#else
+#define CP_LDG(ptr) (*(ptr))
+#endif
+
 // Primaries and derived constants; filled from studylib.dynamics.CartPoleParams so the numbers
 // are typed in one place only (Python), and the derived ones are computed there from primaries.
 struct CartPoleParams {
@@ -41,26 +50,27 @@ struct CartPoleParams {
     int32_t max_episode_steps;
 };
 
-// The float fields above, in order, as passed from Python (studylib.native.params_array):
-// kernels take a plain float array so no struct layout has to be agreed across languages.
+// The float fields above, in order, as passed from Python (studylib.native.params_array, the
+// array RolloutArgs.params points at): a plain float array, so this struct's layout (and a change
+// to it) stays inside C++.
 #define CP_NUM_PARAM_FLOATS 10
 CP_HD CartPoleParams cp_params_from_array(const float* a, int32_t max_episode_steps) {
     CartPoleParams p;
-    p.gravity = a[0];
-    p.masscart = a[1];
-    p.masspole = a[2];
-    p.total_mass = a[3];
-    p.length = a[4];
-    p.polemass_length = a[5];
-    p.force_mag = a[6];
-    p.tau = a[7];
-    p.x_threshold = a[8];
-    p.theta_threshold = a[9];
+    p.gravity = CP_LDG(a + 0);
+    p.masscart = CP_LDG(a + 1);
+    p.masspole = CP_LDG(a + 2);
+    p.total_mass = CP_LDG(a + 3);
+    p.length = CP_LDG(a + 4);
+    p.polemass_length = CP_LDG(a + 5);
+    p.force_mag = CP_LDG(a + 6);
+    p.tau = CP_LDG(a + 7);
+    p.x_threshold = CP_LDG(a + 8);
+    p.theta_threshold = CP_LDG(a + 9);
     p.max_episode_steps = max_episode_steps;
     return p;
 }
 
-// Knobs and episode bookkeeping of one rollout call.
+// The knobs of one rollout call that the per-step pieces below need (from RolloutArgs).
 struct RolloutConfig {
     int32_t state_factor;    // S: CartPole copies per environment
     int32_t compute_factor;  // C: Euler sub-steps of tau/C per step
@@ -161,11 +171,14 @@ CP_HD int cp_env_finish(float x, float theta, int32_t& elapsed, uint32_t& episod
 
 // One full environment step with CartPole-v1 semantics and a same-step autoreset: the CUDA
 // kernel calls this per thread; the CPU build calls the same four pieces with its loops
-// interchanged (lanes innermost) so that they vectorize.
+// interchanged (lanes innermost) so that they vectorize. `final_obs` (4 floats, or null) receives
+// copy 0 after the physics and before the reset: the terminal observation of an ended episode.
 CP_HD int cp_env_step(float* row, int64_t stride, int action, int32_t& elapsed, uint32_t& episode,
-                      uint32_t env, const RolloutConfig& cfg, const CartPoleParams& p) {
+                      uint32_t env, float* final_obs, const RolloutConfig& cfg, const CartPoleParams& p) {
     const float force = cp_force(action, p);
     for (int s = 0; s < cfg.state_factor; ++s) cp_copy_step(row, stride, s, force, cfg, p);
+    if (final_obs)
+        for (int j = 0; j < 4; ++j) final_obs[j] = row[j * stride];
     const int flags = cp_env_finish(row[0], row[2 * stride], elapsed, episode, p);
     if (flags) cp_reset_row(row, stride, env, episode, cfg);
     return flags;

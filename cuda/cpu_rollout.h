@@ -9,27 +9,37 @@
 // cp_env_step with its loops interchanged (lanes innermost, so they vectorize):
 //   1. choose_forces fills force[W] (hashed actions, given actions, or the fused MLP);
 //   2. the physics of all S copies, C sub-steps each (cp_physics);
-//   3. termination/truncation and the counters (cp_env_finish), then the same-step resets of the
+//   3. on the call's last step, copy 0 into final_obs when it is given (before any reset);
+//   4. termination/truncation and the counters (cp_env_finish), then the same-step resets of the
 //      few lanes whose episode ended (cp_reset_row).
 // Host only: included by the *_cpu.cpp files, never by nvcc.
 #pragma once
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include <vector>
 
 #include "cartpole.cuh"
+#include "rollout_args.h"
 
 constexpr int CP_CPU_LANES = 16;  // lanes per block: one AVX-512 or two AVX2 vectors of floats
 
-// Steps every environment cfg.num_steps times; returns the number of episodes that ended.
-// choose_forces(const float* buf, long long first, const int32_t* el, const uint32_t* ep,
-// float* force) is called once per step of a block, before the physics.
+// Steps every environment args.num_steps times; returns the number of episodes that ended
+// (args.episodes_done is not used here). choose_forces(const float* buf, long long first,
+// const int32_t* el, const uint32_t* ep, float* force) is called once per step of a block,
+// before the physics.
 template <class ChooseForces>
-long long cp_cpu_rollout(float* state, int32_t* elapsed, uint32_t* episode, uint8_t* flags_out,
-                         const CartPoleParams& params, const RolloutConfig& config, long long n,
-                         ChooseForces choose_forces) {
+long long cp_cpu_rollout(const RolloutArgs& args, ChooseForces choose_forces) {
     constexpr int W = CP_CPU_LANES;
+    float* const state = args.state;
+    int32_t* const elapsed = args.elapsed;
+    uint32_t* const episode = args.episode;
+    uint8_t* const flags_out = args.flags_out;
+    float* const final_obs = args.final_obs;
+    const long long n = args.n;
+    const CartPoleParams params = cp_args_params(args);
+    const RolloutConfig config = cp_args_config(args);
     const int64_t row_len = 4 * (int64_t)config.state_factor;
     const long long num_blocks = (n + W - 1) / W;
     long long episodes_done = 0;
@@ -69,9 +79,13 @@ long long cp_cpu_rollout(float* state, int32_t* elapsed, uint32_t* episode, uint
                             cp_physics(c[l], c[W + l], c[2 * W + l], c[3 * W + l], force[l], dt, p);
                     }
                 }
+                if (final_obs && k + 1 == cfg.num_steps) {  // 3.
+                    for (int l = 0; l < lanes; ++l)
+                        for (int j = 0; j < 4; ++j) final_obs[(first + l) * 4 + j] = bp[j * W + l];
+                }
 #pragma omp simd
                 for (int l = 0; l < W; ++l) fl[l] = cp_env_finish(bp[l], bp[2 * W + l], el[l], ep[l], p);
-                for (int l = 0; l < W; ++l) {  // 3. same-step resets of the lanes whose episode ended
+                for (int l = 0; l < W; ++l) {  // 4. same-step resets of the lanes whose episode ended
                     if (fl[l]) {
                         cp_reset_row(bp + l, W, (uint32_t)(first + l), ep[l], cfg);
                         episodes_done += l < lanes;
@@ -90,14 +104,36 @@ long long cp_cpu_rollout(float* state, int32_t* elapsed, uint32_t* episode, uint
     return episodes_done;
 }
 
-// Reset every environment to episode 0's draws (the same draws the CUDA kernels make).
-inline void cp_cpu_reset(float* state, int32_t* elapsed, uint32_t* episode, long long n,
-                         int32_t state_factor, uint32_t seed) {
-    const RolloutConfig cfg = {state_factor, 1, 0, seed};
+// Reset every environment to episode 0's draws (the same draws the CUDA kernels make); reads
+// args.state, elapsed, episode, n, state_factor and seed.
+inline void cp_cpu_reset(const RolloutArgs& args) {
+    const RolloutConfig cfg = cp_args_config(args);
+    const long long n = args.n;
 #pragma omp parallel for schedule(static)
     for (long long i = 0; i < n; ++i) {
-        cp_reset_row(state + i * 4 * (int64_t)state_factor, 1, (uint32_t)i, 0u, cfg);
-        elapsed[i] = 0;
-        episode[i] = 0;
+        cp_reset_row(args.state + i * 4 * (int64_t)cfg.state_factor, 1, (uint32_t)i, 0u, cfg);
+        args.elapsed[i] = 0;
+        args.episode[i] = 0;
     }
+}
+
+// The layout of RolloutArgs as this compiler sees it: sizeof, then the offset of each field in
+// declaration order, into out[0 .. capacity); returns how many values there are (the caller sees
+// a field it lacks as a longer list). studylib.native checks its ctypes twin against it.
+// Defined here, once per library: each *_cpu.cpp is one library.
+extern "C" int rollout_args_layout(long long* out, int capacity) {
+    const long long layout[] = {
+        (long long)sizeof(RolloutArgs),
+        (long long)offsetof(RolloutArgs, state), (long long)offsetof(RolloutArgs, elapsed),
+        (long long)offsetof(RolloutArgs, episode), (long long)offsetof(RolloutArgs, actions),
+        (long long)offsetof(RolloutArgs, flags_out), (long long)offsetof(RolloutArgs, final_obs),
+        (long long)offsetof(RolloutArgs, params), (long long)offsetof(RolloutArgs, weights),
+        (long long)offsetof(RolloutArgs, episodes_done), (long long)offsetof(RolloutArgs, n),
+        (long long)offsetof(RolloutArgs, max_episode_steps), (long long)offsetof(RolloutArgs, state_factor),
+        (long long)offsetof(RolloutArgs, compute_factor), (long long)offsetof(RolloutArgs, num_steps),
+        (long long)offsetof(RolloutArgs, seed), (long long)offsetof(RolloutArgs, policy),
+    };
+    const int count = (int)(sizeof layout / sizeof layout[0]);
+    for (int i = 0; i < count && i < capacity; ++i) out[i] = layout[i];
+    return count;
 }

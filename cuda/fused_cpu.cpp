@@ -7,7 +7,7 @@
 // register-blocked (the weights, 18 KiB, stay in L1 across all blocks and steps). Then the
 // physics, termination and same-step resets, as in cpp.
 // Nothing leaves the core between steps: no activations in memory, no Python, no framework.
-// Built automatically by studylib/native.py.
+// Built automatically by studylib/native.py; called through ctypes by studylib/backends.py.
 #include <stdint.h>
 #include <string.h>
 
@@ -16,6 +16,7 @@
 #include "cartpole.cuh"
 #include "cpu_rollout.h"
 #include "mlp.cuh"
+#include "rollout_args.h"
 
 namespace {
 constexpr int W = CP_CPU_LANES;  // one AVX-512 register of floats (32 lanes, two registers,
@@ -46,21 +47,19 @@ struct MlpLane<Lanes> {
 
 extern "C" {
 
-int fused_lanes() { return W; }
-
-// Steps every environment `num_steps` times; returns the number of episodes that ended.
-// policy: FUSED_POLICY_MLP (greedy MLP on `weights`, every step), FUSED_POLICY_HASH (counter-hash
-// actions) or FUSED_POLICY_ACTIONS (`actions` (n,) for every step; callers pass num_steps == 1).
-long long fused_rollout(float* state, int32_t* elapsed, uint32_t* episode, const int32_t* actions,
-                        uint8_t* flags_out, const float* param_floats, const float* weights,
-                        int32_t max_episode_steps, long long n, int32_t state_factor,
-                        int32_t compute_factor, int32_t num_steps, uint32_t seed, int32_t policy) {
-    const CartPoleParams p = cp_params_from_array(param_floats, max_episode_steps);
-    const RolloutConfig cfg = {state_factor, compute_factor, num_steps, seed};
+// Steps every environment a->num_steps times; returns the number of episodes that ended.
+// a->policy: CP_POLICY_MLP (greedy MLP on a->weights, every step), CP_POLICY_HASH (counter-hash
+// actions) or CP_POLICY_ACTIONS (a->actions (n,) for every step; callers pass num_steps == 1).
+long long fused_rollout(const RolloutArgs* a) {
+    const CartPoleParams p = cp_args_params(*a);
+    const int32_t policy = a->policy;
+    const int32_t* const actions = a->actions;
+    const float* const weights = a->weights;
+    const uint32_t seed = a->seed;
+    const long long n = a->n;
     return cp_cpu_rollout(
-        state, elapsed, episode, flags_out, p, cfg, n,
-        [&](const float* bp, long long first, const int32_t* el, const uint32_t* ep, float* force) {
-            if (policy == FUSED_POLICY_MLP) {  // inference on copy 0 (the observation), in registers
+        *a, [&](const float* bp, long long first, const int32_t* el, const uint32_t* ep, float* force) {
+            if (policy == CP_POLICY_MLP) {  // inference on copy 0 (the observation), in registers
                 alignas(64) float logits[2][W];
                 const Lanes obs[MLP_IN] = {load_lanes(bp), load_lanes(bp + W), load_lanes(bp + 2 * W),
                                            load_lanes(bp + 3 * W)};
@@ -70,7 +69,7 @@ long long fused_rollout(float* state, int32_t* elapsed, uint32_t* episode, const
                 memcpy(logits[1], &l1, sizeof l1);
 #pragma omp simd
                 for (int l = 0; l < W; ++l) force[l] = cp_force(mlp_greedy_action(logits[0][l], logits[1][l]), p);
-            } else if (policy == FUSED_POLICY_HASH) {
+            } else if (policy == CP_POLICY_HASH) {
 #pragma omp simd
                 for (int l = 0; l < W; ++l)
                     force[l] = cp_force(cp_hash_action(seed, (uint32_t)(first + l), ep[l], (uint32_t)el[l]), p);
@@ -82,10 +81,7 @@ long long fused_rollout(float* state, int32_t* elapsed, uint32_t* episode, const
 }
 
 // Reset every environment to episode 0's draws: the draws of cartpole_reset and of the kernels.
-void fused_reset(float* state, int32_t* elapsed, uint32_t* episode, long long n,
-                 int32_t state_factor, uint32_t seed) {
-    cp_cpu_reset(state, elapsed, episode, n, state_factor, seed);
-}
+void fused_reset(const RolloutArgs* a) { cp_cpu_reset(*a); }
 
 // Logits of the MLP for n observations (n, 4) -> (n, 2): the fused kernel's forward pass on its
 // own, for tests against studylib.policy.reference_actions.

@@ -11,7 +11,7 @@
 //     second layer keeps JB neurons' accumulators in registers while h1 streams past once, so
 //     every load of h1 feeds JB fused multiply-adds (register blocking, as a GEMM micro-kernel).
 //
-// Weights: one packed float array (studylib.fused_env.pack_weights), each matrix row-major as
+// Weights: one packed float array (studylib.native.pack_weights), each matrix row-major as
 // x -> x @ w + b with w of shape (fan_in, fan_out), the layout of studylib.policy.MLPWeights.
 #pragma once
 #include "cartpole.cuh"  // CP_HD, the fixed-width integer types
@@ -34,11 +34,6 @@
 #define MLP_OFF_W3 (MLP_OFF_B2 + MLP_HIDDEN)              // (64, 2)
 #define MLP_OFF_B3 (MLP_OFF_W3 + MLP_HIDDEN * MLP_OUT)    // (2,)
 #define MLP_NUM_PARAMS (MLP_OFF_B3 + MLP_OUT)             // 4610 floats, 18 KiB
-
-// Where a fused kernel's actions come from (the `policy` argument of fused_rollout).
-#define FUSED_POLICY_ACTIONS 0  // the caller's actions array (one step() call)
-#define FUSED_POLICY_MLP 1      // the MLP on copy 0 of the state, every step
-#define FUSED_POLICY_HASH 2     // the counter-hash actions of cartpole.cuh ("none")
 
 // What the forward pass needs of its lane type beyond + and * (with float scalars): a splat of
 // a scalar and a clamp. float here; the CPU's lane vector in fused_cpu.cpp.

@@ -7,6 +7,7 @@ tensor; the policy reads its first four columns (copy 0 = the observation) witho
 With the MLP policy every step is one C++ call plus one inference (K calls per rollout). With
 no policy the C++ code runs all K steps in one call, keeping each block of environments in cache:
 the CPU form of simulator kernel fusion (paper section 4). K=1 calls are the unfused form.
+The calls go through ``self.backend`` (studylib.backends.CpuLibraryBackend, kernel pair "cartpole").
 """
 
 from __future__ import annotations
@@ -15,14 +16,11 @@ import numpy as np
 import torch
 
 from . import native
+from .backends import CpuLibraryBackend
 from .base import VectorCartPole
 from .dynamics import STATE_SIZE
 from .errors import ConfigError
 from .policy import TorchGreedyMLP
-
-
-def _ptr(a: np.ndarray):
-    return a.ctypes.data
 
 
 class CppCartPole(VectorCartPole):
@@ -30,8 +28,9 @@ class CppCartPole(VectorCartPole):
 
     @classmethod
     def estimate_bytes(cls, num_envs, state_factor):
-        # float32 state + elapsed/episode counters + flags + the policy's activations (N x 64 x 2).
-        return num_envs * (16 * state_factor + 9 + 4 * 64 * 3)
+        # float32 state + final observations + elapsed/episode counters + flags + the policy's
+        # activations (N x 64 x 3).
+        return num_envs * (16 * state_factor + 16 + 9 + 4 * 64 * 3)
 
     def _resolve_device(self, device):
         if device == "cuda":
@@ -40,43 +39,34 @@ class CppCartPole(VectorCartPole):
 
     def __init__(self, settings):
         super().__init__(settings)
-        self._lib = native.library()  # builds cuda/cartpole_cpu.cpp on first use (cached)
-        self._params = native.params_array(self.params)
-        self._state_np = np.zeros((self.num_envs, self.row_len), dtype=np.float32)
-        self.state = torch.from_numpy(self._state_np)  # shares memory with _state_np
-        self._elapsed = np.zeros(self.num_envs, dtype=np.int32)
-        self._episode = np.zeros(self.num_envs, dtype=np.uint32)
-        self._flags = np.zeros(self.num_envs, dtype=np.uint8)
+        # cuda/cartpole_cpu.cpp, built on first use (cached)
+        self.backend = CpuLibraryBackend("cartpole", self.num_envs, self.state_factor, self.compute_factor,
+                                         self.params)
+        self.state = torch.from_numpy(self.backend.state)  # shares memory with the backend's array
         self._policy = TorchGreedyMLP(self.policy_weights)  # reads the state in place
         self._actions = np.zeros(self.num_envs, dtype=np.int32)
         self._reset()
 
-    def _call(self, actions: np.ndarray | None, num_steps: int) -> int:
-        return self._lib.cartpole_rollout(
-            _ptr(self._state_np), _ptr(self._elapsed), _ptr(self._episode),
-            None if actions is None else _ptr(actions), _ptr(self._flags), _ptr(self._params),
-            self.params.max_episode_steps, self.num_envs,
-            self.state_factor, self.compute_factor, num_steps, self.seed,
-        )
-
-    def _obs(self):
-        return self._state_np[:, :STATE_SIZE].copy()
-
     def _reset(self):
-        self._lib.cartpole_reset(_ptr(self._state_np), _ptr(self._elapsed), _ptr(self._episode),
-                                 self.num_envs, self.state_factor, self.seed)
-        return self._obs()
+        self.backend.reset(self.seed)
+        return self.backend.obs()
 
     def _step(self, actions):
-        self._call(np.ascontiguousarray(actions, dtype=np.int32), 1)
-        return (self._obs(), np.ones(self.num_envs, np.float32),
-                (self._flags & 1).astype(bool), (self._flags & 2).astype(bool))
+        self.backend.rollout(actions, 1, native.POLICY_ACTIONS, self.seed, final_obs=True)
+        flags = self.backend.flags()
+        return self.backend.obs(), np.ones(self.num_envs, np.float32), (flags & 1).astype(bool), (flags & 2).astype(bool)
+
+    def final_obs(self) -> np.ndarray:
+        """Observations (N, 4) at the end of the last ``step``, before its same-step resets (numpy):
+        a finished env's terminal observation; the others' equal what ``step`` returned.
+        StudyError if a reset or rollout came after that step."""
+        return self.backend.final_obs()
 
     def _set_state(self, states):
-        self._state_np[...] = states
+        self.backend.set_state(states)
 
     def get_state(self):
-        return self._state_np.copy()
+        return self.backend.get_state()
 
     def policy_actions(self) -> torch.Tensor:
         """Greedy MLP actions for the current observations, int32, read from the state in place."""
@@ -85,8 +75,5 @@ class CppCartPole(VectorCartPole):
 
     def _rollout(self, num_steps, policy):
         if policy == "none":
-            return self._call(None, num_steps)  # all K steps fused in one call
-        done = 0
-        for _ in range(num_steps):
-            done += self._call(self.policy_actions().numpy(), 1)
-        return done
+            return self.backend.rollout(None, num_steps, native.POLICY_HASH, self.seed)  # all K steps fused in one call
+        return self.backend.rollout_actions(lambda: self.policy_actions().numpy(), num_steps, self.seed)

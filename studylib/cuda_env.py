@@ -4,7 +4,8 @@ One launch runs K steps per environment with the state in registers (simulator k
 paper section 4). With the MLP policy each step is one launch plus a CuPy (cuBLAS) inference, as
 the paper's CUDA simulation paired with framework inference. Where no CUDA device exists,
 ``make("cuda", ...)`` raises ``DeviceUnavailableError`` with one line saying so; the same kernel
-logic runs on the CPU as the ``cpp`` implementation.
+logic runs on the CPU as the ``cpp`` implementation. The launches go through ``self.backend``
+(studylib.backends.CudaModuleBackend, kernel pair "cartpole").
 """
 
 from __future__ import annotations
@@ -12,13 +13,12 @@ from __future__ import annotations
 import numpy as np
 
 from . import native
+from .backends import CudaModuleBackend
 from .base import VectorCartPole
 from .dynamics import STATE_SIZE
 from .devices import require_cuda
 from .errors import ConfigError
 from .policy import mlp_logits
-
-THREADS_PER_BLOCK = 256
 
 
 class CudaCartPole(VectorCartPole):
@@ -40,63 +40,41 @@ class CudaCartPole(VectorCartPole):
         import cupy as cp
 
         self._cp = cp
-        module = cp.RawModule(
-            code=native.KERNEL_SOURCE.read_text(),
-            options=(f"-I{native.CUDA_SOURCE_DIR}", "--std=c++17"),
-            name_expressions=None,
-        )
-        self._rollout_kernel = module.get_function("cartpole_rollout")
-        self._reset_kernel = module.get_function("cartpole_reset")
-        self._params = cp.asarray(native.params_array(self.params))
-        self.state = cp.zeros((self.num_envs, self.row_len), dtype=cp.float32)
-        self._elapsed = cp.zeros(self.num_envs, dtype=cp.int32)
-        self._episode = cp.zeros(self.num_envs, dtype=cp.uint32)
-        self._flags = cp.zeros(self.num_envs, dtype=cp.uint8)
-        self._done = cp.zeros(1, dtype=cp.uint64)
+        self.backend = CudaModuleBackend("cartpole", self.num_envs, self.state_factor, self.compute_factor,
+                                         self.params)
+        self.state = self.backend.state  # (N, 4S) on the GPU; the policy reads copy 0 in place
         self._layers = [(cp.asarray(w), cp.asarray(b)) for w, b in self.policy_weights.layers()]
-        self._grid = ((self.num_envs + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK,)
         self._reset()
 
-    def _launch(self, actions, num_steps: int) -> None:
-        cp = self._cp
-        self._rollout_kernel(
-            self._grid, (THREADS_PER_BLOCK,),
-            (self.state, self._elapsed, self._episode, actions if actions is not None else 0,
-             self._flags, self._done, self._params, np.int32(self.params.max_episode_steps),
-             np.int64(self.num_envs), np.int32(self.state_factor), np.int32(self.compute_factor),
-             np.int32(num_steps), np.uint32(self.seed)),
-        )
-
     def _reset(self):
-        self._reset_kernel(self._grid, (THREADS_PER_BLOCK,),
-                           (self.state, self._elapsed, self._episode, np.int64(self.num_envs),
-                            np.int32(self.state_factor), np.uint32(self.seed)))
-        return self._cp.asnumpy(self.state[:, :STATE_SIZE])
+        self.backend.reset(self.seed)
+        return self.backend.obs()
 
     def _step(self, actions):
-        self._launch(self._cp.asarray(actions, dtype=self._cp.int32), 1)
-        flags = self._cp.asnumpy(self._flags)
-        return (self._cp.asnumpy(self.state[:, :STATE_SIZE]), np.ones(self.num_envs, np.float32),
-                (flags & 1).astype(bool), (flags & 2).astype(bool))
+        self.backend.rollout(actions, 1, native.POLICY_ACTIONS, self.seed, final_obs=True)
+        flags = self.backend.flags()
+        return self.backend.obs(), np.ones(self.num_envs, np.float32), (flags & 1).astype(bool), (flags & 2).astype(bool)
+
+    def final_obs(self) -> np.ndarray:
+        """Observations (N, 4) at the end of the last ``step``, before its same-step resets (numpy):
+        a finished env's terminal observation; the others' equal what ``step`` returned.
+        StudyError if a reset or rollout came after that step."""
+        return self.backend.final_obs()
 
     def _set_state(self, states):
-        self.state[...] = self._cp.asarray(states, dtype=self._cp.float32)
+        self.backend.set_state(states)
 
     def get_state(self):
-        return self._cp.asnumpy(self.state)
+        return self.backend.get_state()
 
     def policy_actions(self):
         cp = self._cp
         return cp.argmax(mlp_logits(self._layers, self.state[:, :STATE_SIZE], xp=cp), axis=1).astype(cp.int32)
 
     def _rollout(self, num_steps, policy):
-        self._done.fill(0)
         if policy == "none":
-            self._launch(None, num_steps)  # K steps fused in one launch
-        else:
-            for _ in range(num_steps):
-                self._launch(self.policy_actions(), 1)
-        return int(self._done.get()[0])
+            return self.backend.rollout(None, num_steps, native.POLICY_HASH, self.seed)  # K steps fused in one launch
+        return self.backend.rollout_actions(self.policy_actions, num_steps, self.seed)  # one wait, at the end
 
     def synchronize(self):
-        self._cp.cuda.runtime.deviceSynchronize()
+        self.backend.synchronize()

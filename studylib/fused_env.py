@@ -12,7 +12,8 @@ lane type) and ``cuda/cartpole.cuh`` (the physics), compiled into ``cuda/fused_c
 lanes = environments, OpenMP threads over blocks of them; built by studylib/native.py) and into
 ``cuda/fused_kernel.cu`` (one thread per environment, launched through CuPy). Resets draw from
 the counter hash, so a fused env and a ``cpp`` env with the same seed start from the same state,
-and ``policy="none"`` takes the same hashed actions as ``cpp``/``cuda``.
+and ``policy="none"`` takes the same hashed actions as ``cpp``/``cuda``. The calls go through
+``self.backend`` (studylib.backends, kernel pair "fused", CPU library or CUDA module by device).
 """
 
 from __future__ import annotations
@@ -20,140 +21,12 @@ from __future__ import annotations
 import numpy as np
 
 from . import native
+from .backends import make_backend
 from .base import VectorCartPole
-from .dynamics import STATE_SIZE
 from .devices import cuda_status, require_cuda
 from .policy import MLPWeights
 
-THREADS_PER_BLOCK = 128
-# The `policy` argument of the kernels (FUSED_POLICY_* in cuda/mlp.cuh).
-POLICY_ACTIONS, POLICY_MLP, POLICY_HASH = 0, 1, 2
-_POLICY_CODES = {"mlp": POLICY_MLP, "none": POLICY_HASH}
-
-
-def pack_weights(weights: MLPWeights) -> np.ndarray:
-    """The MLP as one float32 array in cuda/mlp.cuh's layout: w1, b1, w2, b2, w3, b3, each
-    row-major (w_i has shape (fan_in, fan_out), as in studylib.policy)."""
-    return np.ascontiguousarray(np.concatenate([a.ravel() for layer in weights.layers() for a in layer]),
-                                dtype=np.float32)
-
-
-def _ptr(a: np.ndarray):
-    return a.ctypes.data
-
-
-class _CpuBackend:
-    """cuda/fused_cpu.cpp through ctypes; arrays are numpy, written in place."""
-
-    def __init__(self, env: "FusedCartPole"):
-        self.env = env
-        self.lib = native.library("fused_cpu")  # builds cuda/fused_cpu.cpp on first use (cached)
-        self.state = np.zeros((env.num_envs, env.row_len), dtype=np.float32)
-        self.elapsed = np.zeros(env.num_envs, dtype=np.int32)
-        self.episode = np.zeros(env.num_envs, dtype=np.uint32)
-        self.flags = np.zeros(env.num_envs, dtype=np.uint8)
-
-    def reset(self):
-        e = self.env
-        self.lib.fused_reset(_ptr(self.state), _ptr(self.elapsed), _ptr(self.episode), e.num_envs,
-                             e.state_factor, e.seed)
-
-    def call(self, actions, num_steps, policy_code) -> int:
-        e = self.env
-        if actions is not None:
-            actions = np.ascontiguousarray(actions, dtype=np.int32)
-        return self.lib.fused_rollout(
-            _ptr(self.state), _ptr(self.elapsed), _ptr(self.episode),
-            None if actions is None else _ptr(actions), _ptr(self.flags), _ptr(e._params),
-            _ptr(e._weights), e.params.max_episode_steps, e.num_envs, e.state_factor,
-            e.compute_factor, num_steps, e.seed, policy_code,
-        )
-
-    def obs(self):
-        return self.state[:, :STATE_SIZE].copy()
-
-    def flags_np(self):
-        return self.flags
-
-    def set_state(self, states):
-        self.state[...] = states
-
-    def get_state(self):
-        return self.state.copy()
-
-    def mlp_logits(self, obs):
-        obs = np.ascontiguousarray(obs, dtype=np.float32)
-        out = np.empty((len(obs), 2), dtype=np.float32)
-        self.lib.fused_mlp_logits(_ptr(obs), _ptr(out), _ptr(self.env._weights), len(obs))
-        return out
-
-    def synchronize(self):
-        pass
-
-
-class _CudaBackend:
-    """cuda/fused_kernel.cu through CuPy (NVRTC); arrays live on the GPU."""
-
-    def __init__(self, env: "FusedCartPole"):
-        import cupy as cp
-
-        self.env, self.cp = env, cp
-        module = cp.RawModule(code=native.FUSED_KERNEL_SOURCE.read_text(),
-                              options=(f"-I{native.CUDA_SOURCE_DIR}", "--std=c++17"))
-        self.rollout_kernel = module.get_function("fused_rollout")
-        self.reset_kernel = module.get_function("fused_reset")
-        self.logits_kernel = module.get_function("fused_mlp_logits")
-        self.params = cp.asarray(env._params)
-        self.weights = cp.asarray(env._weights)
-        self.state = cp.zeros((env.num_envs, env.row_len), dtype=cp.float32)
-        self.elapsed = cp.zeros(env.num_envs, dtype=cp.int32)
-        self.episode = cp.zeros(env.num_envs, dtype=cp.uint32)
-        self.flags = cp.zeros(env.num_envs, dtype=cp.uint8)
-        self.done = cp.zeros(1, dtype=cp.uint64)
-        self.grid = ((env.num_envs + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK,)
-
-    def reset(self):
-        e = self.env
-        self.reset_kernel(self.grid, (THREADS_PER_BLOCK,),
-                          (self.state, self.elapsed, self.episode, np.int64(e.num_envs),
-                           np.int32(e.state_factor), np.uint32(e.seed)))
-
-    def call(self, actions, num_steps, policy_code) -> int:
-        e, cp = self.env, self.cp
-        if actions is not None:
-            actions = cp.asarray(actions, dtype=cp.int32)
-        self.done.fill(0)
-        self.rollout_kernel(
-            self.grid, (THREADS_PER_BLOCK,),
-            (self.state, self.elapsed, self.episode, actions if actions is not None else 0,
-             self.flags, self.done, self.params, self.weights, np.int32(e.params.max_episode_steps),
-             np.int64(e.num_envs), np.int32(e.state_factor), np.int32(e.compute_factor),
-             np.int32(num_steps), np.uint32(e.seed), np.int32(policy_code)),
-        )
-        return int(self.done.get()[0])  # waits for the kernel
-
-    def obs(self):
-        return self.cp.asnumpy(self.state[:, :STATE_SIZE])
-
-    def flags_np(self):
-        return self.cp.asnumpy(self.flags)
-
-    def set_state(self, states):
-        self.state[...] = self.cp.asarray(states, dtype=self.cp.float32)
-
-    def get_state(self):
-        return self.cp.asnumpy(self.state)
-
-    def mlp_logits(self, obs):
-        cp = self.cp
-        obs = cp.asarray(obs, dtype=cp.float32)
-        out = cp.empty((len(obs), 2), dtype=cp.float32)
-        grid = ((len(obs) + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK,)
-        self.logits_kernel(grid, (THREADS_PER_BLOCK,), (obs, out, self.weights, np.int64(len(obs))))
-        return cp.asnumpy(out)
-
-    def synchronize(self):
-        self.cp.cuda.runtime.deviceSynchronize()
+_POLICY_CODES = {"mlp": native.POLICY_MLP, "none": native.POLICY_HASH}
 
 
 class FusedCartPole(VectorCartPole):
@@ -161,8 +34,9 @@ class FusedCartPole(VectorCartPole):
 
     @classmethod
     def estimate_bytes(cls, num_envs, state_factor):
-        # float32 state + elapsed/episode counters + flags; no activations are ever stored.
-        return num_envs * (16 * state_factor + 9)
+        # float32 state + final observations + elapsed/episode counters + flags; no activations
+        # are ever stored.
+        return num_envs * (16 * state_factor + 16 + 9)
 
     def _resolve_device(self, device):
         if device == "cpu" or (device is None and not cuda_status()[0]):
@@ -172,33 +46,42 @@ class FusedCartPole(VectorCartPole):
 
     def __init__(self, settings):
         super().__init__(settings)
-        self._params = native.params_array(self.params)
-        self._weights = pack_weights(self.policy_weights)
-        self._backend = _CpuBackend(self) if self.device == "cpu" else _CudaBackend(self)
+        self.backend = make_backend(self.device, "fused", self.num_envs, self.state_factor, self.compute_factor,
+                                    self.params, self.policy_weights)
         self._reset()
 
     def _reset(self):
-        self._backend.reset()
-        return self._backend.obs()
+        self.backend.reset(self.seed)
+        return self.backend.obs()
 
     def _step(self, actions):
-        self._backend.call(actions, 1, POLICY_ACTIONS)
-        flags = self._backend.flags_np()
-        return (self._backend.obs(), np.ones(self.num_envs, np.float32),
-                (flags & 1).astype(bool), (flags & 2).astype(bool))
+        self.backend.rollout(actions, 1, native.POLICY_ACTIONS, self.seed, final_obs=True)
+        flags = self.backend.flags()
+        return self.backend.obs(), np.ones(self.num_envs, np.float32), (flags & 1).astype(bool), (flags & 2).astype(bool)
+
+    def final_obs(self) -> np.ndarray:
+        """Observations (N, 4) at the end of the last ``step``, before its same-step resets (numpy):
+        a finished env's terminal observation; the others' equal what ``step`` returned.
+        StudyError if a reset or rollout came after that step."""
+        return self.backend.final_obs()
 
     def _set_state(self, states):
-        self._backend.set_state(states)
+        self.backend.set_state(states)
 
     def get_state(self):
-        return self._backend.get_state()
+        return self.backend.get_state()
 
     def _rollout(self, num_steps, policy):
-        return self._backend.call(None, num_steps, _POLICY_CODES[policy])  # K steps, ONE call
+        return self.backend.rollout(None, num_steps, _POLICY_CODES[policy], self.seed)  # K steps, ONE call
+
+    def set_policy_weights(self, weights: MLPWeights) -> None:
+        """Replace the MLP the kernel runs (no rebuild: the weights are an argument)."""
+        self.backend.set_weights(weights)
+        self.policy_weights = weights
 
     def mlp_logits(self, obs) -> np.ndarray:
         """The kernel's own forward pass on observations (n, 4) -> logits (n, 2) (for tests)."""
-        return self._backend.mlp_logits(obs)
+        return self.backend.mlp_logits(obs)
 
     def synchronize(self):
-        self._backend.synchronize()
+        self.backend.synchronize()

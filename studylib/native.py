@@ -10,6 +10,11 @@ the CPU, so editing a header it includes rebuilds it and a stale build is never 
 ``fused_cpu``
     ``cuda/fused_cpu.cpp`` (the ``fused`` implementation): the CPU build of
     ``cuda/fused_kernel.cu``, MLP inference and simulation in one call.
+
+And the data layouts Python shares with every build, CPU and CUDA: ``RolloutArgs`` (the one
+argument of every rollout and reset entry point, a ctypes twin of cuda/rollout_args.h),
+``params_array`` (the physics constants) and ``pack_weights`` (the MLP). The calls themselves are
+made by studylib/backends.py.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from .dynamics import CARTPOLE_V1, CartPoleParams
+from .policy import MLPWeights
 
 CUDA_SOURCE_DIR = Path(__file__).resolve().parent.parent / "cuda"
 HEADER = CUDA_SOURCE_DIR / "cartpole.cuh"
@@ -37,6 +43,7 @@ KERNEL_SOURCE = CUDA_SOURCE_DIR / "cartpole_kernel.cu"
 MLP_HEADER = CUDA_SOURCE_DIR / "mlp.cuh"
 FUSED_CPU_SOURCE = CUDA_SOURCE_DIR / "fused_cpu.cpp"
 CPU_ROLLOUT_HEADER = CUDA_SOURCE_DIR / "cpu_rollout.h"  # the block loop both CPU builds share
+ROLLOUT_ARGS_HEADER = CUDA_SOURCE_DIR / "rollout_args.h"  # struct RolloutArgs, every entry point's argument
 FUSED_KERNEL_SOURCE = CUDA_SOURCE_DIR / "fused_kernel.cu"
 
 # -ffast-math lets glibc's vector sinf/cosf (libmvec) be used; -fno-builtin-{sin,cos}f stops GCC
@@ -51,33 +58,69 @@ class NativeBuildError(RuntimeError):
     """The C++ build of a cuda/*_cpu.cpp failed or no compiler was found."""
 
 
-def _declare_cartpole(lib: ctypes.CDLL) -> None:
-    p = ctypes.c_void_p
-    lib.cartpole_rollout.restype = ctypes.c_longlong
-    lib.cartpole_rollout.argtypes = [
-        p, p, p, p, p, p,  # state, elapsed, episode, actions (or None), flags_out, param_floats
-        ctypes.c_int32, ctypes.c_longlong,  # max_episode_steps, n
-        ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_uint32,  # S, C, K, seed
+# Where a rollout's actions come from: CP_POLICY_* of cuda/rollout_args.h.
+POLICY_ACTIONS, POLICY_MLP, POLICY_HASH = 0, 1, 2
+
+
+class RolloutArgs(ctypes.Structure):
+    """``struct RolloutArgs`` of cuda/rollout_args.h, field for field: the one argument of every
+    rollout and reset entry point (by pointer on the CPU, by value in the CUDA kernels). Pointers
+    are addresses (host for the CPU builds, device for the kernels); None is a null pointer.
+    ``rollout_args_layout`` in each CPU library reports the C++ layout; tests/test_native.py
+    compares it with this one."""
+
+    _fields_ = [
+        ("state", ctypes.c_void_p),
+        ("elapsed", ctypes.c_void_p),
+        ("episode", ctypes.c_void_p),
+        ("actions", ctypes.c_void_p),
+        ("flags_out", ctypes.c_void_p),
+        ("final_obs", ctypes.c_void_p),
+        ("params", ctypes.c_void_p),
+        ("weights", ctypes.c_void_p),
+        ("episodes_done", ctypes.c_void_p),
+        ("n", ctypes.c_longlong),
+        ("max_episode_steps", ctypes.c_int32),
+        ("state_factor", ctypes.c_int32),
+        ("compute_factor", ctypes.c_int32),
+        ("num_steps", ctypes.c_int32),
+        ("seed", ctypes.c_uint32),
+        ("policy", ctypes.c_int32),
     ]
-    lib.cartpole_reset.restype = None
-    lib.cartpole_reset.argtypes = [p, p, p, ctypes.c_longlong, ctypes.c_int32, ctypes.c_uint32]
+
+
+def rollout_args_layout() -> list[int]:
+    """[sizeof, offset of each field in order] of this ctypes ``RolloutArgs``: what the C++
+    ``rollout_args_layout`` reports for its struct."""
+    return [ctypes.sizeof(RolloutArgs), *(getattr(RolloutArgs, name).offset for name, _ in RolloutArgs._fields_)]
+
+
+def by_value(args: RolloutArgs) -> np.ndarray:
+    """``args`` as a CUDA kernel parameter passed by value: CuPy's RawKernel sends a numpy array
+    of size one as the bytes of the parameter (its documented way to pass structs). The array is
+    a view of ``args`` (no copy): fields set on ``args`` before a launch are what it sends."""
+    return np.frombuffer(args, dtype=np.dtype(RolloutArgs))
+
+
+def _declare_common(lib: ctypes.CDLL, prefix: str) -> None:
+    args = ctypes.POINTER(RolloutArgs)
+    getattr(lib, f"{prefix}_rollout").restype = ctypes.c_longlong
+    getattr(lib, f"{prefix}_rollout").argtypes = [args]
+    getattr(lib, f"{prefix}_reset").restype = None
+    getattr(lib, f"{prefix}_reset").argtypes = [args]
+    lib.rollout_args_layout.restype = ctypes.c_int
+    lib.rollout_args_layout.argtypes = [ctypes.POINTER(ctypes.c_longlong), ctypes.c_int]
+
+
+def _declare_cartpole(lib: ctypes.CDLL) -> None:
+    _declare_common(lib, "cartpole")
 
 
 def _declare_fused(lib: ctypes.CDLL) -> None:
+    _declare_common(lib, "fused")
     p = ctypes.c_void_p
-    lib.fused_rollout.restype = ctypes.c_longlong
-    lib.fused_rollout.argtypes = [
-        p, p, p, p, p, p, p,  # state, elapsed, episode, actions (or None), flags_out, params, weights
-        ctypes.c_int32, ctypes.c_longlong,  # max_episode_steps, n
-        ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_uint32,  # S, C, K, seed
-        ctypes.c_int32,  # policy: FUSED_POLICY_* of cuda/mlp.cuh
-    ]
-    lib.fused_reset.restype = None
-    lib.fused_reset.argtypes = [p, p, p, ctypes.c_longlong, ctypes.c_int32, ctypes.c_uint32]
     lib.fused_mlp_logits.restype = None
-    lib.fused_mlp_logits.argtypes = [p, p, p, ctypes.c_longlong]
-    lib.fused_lanes.restype = ctypes.c_int
-    lib.fused_lanes.argtypes = []
+    lib.fused_mlp_logits.argtypes = [p, p, p, ctypes.c_longlong]  # obs (n, 4), logits (n, 2), weights, n
 
 
 @dataclass(frozen=True)
@@ -97,12 +140,14 @@ class NativeLibrary:
 
 
 LIBRARIES = {
-    "cartpole_cpu": NativeLibrary("cartpole_cpu", CPU_SOURCE, (HEADER, CPU_ROLLOUT_HEADER), _declare_cartpole),
+    "cartpole_cpu": NativeLibrary("cartpole_cpu", CPU_SOURCE, (HEADER, ROLLOUT_ARGS_HEADER, CPU_ROLLOUT_HEADER),
+                                  _declare_cartpole),
     # -fno-tree-reassoc: -ffast-math lets GCC re-associate the MLP's accumulation chains
     # acc += h[i] * w[i] into (h[i] * w[i] + h[i+1] * w[i+1]) + acc, a multiply, an FMA and an add
     # for two products instead of two FMAs, with spills: 10% slower. The chains are already
     # independent (JB accumulators), so nothing is gained by re-associating them.
-    "fused_cpu": NativeLibrary("fused_cpu", FUSED_CPU_SOURCE, (HEADER, CPU_ROLLOUT_HEADER, MLP_HEADER), _declare_fused,
+    "fused_cpu": NativeLibrary("fused_cpu", FUSED_CPU_SOURCE, (HEADER, ROLLOUT_ARGS_HEADER, CPU_ROLLOUT_HEADER, MLP_HEADER),
+                               _declare_fused,
                                ("-fno-tree-reassoc",)),
 }
 DEFAULT_LIBRARY = "cartpole_cpu"
@@ -121,6 +166,14 @@ def params_array(p: CartPoleParams = CARTPOLE_V1) -> np.ndarray:
          p.force_mag, p.tau, p.x_threshold, p.theta_threshold_radians],
         dtype=np.float32,
     )
+
+
+def pack_weights(weights: MLPWeights) -> np.ndarray:
+    """The MLP as one float32 array in cuda/mlp.cuh's layout: w1, b1, w2, b2, w3, b3, each
+    row-major (w_i has shape (fan_in, fan_out), as in studylib.policy)."""
+    return np.ascontiguousarray(np.concatenate([a.ravel() for layer in weights.layers() for a in layer]),
+                                dtype=np.float32)
+
 
 
 def _compiler() -> str:
@@ -184,3 +237,11 @@ def library(name: str = DEFAULT_LIBRARY) -> ctypes.CDLL:
     lib = ctypes.CDLL(build_info(name)["path"])
     _spec(name).declare(lib)
     return lib
+
+
+def library_layout(name: str = DEFAULT_LIBRARY) -> list[int]:
+    """[sizeof, offsets...] of ``struct RolloutArgs`` as library ``name``'s compiler laid it out."""
+    capacity = 64
+    out = (ctypes.c_longlong * capacity)()
+    count = library(name).rollout_args_layout(out, capacity)
+    return list(out[:min(count, capacity)])

@@ -98,51 +98,31 @@ def _partition(total, backend_iv, device_iv, window):
 
 # ---- torch-family counting (torch, gym, cpp, cuda) ------------------------------------------------
 
-class _LibProxy:
-    """Stands in for a ctypes library (cpp) or a CuPy RawKernel (cuda): counts calls, and marks
-    each one as a ``record_function`` range when a torch.profiler is recording."""
-
-    def __init__(self, target, label, counts, record):
-        self._target, self._label, self._counts, self._record = target, label, counts, record
-
-    def _wrap(self, fn, name):
-        def call(*args, **kwargs):
-            self._counts[name] += 1
-            if self._record[0]:
-                import torch
-
-                with torch.profiler.record_function(f"native::{name}"):
-                    return fn(*args, **kwargs)
-            return fn(*args, **kwargs)
-        return call
-
-    def __getattr__(self, name):
-        return self._wrap(getattr(self._target, name), f"{self._label}.{name}")
-
-    def __call__(self, *args, **kwargs):
-        return self._wrap(self._target, self._label)(*args, **kwargs)
-
-
 def _install_native_proxies(env, counts, record):
-    """Wrap the env's native entry points; returns a function that undoes it."""
-    undo = []
-    if env.name == "cpp":
-        orig = env._lib
-        env._lib = _LibProxy(orig, "ctypes", counts, record)
-        undo.append(lambda: setattr(env, "_lib", orig))
-    if env.name == "cuda":
-        orig_k = env._rollout_kernel
-        env._rollout_kernel = _LibProxy(orig_k, "cupy.RawKernel(cartpole_rollout)", counts, record)
-        undo.append(lambda: setattr(env, "_rollout_kernel", orig_k))
+    """Count (and, when a torch.profiler records, mark as ``native::<name>`` ranges) the native
+    calls of cpp/cuda/fused through their backend's ``call_hook``; returns a function undoing it."""
+    backend = getattr(env, "backend", None)
+    if backend is None:
+        return lambda: None
+    previous = backend.call_hook
 
-    def restore():
-        for u in undo:
-            u()
-    return restore
+    def hook(name, fn, *args):
+        label = f"{backend.api}.{name}"
+        counts[label] += 1
+        if record[0]:
+            import torch
+
+            with torch.profiler.record_function(f"native::{label}"):
+                return fn(*args)
+        return fn(*args)
+
+    backend.call_hook = hook
+    return lambda: setattr(backend, "call_hook", previous)
 
 
 def _native_kernel_calls(counts) -> int:
-    return sum(v for k, v in counts.items() if k.endswith("cartpole_rollout") or "RawKernel" in k)
+    """Calls of a rollout entry point (cartpole_rollout, fused_rollout): one kernel launch each."""
+    return sum(v for k, v in counts.items() if k.endswith("_rollout"))
 
 
 def _count_torch_family(env, steps, policy):
@@ -209,7 +189,7 @@ def _time_torch_family(env, steps, policy):
         n_gpu = len(gpu_kernels)
     else:
         device_iv = [iv(e) for e in cpu
-                     if e.name.startswith("native::") and e.name.endswith("cartpole_rollout")
+                     if e.name.startswith("native::") and e.name.endswith("_rollout")
                      or (not e.cpu_children and e.name.startswith("aten::") and not _is_view_name(e.name))]
         n_gpu = None
     parts = _partition(window[1] - window[0], [iv(e) for e in top], device_iv, window)
@@ -330,11 +310,12 @@ def _profile_env(env, steps, policy) -> dict:
         else:
             launches = sum(kernels.values()) + _native_kernel_calls(native)
             counter = "ATen kernels dispatched (TorchDispatchMode, views excluded)"
-            if env.name == "cpp":
-                counter += " + C++ cartpole_rollout calls"
+            backend = getattr(env, "backend", None)
+            if backend is not None:
+                counter += f" + {backend.rollout_entry} calls"
         call_counter = "torch API calls from Python (TorchFunctionMode)"
-        if env.name in ("cpp", "cuda"):
-            call_counter += " + native calls (ctypes / RawKernel)"
+        if getattr(env, "backend", None) is not None:
+            call_counter += f" + native calls ({env.backend.api})"
         detail = {"torch_api_calls": sum(api.values()), "native_calls": native_calls,
                   "aten_kernels": sum(kernels.values()),
                   "top_api_calls": dict(api.most_common(5)), "top_kernels": dict(kernels.most_common(5))}

@@ -6,7 +6,6 @@ import pytest
 import studylib
 from studylib import native
 from studylib.episodes import reset_values_numpy
-from studylib.fused_env import pack_weights
 from studylib.policy import mlp_logits, mlp_weights, reference_actions
 from tests.conftest import compile_ptx, random_states
 
@@ -23,6 +22,7 @@ def test_both_builds_share_the_headers():
     cpu, kernel = native.FUSED_CPU_SOURCE.read_text(), native.FUSED_KERNEL_SOURCE.read_text()
     for src in (cpu, kernel):
         assert '#include "cartpole.cuh"' in src and '#include "mlp.cuh"' in src
+        assert '#include "rollout_args.h"' in src  # the one argument struct
         assert "mlp_forward<" in src and "mlp_greedy_action" in src
     assert '#include "cpu_rollout.h"' in cpu  # the block loop shared with cpp
     cpu += native.CPU_ROLLOUT_HEADER.read_text()
@@ -35,7 +35,7 @@ def test_both_builds_share_the_headers():
 
 def test_packed_weights_follow_the_header_layout():
     w = mlp_weights(3)
-    packed = pack_weights(w)
+    packed = native.pack_weights(w)
     assert packed.dtype == np.float32 and packed.size == 4 * 64 + 64 + 64 * 64 + 64 + 64 * 2 + 2
     np.testing.assert_array_equal(packed[320:320 + 4096].reshape(64, 64), w.w2)
     np.testing.assert_array_equal(packed[-2:], w.b3)
@@ -61,7 +61,7 @@ def test_ties_go_to_action_0():
     zero = mlp_weights(0)
     for arr in (zero.w3, zero.b3):
         arr[...] = 0  # both logits 0 for every observation (fresh arrays from mlp_weights)
-    env._weights = pack_weights(zero)
+    env.set_policy_weights(zero)
     env.reset()
     env.set_state(np.full((4, 4), 0.01))
     env.rollout(1, policy="mlp")
@@ -77,11 +77,14 @@ def test_rollout_of_k_steps_is_one_call_equal_to_k_single_steps():
     a = studylib.make("fused", n, seed=8, device="cpu", state_factor=2)
     b = studylib.make("fused", n, seed=8, device="cpu", state_factor=2)
     calls = []
-    lib = a._backend.lib
-    original = lib.fused_rollout
-    a._backend.lib = type("Spy", (), {"fused_rollout": lambda self, *args: calls.append((args[-3], args[-1])) or original(*args)})()
+
+    def spy(name, fn, args):
+        calls.append((name, args.contents.num_steps, args.contents.policy))
+        return fn(args)
+
+    a.backend.call_hook = spy
     done_a = a.rollout(k, policy="mlp").episodes_finished
-    assert calls == [(k, 1)]  # one native call for all K steps, policy FUSED_POLICY_MLP
+    assert calls == [("fused_rollout", k, native.POLICY_MLP)]  # one native call for all K steps
     done_b = sum(b.rollout(1, policy="mlp").episodes_finished for _ in range(k))
     assert done_a == done_b > 0
     np.testing.assert_array_equal(a.get_state(), b.get_state())

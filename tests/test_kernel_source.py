@@ -20,6 +20,7 @@ def test_cpu_build_uses_the_shared_header():
     kernel = native.KERNEL_SOURCE.read_text()
     assert '#include "cartpole.cuh"' in src and '#include "cartpole.cuh"' in kernel
     assert '#include "cpu_rollout.h"' in src
+    assert '#include "rollout_args.h"' in src and '#include "rollout_args.h"' in kernel
     src += native.CPU_ROLLOUT_HEADER.read_text()  # the CPU block loop the driver runs
     for piece in ("cp_physics", "cp_env_finish", "cp_reset_row", "cp_hash_action"):
         assert piece in native.HEADER.read_text()

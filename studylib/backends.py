@@ -1,0 +1,294 @@
+"""The native backends: calls into one pair of the CUDA kernel sources, on the CPU or the GPU.
+
+A kernel pair is a CPU build and a CUDA kernel of the same logic:
+
+``"cartpole"``
+    cuda/cartpole_cpu.cpp and cuda/cartpole_kernel.cu (the ``cpp`` and ``cuda`` implementations).
+``"fused"``
+    cuda/fused_cpu.cpp and cuda/fused_kernel.cu (``fused``: the MLP and the simulation in one call).
+
+Two sibling backends run either pair, with the same methods:
+
+``CpuLibraryBackend``
+    The CPU build through ctypes (studylib/native.py builds it). Arrays are numpy, written in
+    place; ``state`` can be shared without a copy (``torch.from_numpy``).
+``CudaModuleBackend``
+    The kernel through CuPy (NVRTC). Arrays are CuPy arrays on the GPU.
+
+Every entry point takes one ``RolloutArgs`` (cuda/rollout_args.h, studylib.native.RolloutArgs):
+a backend keeps one, filled once with its arrays and knobs, and sets the few per-call fields
+(actions, steps, policy, seed, final_obs) before each call.
+
+Methods: ``reset(seed)``; ``rollout(actions | None, num_steps, policy, seed, final_obs=False)``
+-> episodes finished (``policy``: native.POLICY_*); ``rollout_actions(next_actions, num_steps,
+seed)``: one-step calls with a policy outside the native code, counted with one wait; ``obs()``, ``flags()``, ``final_obs()``,
+``get_state()`` (numpy copies); ``set_state(states)``; ``set_weights(MLPWeights)`` and
+``mlp_logits(obs)`` (fused pair); ``synchronize()``.
+
+Profiling: ``call_hook`` is None or a callable ``hook(name, fn, *args)`` that must return
+``fn(*args)``; every native call goes through it, ``name`` being the entry point
+(``rollout_entry`` for a rollout: one kernel launch on the GPU, one CPU "launch" over all
+environments; ``reset_entry``; ``fused_mlp_logits``). ``api`` says what ``fn`` is
+("ctypes" or "cupy.RawKernel").
+"""
+
+from __future__ import annotations
+
+import abc
+import ctypes
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import native
+from .dynamics import STATE_SIZE, CartPoleParams
+from .errors import ConfigError, StudyError
+from .policy import MLPWeights
+
+
+@dataclass(frozen=True)
+class KernelPair:
+    """One CPU build and the CUDA kernel of the same logic."""
+
+    name: str  # prefix of the entry points: {name}_rollout, {name}_reset
+    library: str  # native.LIBRARIES key of the CPU build
+    kernel_source: Path
+    threads_per_block: int  # CUDA launch shape
+    has_mlp: bool  # runs POLICY_MLP and has {name}_mlp_logits
+
+
+PAIRS = {
+    "cartpole": KernelPair("cartpole", "cartpole_cpu", native.KERNEL_SOURCE, 256, False),
+    # 128 threads: the fused kernel's 18 KiB of shared weights are loaded once per block.
+    "fused": KernelPair("fused", "fused_cpu", native.FUSED_KERNEL_SOURCE, 128, True),
+}
+
+
+class _NativeBackend(abc.ABC):
+    """What both backends share: the arrays (numpy or CuPy, by ``xp``), the argument struct,
+    the argument checks and the call hook."""
+
+    api = ""
+
+    def __init__(self, pair: str, num_envs: int, state_factor: int, compute_factor: int,
+                 params: CartPoleParams, weights: MLPWeights | None, xp):
+        self.pair = PAIRS[pair]
+        self.num_envs = num_envs
+        self.rollout_entry = f"{self.pair.name}_rollout"
+        self.reset_entry = f"{self.pair.name}_reset"
+        self.call_hook = None
+        self.state = xp.zeros((num_envs, STATE_SIZE * state_factor), dtype=np.float32)
+        self._elapsed = xp.zeros(num_envs, dtype=np.int32)
+        self._episode = xp.zeros(num_envs, dtype=np.uint32)
+        self._flags = xp.zeros(num_envs, dtype=np.uint8)
+        self._final_obs = xp.zeros((num_envs, STATE_SIZE), dtype=np.float32)
+        self._final_obs_recorded = False  # by the last rollout call, with no reset since
+        self._params = xp.asarray(native.params_array(params))
+        self._weights = None
+        if self.pair.has_mlp:
+            if weights is None:
+                raise ConfigError(f"the {pair} kernels need the MLP's weights")
+            self._weights = xp.asarray(native.pack_weights(weights))
+        a = native.RolloutArgs()
+        a.state, a.elapsed, a.episode = self._address(self.state), self._address(self._elapsed), self._address(self._episode)
+        a.flags_out, a.params = self._address(self._flags), self._address(self._params)
+        a.weights = None if self._weights is None else self._address(self._weights)
+        a.n, a.max_episode_steps = num_envs, params.max_episode_steps
+        a.state_factor, a.compute_factor = state_factor, compute_factor
+        self._args = a
+
+    @staticmethod
+    @abc.abstractmethod
+    def _address(array) -> int:
+        """The address of an array's data, as the native code sees it (host or device)."""
+
+    def _call(self, name, fn, *args):
+        hook = self.call_hook
+        return fn(*args) if hook is None else hook(name, fn, *args)
+
+    def _prepare(self, actions, num_steps: int, policy: int, seed: int, final_obs: bool) -> None:
+        """Set the per-call fields (the caller keeps ``actions`` alive until the call is made)."""
+        if (policy == native.POLICY_ACTIONS) != (actions is not None):
+            raise ConfigError("actions are given exactly when the policy is POLICY_ACTIONS")
+        if policy == native.POLICY_MLP and not self.pair.has_mlp:
+            raise ConfigError(f"the {self.pair.name} kernels have no MLP policy")
+        a = self._args
+        a.actions = None if actions is None else self._address(actions)
+        a.final_obs = self._address(self._final_obs) if final_obs else None
+        a.num_steps, a.policy, a.seed = num_steps, policy, seed
+        self._final_obs_recorded = final_obs
+
+    def _prepare_reset(self, seed: int) -> None:
+        self._args.seed = seed
+        self._final_obs_recorded = False
+
+    def _check_final_obs(self) -> None:
+        if not self._final_obs_recorded:
+            raise StudyError("final_obs() needs a step first: none since the last reset or rollout")
+
+    def _check_mlp(self) -> None:
+        if not self.pair.has_mlp:
+            raise ConfigError(f"the {self.pair.name} kernels have no MLP")
+
+
+class CpuLibraryBackend(_NativeBackend):
+    """A kernel pair's CPU build through ctypes; numpy arrays, written in place."""
+
+    api = "ctypes"
+
+    def __init__(self, pair: str, num_envs: int, state_factor: int, compute_factor: int,
+                 params: CartPoleParams, weights: MLPWeights | None = None):
+        self._lib = native.library(PAIRS[pair].library)  # built on first use (cached)
+        super().__init__(pair, num_envs, state_factor, compute_factor, params, weights, np)
+        self._args_ref = ctypes.pointer(self._args)  # what the hook sees: .contents is the struct
+        self._rollout_fn = getattr(self._lib, self.rollout_entry)
+        self._reset_fn = getattr(self._lib, self.reset_entry)
+
+    @staticmethod
+    def _address(array) -> int:
+        return array.ctypes.data
+
+    def reset(self, seed: int) -> None:
+        self._prepare_reset(seed)
+        self._call(self.reset_entry, self._reset_fn, self._args_ref)
+
+    def rollout(self, actions, num_steps: int, policy: int, seed: int, final_obs: bool = False) -> int:
+        if actions is not None:
+            actions = np.ascontiguousarray(actions, dtype=np.int32)
+        self._prepare(actions, num_steps, policy, seed, final_obs)
+        return self._call(self.rollout_entry, self._rollout_fn, self._args_ref)
+
+    def rollout_actions(self, next_actions, num_steps: int, seed: int) -> int:
+        """``num_steps`` one-step calls, each with the actions ``next_actions()`` returns (a
+        policy outside the native code); returns the episodes finished."""
+        return sum(self.rollout(next_actions(), 1, native.POLICY_ACTIONS, seed) for _ in range(num_steps))
+
+    def obs(self) -> np.ndarray:
+        return self.state[:, :STATE_SIZE].copy()
+
+    def flags(self) -> np.ndarray:
+        return self._flags.copy()
+
+    def final_obs(self) -> np.ndarray:
+        self._check_final_obs()
+        return self._final_obs.copy()
+
+    def set_state(self, states) -> None:
+        self.state[...] = states
+
+    def get_state(self) -> np.ndarray:
+        return self.state.copy()
+
+    def set_weights(self, weights: MLPWeights) -> None:
+        self._check_mlp()
+        self._weights[...] = native.pack_weights(weights)  # in place: the struct keeps its address
+
+    def mlp_logits(self, obs) -> np.ndarray:
+        self._check_mlp()
+        obs = np.ascontiguousarray(obs, dtype=np.float32)
+        out = np.empty((len(obs), 2), dtype=np.float32)
+        self._call("fused_mlp_logits", self._lib.fused_mlp_logits, obs.ctypes.data, out.ctypes.data,
+                   self._weights.ctypes.data, len(obs))
+        return out
+
+    def synchronize(self) -> None:
+        """Nothing to wait for: every call returns when its work is done."""
+
+
+class CudaModuleBackend(_NativeBackend):
+    """A kernel pair's CUDA kernels through CuPy (NVRTC); CuPy arrays on the GPU. Callers check
+    that a device exists first (studylib.devices.require_cuda)."""
+
+    api = "cupy.RawKernel"
+
+    def __init__(self, pair: str, num_envs: int, state_factor: int, compute_factor: int,
+                 params: CartPoleParams, weights: MLPWeights | None = None):
+        import cupy as cp
+
+        self._cp = cp
+        spec = PAIRS[pair]
+        module = cp.RawModule(code=spec.kernel_source.read_text(),
+                              options=(f"-I{native.CUDA_SOURCE_DIR}", "--std=c++17"))
+        super().__init__(pair, num_envs, state_factor, compute_factor, params, weights, cp)
+        self._rollout_kernel = module.get_function(self.rollout_entry)
+        self._reset_kernel = module.get_function(self.reset_entry)
+        self._logits_kernel = module.get_function("fused_mlp_logits") if spec.has_mlp else None
+        self._done = cp.zeros(1, dtype=cp.uint64)
+        self._args.episodes_done = self._address(self._done)
+        self._args_value = native.by_value(self._args)  # the kernels take the struct by value
+        self._block = (spec.threads_per_block,)
+        self._grid = (self._blocks(num_envs),)
+
+    def _blocks(self, n: int) -> int:
+        return (n + self.pair.threads_per_block - 1) // self.pair.threads_per_block
+
+    @staticmethod
+    def _address(array) -> int:
+        return array.data.ptr
+
+    def reset(self, seed: int) -> None:
+        self._prepare_reset(seed)
+        self._call(self.reset_entry, self._reset_kernel, self._grid, self._block, (self._args_value,))
+
+    def rollout(self, actions, num_steps: int, policy: int, seed: int, final_obs: bool = False) -> int:
+        if actions is not None:
+            actions = self._cp.asarray(actions, dtype=self._cp.int32)
+        self._done.fill(0)
+        self._launch(actions, num_steps, policy, seed, final_obs)
+        return int(self._done.get()[0])  # waits for the kernel
+
+    def rollout_actions(self, next_actions, num_steps: int, seed: int) -> int:
+        """``num_steps`` one-step launches, each with the actions ``next_actions()`` returns (a
+        policy outside the kernel, e.g. CuPy); returns the episodes finished, waiting once."""
+        cp = self._cp
+        self._done.fill(0)
+        for _ in range(num_steps):
+            self._launch(cp.asarray(next_actions(), dtype=cp.int32), 1, native.POLICY_ACTIONS, seed, False)
+        return int(self._done.get()[0])
+
+    def _launch(self, actions, num_steps, policy, seed, final_obs) -> None:
+        """One rollout launch; adds the episodes it finishes to the device counter."""
+        if actions is not None:
+            actions = self._cp.ascontiguousarray(actions)  # the caller gave int32 on the device
+        self._prepare(actions, num_steps, policy, seed, final_obs)
+        self._call(self.rollout_entry, self._rollout_kernel, self._grid, self._block, (self._args_value,))
+
+    def obs(self) -> np.ndarray:
+        return self._cp.asnumpy(self.state[:, :STATE_SIZE])
+
+    def flags(self) -> np.ndarray:
+        return self._cp.asnumpy(self._flags)
+
+    def final_obs(self) -> np.ndarray:
+        self._check_final_obs()
+        return self._cp.asnumpy(self._final_obs)
+
+    def set_state(self, states) -> None:
+        self.state[...] = self._cp.asarray(states, dtype=self._cp.float32)
+
+    def get_state(self) -> np.ndarray:
+        return self._cp.asnumpy(self.state)
+
+    def set_weights(self, weights: MLPWeights) -> None:
+        self._check_mlp()
+        self._weights.set(native.pack_weights(weights))  # in place: the struct keeps its address
+
+    def mlp_logits(self, obs) -> np.ndarray:
+        self._check_mlp()
+        cp = self._cp
+        obs = cp.ascontiguousarray(cp.asarray(obs, dtype=cp.float32))
+        out = cp.empty((len(obs), 2), dtype=cp.float32)
+        self._call("fused_mlp_logits", self._logits_kernel, (self._blocks(len(obs)),), self._block,
+                   (obs, out, self._weights, np.int64(len(obs))))
+        return cp.asnumpy(out)
+
+    def synchronize(self) -> None:
+        self._cp.cuda.runtime.deviceSynchronize()
+
+
+def make_backend(device: str, pair: str, num_envs: int, state_factor: int, compute_factor: int,
+                 params: CartPoleParams, weights: MLPWeights | None = None):
+    """The backend of kernel pair ``pair`` for ``device`` ('cpu' or 'cuda')."""
+    cls = CudaModuleBackend if device == "cuda" else CpuLibraryBackend
+    return cls(pair, num_envs, state_factor, compute_factor, params, weights)
