@@ -18,10 +18,9 @@ call (the fused/cpp kernels with an in-kernel sampler and trajectory recording) 
 subclass of ``Collector`` filling the same ``Trajectory``; ``make_collector`` picks it.
 
 Truncation: bootstrapping a truncated episode needs the observation *before* the same-step reset.
-Where the environment offers ``final_obs()`` (copy 0's observation at the end of the last step,
-before any reset) the trajectory carries it and GAE bootstraps from it; where it does not yet,
-``final_obs`` is None and GAE treats a truncation like a termination (cleanrl's ppo.py does the
-same). ``Trajectory.bootstraps_truncation`` says which, and every result records it.
+Every implementation gives it (``env.final_obs()``, copy 0's observation at the end of the last
+step), so the trajectories carry it and GAE bootstraps truncated episodes; a collector without it
+(the cleanrl-style peer) leaves ``final_obs`` None and GAE treats a truncation like a termination.
 """
 
 from __future__ import annotations
@@ -102,7 +101,6 @@ class StepCollector(Collector):
         self.num_envs = num_envs
         self.device = "cuda" if str(self.env.device).startswith("cuda") else "cpu"
         self._generator = torch.Generator(device=self.device).manual_seed(seed)
-        self._has_final_obs = callable(getattr(self.env, "final_obs", None))
         self._episode_return = np.zeros(num_envs)
         self._obs = None
 
@@ -128,7 +126,7 @@ class StepCollector(Collector):
         rewards = np.empty((t_, n), dtype=np.float32)
         terminated = np.empty((t_, n), dtype=bool)
         truncated = np.empty((t_, n), dtype=bool)
-        final_obs = np.empty((t_, n, STATE_SIZE), dtype=np.float32) if self._has_final_obs else None
+        final_obs = np.empty((t_, n, STATE_SIZE), dtype=np.float32)
         finished = []
         obs = self._obs
         for t in range(t_):
@@ -136,8 +134,7 @@ class StepCollector(Collector):
             actions, logp = sample_actions(model.logits(obs), self._generator)
             actions_buf[t], logp_buf[t] = actions, logp
             next_obs, rewards[t], terminated[t], truncated[t] = self.env.step(actions.cpu().numpy())
-            if final_obs is not None:
-                final_obs[t] = self.env.final_obs()
+            final_obs[t] = self.env.final_obs()
             self._episode_return += rewards[t]
             done = terminated[t] | truncated[t]
             if done.any():
@@ -147,7 +144,7 @@ class StepCollector(Collector):
         self._obs = obs
         as_t = lambda a: torch.from_numpy(a).to(dev)  # noqa: E731
         return Trajectory(obs_buf, actions_buf, logp_buf, as_t(rewards), as_t(terminated), as_t(truncated),
-                          next_obs=obs.clone(), final_obs=None if final_obs is None else as_t(final_obs),
+                          next_obs=obs.clone(), final_obs=as_t(final_obs),
                           episode_returns=np.concatenate(finished) if finished else np.empty(0))
 
 
