@@ -44,7 +44,8 @@ def _independent_gymnasium_return(path, episodes=20, seed=123):
 
 @pytest.mark.parametrize("collector", ["cpp", "fused"])
 def test_short_training_learns(collector):
-    r = train(TrainRun(collector, 32, seed=0, max_seconds=6))
+    # A sample budget, not a time budget: what is learned does not depend on the machine's load.
+    r = train(TrainRun(collector, 32, seed=0, settings=PPOSettings(max_samples=49152), max_seconds=60))
     greedy = [p[3] for p in r.curve]
     assert greedy, "no greedy check ran within the budget"
     assert max(greedy) > 5 * RANDOM_GREEDY and r.eval_return > 3 * RANDOM_GREEDY, (greedy, r.eval_return)
@@ -54,7 +55,7 @@ def test_short_training_learns(collector):
 def test_cli_json_contract_and_saved_actor(tmp_path, capsys):
     path = tmp_path / "policy.npz"
     rc = cli.main(["--collector", "torch", "--num-envs", "32", "--seed", "1", "--json", "--save", str(path),
-                   "--max-seconds", "6"])
+                   "--max-seconds", "20"])
     assert rc == 0
     line = capsys.readouterr().out.strip().splitlines()[-1]
     d = json.loads(line)
