@@ -1,10 +1,11 @@
-"""Command line: ``python -m studylib bench|sweep|profile|peers|machine ...``.
+"""Command line: ``python -m studylib bench|sweep|profile|peers|machine|train ...``.
 
     python -m studylib bench --impl jax --num-envs 4096 --steps 1,100 [--policy mlp,none] [--json]
     python -m studylib sweep fig4 --impl cpp,torch,jax --num-envs 2^8..2^16 --steps 1,100
     python -m studylib profile --impl jax,torch --num-envs 4096 --steps 1,10,100
     python -m studylib peers [--log2-num-envs 20 --steps 1000 --peer-steps 50]
     python -m studylib machine
+    python -m studylib train --collector fused --num-envs 4096 --seed 0 [--json] [--save policy.npz]
 
 Every numeric option takes one value, a comma list (``1,10,100``) or a power-of-two range
 (``2^8..2^16``, both ends included); ``--impl`` and ``--policy`` take comma lists (``all`` for
@@ -161,6 +162,8 @@ def build_parser() -> argparse.ArgumentParser:
     pe.add_argument("--peer-steps", default="50", help="K per call for the (slower) peer")
 
     sub.add_parser("machine", help="print this machine's provenance (JSON)")
+    sub.add_parser("train", help="train PPO on CartPole-v1 with one collector until solved (see train --help)",
+                   add_help=False)
     return parser
 
 
@@ -271,10 +274,15 @@ def _cmd_machine(args, out) -> int:
 def main(argv=None) -> int:
     """Run the CLI; return the exit status (0 ok, 2 bad input or a point that cannot run here)."""
     out = sys.stdout
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["train"]:  # PPO training has its own options (studylib/train/cli.py)
+        from .train import cli
+
+        return cli.main(argv[1:])
     try:
         args = build_parser().parse_args(argv)
         if args.command is None:
-            raise UsageError("python -m studylib: choose a command: bench, sweep, profile, peers, machine (see --help)")
+            raise UsageError("python -m studylib: choose a command: bench, sweep, profile, peers, machine, train (see --help)")
         return {"bench": _cmd_bench, "sweep": _cmd_sweep, "profile": _cmd_profile, "peers": _cmd_peers,
                 "machine": _cmd_machine}[args.command](args, out)
     except SystemExit as e:  # --help

@@ -38,7 +38,7 @@ def layer(module: str) -> str:
         return "environment"  # studylib/__init__: make, the classes, the settings
     if parts[0] == "harness":
         return "harness"
-    if parts[0] in ("book", "__main__") or parts[0].startswith("cli"):
+    if parts[0] in ("book", "train", "__main__") or parts[0].startswith("cli"):
         return "top"
     return "core" if parts[0] in CORE else "environment"
 

@@ -174,8 +174,9 @@ class DataFile:
         return self._run["run_id"]
 
     def add_row(self, key, row: dict) -> dict:
+        """Save ``row`` under ``key`` (a saved row of the same key is replaced, never duplicated)."""
         row = {**row, "run_id": self._change()}
-        self.doc["rows"].append(row)
+        self.doc["rows"] = [r for r in self.doc["rows"] if self.row_key(r) != key] + [row]
         self.doc["skipped"] = [s for s in self.doc["skipped"] if self.row_key(s) != key]
         self.rows[key] = row
         self.skipped.pop(key, None)
