@@ -219,8 +219,10 @@ def connect(address: str, *, max_retries: int = 2, log=None):
     from .provenance import cpu_cores
 
     started = False
-    if ray.is_initialized():
-        here = ray.get_runtime_context().gcs_address
+    here = ray.get_runtime_context().gcs_address if ray.is_initialized() else None
+    if address not in ("local", "auto", here):
+        _reachable(address)
+    if here is not None:
         if address != here:
             raise RayError(f"this process is already connected to the Ray cluster at {here}, not {address}")
     elif address == "local":
@@ -228,8 +230,6 @@ def connect(address: str, *, max_retries: int = 2, log=None):
                  logging_level="ERROR")
         started = True
     else:
-        if address != "auto":
-            _reachable(address)
         try:
             ray.init(address=address, log_to_driver=False, logging_level="ERROR")
         except Exception as e:  # ConnectionError, a version mismatch, ...: one line
