@@ -30,6 +30,8 @@ from .presets import PRESETS, machine_info_of, params
 FINDING_PLANS = {"vectorization": vectorization_data, "overheads": overheads_data, "fusion": fusion_data,
                  "complexity": complexity_data}  # the sweeps F.1–F.4 are computed from
 PRESET_ORDER = ("paper", "default", "tiny")  # largest first: a tie goes to the larger preset
+PROVENANCE_COLUMNS = ["machine", "this build", "cpu", "cores", "gpu", "os", "python", "torch", "jax", "cupy", "commits",
+                      "measured", "points", "folder"]
 
 
 def provenance(folders: dict) -> pd.DataFrame:
@@ -49,13 +51,11 @@ def provenance(folders: dict) -> pd.DataFrame:
                                 for r in runs if r.get("commit"))
         dates = sorted(r["date"][:10] for r in runs if r.get("date"))
         packages = info.get("packages", {})
-        rows.append({"machine": key, "this build": key == machine_key(), "cpu": info.get("cpu_model"),
-                     "cores": info.get("cores"), "gpu": info.get("gpu") or "none", "os": info.get("os"),
-                     "python": info.get("python"), "torch": packages.get("torch"), "jax": packages.get("jax"),
-                     "cupy": packages.get("cupy"), "commits": ", ".join(commits) or "unknown",
-                     "measured": f"{dates[0]} to {dates[-1]}" if dates else "unknown", "points": points,
-                     "folder": str(folder)})
-    return pd.DataFrame(rows)
+        rows.append([key, key == machine_key(), info.get("cpu_model"), info.get("cores"), info.get("gpu") or "none",
+                     info.get("os"), info.get("python"), packages.get("torch"), packages.get("jax"),
+                     packages.get("cupy"), ", ".join(commits) or "unknown",
+                     f"{dates[0]} to {dates[-1]}" if dates else "unknown", points, str(folder)])
+    return pd.DataFrame(rows, columns=PROVENANCE_COLUMNS)
 
 
 def _chapter_params(chapter, preset, key, folder):
