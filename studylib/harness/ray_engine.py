@@ -54,8 +54,9 @@ def _info_here() -> dict:
 
 def _on_node(payload: bytes):
     """The task: ``fn(item)`` on a node, returned with the node's provenance. ``payload`` is
-    pickled by the driver so that nothing (torch, OpenMP) is imported before the thread setting
-    below; ``fn`` None only asks for the provenance."""
+    pickled by the driver so that torch, jax and the OpenMP runtime of the C++ build load only
+    after the thread setting below (numpy loads with this module, under Ray's setting: no timed
+    path uses numpy's BLAS); ``fn`` None only asks for the provenance."""
     ray_threads = os.environ.get("OMP_NUM_THREADS")
     if ray_threads is not None and not _set_at_start("OMP_NUM_THREADS"):
         # Ray sets OMP_NUM_THREADS to the task's CPUs (1) where the node's environment does not:
@@ -146,10 +147,13 @@ class RayEngine:
             bar = progress_bar(len(items), name, progress)
             bar.update(len(items) - len(pending))
             parameters = run_parameters(items, keying)
-            refs = {self._submit(measure_one, item): key for key, item in pending.items()}
+            refs = {}
             try:
                 with contextlib.ExitStack() as locks:
-                    locked = set()
+                    for f in files.values():  # one writer per file, as a sweep without Ray
+                        locks.enter_context(f.locked(parameters))
+                    locked = set(files)
+                    refs.update({self._submit(measure_one, item): key for key, item in pending.items()})
                     while refs:
                         done, _ = ray.wait(list(refs), num_returns=1, timeout=WAIT_S)
                         if not done:
@@ -168,7 +172,7 @@ class RayEngine:
                             continue
                         machine = info["machine_key"]
                         f = files.setdefault(machine, DataFile(data_dir, name, keying.row_key, machine=machine))
-                        if machine not in locked:  # locked from its first result to the end of the sweep
+                        if machine not in locked:  # a node of a kind that joined the cluster since
                             locks.enter_context(f.locked(parameters))
                             locked.add(machine)
                         if kind == "row" and key not in f.rows:  # a key is saved once, whatever retried
