@@ -1,11 +1,18 @@
-"""Command line: ``python -m studylib bench|sweep|profile|peers|machine|train ...``.
+"""Command line: ``python -m studylib bench|sweep|measure|profile|peers|machine|train ...``.
 
     python -m studylib bench --impl jax --num-envs 4096 --steps 1,100 [--policy mlp,none] [--json]
-    python -m studylib sweep fig4 --impl cpp,torch,jax --num-envs 2^8..2^16 --steps 1,100
+    python -m studylib sweep fig4 --impl cpp,torch,jax --num-envs 2^8..2^16 --steps 1,100 [--ray ADDRESS]
+    python -m studylib measure [--chapters fusion,complexity] [--preset paper] [--ray ADDRESS]
     python -m studylib profile --impl jax,torch --num-envs 4096 --steps 1,10,100
     python -m studylib peers [--log2-num-envs 20 --steps 1000 --peer-steps 50]
     python -m studylib machine
     python -m studylib train --collector fused --num-envs 4096 --seed 0 [--json] [--save policy.npz]
+
+``measure`` runs the book's measurement plans (the same points and files as ``jupyter-book build
+book/``, which then only reads them) without the book's toolchain. ``sweep`` and ``measure`` write
+into ``--data-dir``, else ``$STUDYLIB_DATA_DIR``, else the repository's ``data/``; ``--ray local``
+(a one-node cluster started here) or ``--ray HOST:PORT`` (a running cluster) measures every point
+as a Ray task holding a whole node (``studylib.harness.ray_engine``).
 
 Every numeric option takes one value, a comma list (``1,10,100``) or a power-of-two range
 (``2^8..2^16``, both ends included); ``--impl`` and ``--policy`` take comma lists (``all`` for
@@ -18,6 +25,7 @@ and the harness (``studylib.harness``) measures them.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import sys
@@ -148,9 +156,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_point_options(s)
     s.add_argument("--repeats", default="3")
     s.add_argument("--min-seconds", default="0.2")
-    s.add_argument("--data-dir", default="data")
-    s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_run_options(s)
     s.add_argument("--json", action="store_true", help="print the sweep's rows as JSON lines")
+
+    m = sub.add_parser("measure", help="run the book's measurement plans into data/<machine>/ (no book toolchain)")
+    m.add_argument("--chapters", default="all", help="comma list of cartpole, vectorization, overheads, fusion, "
+                                                     "complexity, beyond (default: all)")
+    m.add_argument("--preset", default=None, help="tiny, default or paper (default: $STUDYLIB_PRESET, else default)")
+    _add_run_options(m)
 
     pr = sub.add_parser("profile", help="time breakdown and backend-call / kernel-launch counts (Fig 5, 6)")
     _add_point_options(pr, steps_required=False)
@@ -165,6 +178,42 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("train", help="train PPO on CartPole-v1 with one collector until solved (see train --help)",
                    add_help=False)
     return parser
+
+
+def _add_run_options(p: argparse.ArgumentParser):
+    p.add_argument("--data-dir", default=None, help="data folder (default: $STUDYLIB_DATA_DIR, else the repository's data/)")
+    p.add_argument("--ray", default=None, metavar="ADDRESS",
+                   help="measure on a Ray cluster: 'local' (start one here), 'auto' or HOST:PORT of its head node")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def _data_dir(args):
+    from .book.presets import resolve_data_dir
+
+    return resolve_data_dir(args.data_dir)
+
+
+def _stderr(msg: str) -> None:
+    from tqdm.auto import tqdm
+
+    tqdm.write(msg, file=sys.stderr)
+
+
+def _engine(args):
+    """The Ray cluster of ``--ray`` (a context manager yielding the engine), or no engine."""
+    if args.ray is None:
+        return contextlib.nullcontext()
+    try:
+        from .harness import ray_engine
+    except ImportError as e:
+        raise ConfigError(f"--ray needs the ray package (pip install 'ray==2.60.0'): {e}") from None
+    return ray_engine.connect(args.ray, log=_stderr)
+
+
+def _lost_exit(lost: int) -> int:
+    if lost:
+        _stderr(f"{lost} point(s) lost with their worker or node; run the same command again to measure them")
+    return 1 if lost else 0
 
 
 def _positive(flag, text) -> int:
@@ -195,12 +244,14 @@ def _cmd_bench(args, out) -> int:
 
 def _cmd_sweep(args, out) -> int:
     from .harness.store import check_name
-    from .harness.sweep import sweep
+    from .harness.sweep import session, sweep
     from .harness.table import format_table
 
     check_name(args.name)
     points = _points(args, _positive("--repeats", args.repeats), _positive_float("--min-seconds", args.min_seconds))
-    df = sweep(args.name, points, data_dir=args.data_dir, progress=not args.no_progress)
+    data_dir = _data_dir(args)
+    with _engine(args) as engine, session(engine=engine):
+        df = sweep(args.name, points, data_dir=data_dir, progress=not args.no_progress)
     rows = df.to_dict("records")
     if args.json:
         for row in rows:
@@ -211,7 +262,36 @@ def _cmd_sweep(args, out) -> int:
         skipped = df.attrs.get("skipped", [])
         out.write(f"sweep {args.name}: {len(rows)} point(s) measured or resumed, {len(skipped)} skipped -> "
                   f"{df.attrs.get('path')}\n")
-    return 0
+    return _lost_exit(len(df.attrs.get("lost", [])))
+
+
+def _cmd_measure(args, out) -> int:
+    """The chapters' plans (``book.plans.PLANS``) at a preset: what a book build measures."""
+    from .book import brax_available, params, resolve_preset
+    from .book.plans import PLANS
+    from .harness.sweep import session
+
+    chapters = parse_names("--chapters", args.chapters, tuple(PLANS), allow_all=True)
+    preset = resolve_preset(args.preset)
+    data_dir = _data_dir(args)
+    chapter_params = {ch: params(ch, preset=preset, data_dir=data_dir) for ch in chapters}  # all checked first
+    lost = 0
+
+    def report(name, result):
+        nonlocal lost
+        lost += len(result.lost)
+        out.write(f"{name}: {len(result.rows)} point(s) saved ({result.measured} measured now), "
+                  f"{len(result.skipped)} skipped, {len(result.lost)} lost -> {result.path}\n")
+        out.flush()
+
+    with _engine(args) as engine, session(engine=engine, progress=not args.no_progress, log=_stderr, report=report):
+        for ch in chapters:
+            _stderr(f"{ch} (preset {preset})")
+            if ch == "cartpole" and not brax_available()[0]:
+                _stderr(f"fig2_brax: not measured ({brax_available()[1]})")
+            for plan in PLANS[ch]:
+                plan(chapter_params[ch])
+    return _lost_exit(lost)
 
 
 def _cmd_profile(args, out) -> int:
@@ -282,9 +362,10 @@ def main(argv=None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.command is None:
-            raise UsageError("python -m studylib: choose a command: bench, sweep, profile, peers, machine, train (see --help)")
-        return {"bench": _cmd_bench, "sweep": _cmd_sweep, "profile": _cmd_profile, "peers": _cmd_peers,
-                "machine": _cmd_machine}[args.command](args, out)
+            raise UsageError("python -m studylib: choose a command: bench, sweep, measure, profile, peers, machine, "
+                             "train (see --help)")
+        return {"bench": _cmd_bench, "sweep": _cmd_sweep, "measure": _cmd_measure, "profile": _cmd_profile,
+                "peers": _cmd_peers, "machine": _cmd_machine}[args.command](args, out)
     except SystemExit as e:  # --help
         return e.code if isinstance(e.code, int) else 0
     except StudyError as e:

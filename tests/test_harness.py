@@ -19,6 +19,7 @@ from studylib.__main__ import main
 from studylib.errors import ConfigError, DeviceUnavailableError, InsufficientMemoryError, StudyError
 from studylib.harness import measure, provenance, store, sweep
 from studylib.harness.sweep import grid_points
+from tests.conftest import default_device
 
 FAST = dict(repeats=2, min_seconds=0.01)
 ROW_KEYS = {"impl", "num_envs", "steps", "state_factor", "compute_factor", "policy", "device", "device_name",
@@ -34,7 +35,7 @@ def _check_row(row, **expected):
         assert row[k] == v, k
     assert row["samples_per_s_min"] <= row["samples_per_s"] <= row["samples_per_s_max"]
     assert row["samples_per_s"] > 0 and row["calls_per_repeat"] >= 1 and row["compile_s"] >= 0
-    assert row["device"] == "cpu"
+    assert row["device"] == default_device(row["impl"])  # the device it ran on: a GPU where there is one
     assert row["seconds_per_repeat"] * 2 >= row["min_seconds"]  # adaptive: regions are not tiny
     json.dumps(row)  # JSON-serialisable as is
 

@@ -11,6 +11,7 @@ from studylib import EnvSettings, MeasurePoint
 from studylib.__main__ import main
 from studylib.errors import ConfigError
 from studylib.harness import profiler
+from tests.conftest import default_device
 
 KS = [1, 4, 16]
 
@@ -24,7 +25,8 @@ def _check_breakdown(df):
         parts = r["python_s"] + r["backend_s"] + r["device_s"]
         assert min(r["python_s"], r["backend_s"], r["device_s"]) >= 0
         assert parts == pytest.approx(r["total_s"], rel=1e-6, abs=1e-9)
-        assert r["counts_on_gpu"] is False and r["device"] == "cpu"
+        assert r["device"] == default_device(r["impl"])  # a GPU where there is one
+        assert r["counts_on_gpu"] is (r["device"] == "cuda")
 
 
 def test_jax_backend_calls_constant_kernels_linear():

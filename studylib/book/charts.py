@@ -1,25 +1,27 @@
 """Altair helpers shared by the chapters' figures: log-2 axes, the implementations' colours,
 the paper's values as dashed rules, titles. Charts render as SVG (crisp, searchable, checked by
 the tests) through the default HTML renderer, which finds vega already loaded by the book's
-_static/vega-offline.js (no CDN)."""
+_static/vega-offline.js (no CDN). Altair is imported (and configured) by the first helper that
+draws, so ``studylib.book`` loads without it (``python -m studylib measure`` on a node without
+the book's toolchain)."""
 
 from __future__ import annotations
+
+from functools import lru_cache
 
 import pandas as pd
 
 from .presets import IMPL_ORDER
 
 
-def _configure_altair() -> None:
-    try:
-        import altair as alt
-    except ImportError:  # pragma: no cover
-        return
+@lru_cache(maxsize=1)
+def _altair():
+    import altair as alt
+
     alt.renderers.set_embed_options(renderer="svg", actions={"export": True, "source": False, "compiled": False,
                                                              "editor": False})
+    return alt
 
-
-_configure_altair()
 
 # Axis labels 2^k at integer k only (log-2 axes otherwise label fractional ticks as duplicates).
 POW2_LABEL = ("abs(log(datum.value) / log(2) - round(log(datum.value) / log(2))) < 0.01 ? "
@@ -27,20 +29,20 @@ POW2_LABEL = ("abs(log(datum.value) / log(2) - round(log(datum.value) / log(2)))
 
 
 def x_n(title="parallel environments N", field_="num_envs", domain=None):
-    import altair as alt
+    alt = _altair()
 
     scale = alt.Scale(type="log", base=2, domain=domain) if domain else alt.Scale(type="log", base=2)
     return alt.X(f"{field_}:Q", scale=scale, axis=alt.Axis(title=title, labelExpr=POW2_LABEL, tickCount=8))
 
 
 def y_rate(title="throughput (samples/s, log scale)", field_="samples_per_s"):
-    import altair as alt
+    alt = _altair()
 
     return alt.Y(f"{field_}:Q", scale=alt.Scale(type="log"), axis=alt.Axis(title=title, format="~s"))
 
 
 def impl_color(domain=None):
-    import altair as alt
+    alt = _altair()
 
     domain = domain or IMPL_ORDER
     palette = {"gym": "#7f7f7f", "cpp": "#d62728", "torch": "#ff7f0e", "jax": "#1f77b4", "cuda": "#2ca02c",
@@ -51,7 +53,7 @@ def impl_color(domain=None):
 
 
 def tooltip(*extra):
-    import altair as alt
+    alt = _altair()
 
     base = [alt.Tooltip("impl:N", title="impl"), alt.Tooltip("num_envs:Q", title="N", format=","),
             alt.Tooltip("steps:Q", title="K"), alt.Tooltip("samples_per_s:Q", title="samples/s", format=".3s"),
@@ -62,7 +64,7 @@ def tooltip(*extra):
 
 def paper_rules(values: list[dict], axis="y"):
     """Dashed rules with a text label for the paper's values: [{"value": v, "label": "..."}]."""
-    import altair as alt
+    alt = _altair()
 
     d = pd.DataFrame(values)
     enc = alt.Y("value:Q") if axis == "y" else alt.X("value:Q")
@@ -80,13 +82,13 @@ def paper_rules(values: list[dict], axis="y"):
 def line_points(base):
     """Lines plus filled points. The points ignore strokeDash, so a strokeDash legend shows dashes
     (with ``mark_line(point=True)`` its symbols come out blank)."""
-    import altair as alt
+    alt = _altair()
 
     return base.mark_line() + base.mark_point(filled=True, size=30, opacity=1).encode(strokeDash=alt.value([1, 0]))
 
 
 def finish(chart, title: str, subtitle: str | None = None):
-    import altair as alt
+    alt = _altair()
 
     t = alt.TitleParams(title, subtitle=subtitle or "", anchor="start", fontSize=14, subtitleFontSize=11)
     return chart.properties(title=t).configure_axis(labelFontSize=11, titleFontSize=12, gridOpacity=0.4).configure_legend(

@@ -6,7 +6,9 @@ rest, so a rebuild on the same machine resumes and a complete one measures nothi
     df = book.vectorization_data(P)          # rows of <data_dir>/<machine>/fig4.json
 
 Each frame's ``attrs["dropped"]`` lists the points above the preset's work cap (not measured),
-``attrs["skipped"]`` the points that cannot run here, with the reason.
+``attrs["skipped"]`` the points that cannot run here, with the reason. With ``P.machine`` set to
+another machine's folder, every plan reads that machine's snapshot and measures nothing.
+``PLANS`` lists each chapter's plans: what ``python -m studylib measure`` runs.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import pandas as pd
 
 from ..harness.sweep import Keying, keyed_by, run, sweep
 from ..settings import PEERS, EnvSettings, MeasurePoint
+from .brax import brax_data
 from .presets import ChapterParams
 
 SWEEP_NAMES = {"cartpole": "fig2_cartpole", "vectorization": "fig4", "overheads": "fig4_k",
@@ -51,7 +54,7 @@ def capped_points(P: ChapterParams, impls, policy, state_factors=(1,), compute_f
 
 
 def _measured(name: str, P: ChapterParams, points, dropped=()) -> pd.DataFrame:
-    df = sweep(name, points, data_dir=P.data_dir, progress=False, log=_quiet)
+    df = sweep(name, points, data_dir=P.data_dir, progress=False, log=_quiet, machine=P.machine)
     df.attrs["dropped"] = list(dropped)
     return df
 
@@ -113,7 +116,7 @@ def roofline_data(P: ChapterParams) -> dict:
     items = roofline.ceiling_items(set(P.num_envs) | set(P.peer_num_envs))
     keying = Keying(dict, keyed_by(*roofline.CEILING_KEYS), lambda i: f"ceiling {i}")
     result = run("beyond_roofline", items, roofline.measure_ceiling, keying, data_dir=P.data_dir, progress=False,
-                 log=_quiet)
+                 log=_quiet, machine=P.machine)
     return roofline.from_rows(result.rows)
 
 
@@ -148,6 +151,12 @@ def profile_data(P: ChapterParams) -> pd.DataFrame:
     points = [MeasurePoint(EnvSettings(impl, n), k, "mlp") for impl in P.impls if impl in ("jax", "torch")
               for k in P.profile_steps if n * k <= P.cap_for(impl, cap)]
     keying = Keying(lambda p: {k: p.flat()[k] for k in PROFILE_KEYS}, keyed_by(*PROFILE_KEYS), MeasurePoint.describe)
-    result = run("fig56_profile", points, _profile_row, keying, data_dir=P.data_dir, progress=False, log=_quiet)
+    result = run("fig56_profile", points, _profile_row, keying, data_dir=P.data_dir, progress=False, log=_quiet,
+                 machine=P.machine)
     df = pd.DataFrame(result.rows)
     return df.sort_values(["impl", "steps"]).reset_index(drop=True) if len(df) else df
+
+
+PLANS = {"cartpole": (cartpole_fig2_data, brax_data), "vectorization": (vectorization_data,),
+         "overheads": (overheads_data, profile_data), "fusion": (fusion_data,), "complexity": (complexity_data,),
+         "beyond": (beyond_data, roofline_data)}

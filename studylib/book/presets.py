@@ -6,6 +6,7 @@ Presets (``PRESETS``), chosen with ``preset=`` or the environment variable ``STU
   paper    the paper's ranges (N up to 2^26, K up to 10^3, S and C up to 2^10); hours on a CPU,
            and memory-limited points are skipped with the reason
 The data folder is ``data_dir=``, else ``$STUDYLIB_DATA_DIR``, else ``<repo>/data``.
+``machine=`` (a machine folder: ``machine_folders``) plots another machine's snapshot, read only.
 
 Each chapter's ``parameters`` cell (papermill overrides it) goes through ``params``, which
 returns a frozen ``ChapterParams``: explicit values > the preset's > defaults.
@@ -94,6 +95,7 @@ class ChapterParams:
     repeats: int  # timed regions per point (median reported)
     min_seconds: float  # minimum length of one timed region
     cap: dict = field(default_factory=dict)  # impl (or "*") -> max samples (N*K*S*C) per rollout call
+    machine: str | None = None  # another machine's folder under data_dir: read its snapshot, measure nothing
     # complexity
     state_factor: tuple[int, ...] | None = None  # S
     compute_factor: tuple[int, ...] | None = None  # C
@@ -126,6 +128,9 @@ class ChapterParams:
                          if k == "*" or k in self.impls)
         if caps:
             parts.append(f"work cap per call (N·K·S·C): {caps}")
+        if self.machine:
+            return "; ".join(parts) + (f". Data: the snapshot of machine **{self.machine}** in "
+                                       f"`{display_path(self.data_dir / self.machine)}` (read, nothing measured).")
         return "; ".join(parts) + f". Data: `{display_path(self.data_dir)}`."
 
 
@@ -133,7 +138,7 @@ _INT_LISTS = {"num_envs", "steps", "state_factor", "compute_factor", "brax_num_e
 _STR_LISTS = {"brax_envs"}
 _INTS = {"brax_steps", "conformance_envs", "profile_num_envs", "peer_steps", "rollout_steps"}
 _CHAPTER_FIELDS = {f.name for f in fields(ChapterParams)} - {"chapter", "preset", "data_dir", "impls", "repeats",
-                                                               "min_seconds", "cap"}
+                                                               "min_seconds", "cap", "machine"}
 
 
 def _parse(value) -> list:
@@ -177,6 +182,25 @@ def resolve_data_dir(data_dir=None) -> Path:
     return repo_root() / "data"
 
 
+def machine_folders(data_dir=None) -> dict[str, Path]:
+    """Every machine's folder (key -> path) in the data folder (``resolve_data_dir``) and in the
+    repository's ``data/`` (the committed snapshots), the data folder's first where both have one:
+    the machines a chapter can plot and the "Across machines" page shows."""
+    found = {}
+    for root in dict.fromkeys((resolve_data_dir(data_dir), repo_root() / "data")):
+        for folder in sorted(root.glob("*/")) if root.is_dir() else ():
+            if folder.name not in found and (folder / "machine.json").is_file():
+                found[folder.name] = folder
+    return found
+
+
+def machine_info_of(folder: Path) -> dict:
+    """A machine folder's ``machine.json`` (the provenance of its latest run)."""
+    import json
+
+    return json.loads((Path(folder) / "machine.json").read_text())
+
+
 def display_path(p: Path) -> str:
     try:
         return str(Path(p).resolve().relative_to(repo_root()))
@@ -205,15 +229,32 @@ def available_impls() -> list[str]:
     return [i for i in IMPL_ORDER if i != "cuda" or cuda_ok()[0]]
 
 
+def _another_machine(machine, data_dir) -> tuple[str | None, Path | None, list[str] | None]:
+    """(machine, its data root, its implementations) for ``params(machine=...)``; (None, None,
+    None) for this machine (None or its own key)."""
+    from ..harness.provenance import machine_key
+
+    if machine is None or machine == machine_key():
+        return None, None, None
+    folders = machine_folders(data_dir)
+    if machine not in folders:
+        raise ConfigError(f"no machine {machine!r} in the data folders; present: {', '.join(folders) or 'none'}")
+    has_gpu = bool(machine_info_of(folders[machine]).get("gpu"))
+    return machine, folders[machine].parent, [i for i in IMPL_ORDER if i != "cuda" or has_gpu]
+
+
 def params(chapter: str, *, preset=None, data_dir=None, impls=None, num_envs=None, steps=None,
-           repeats=None, min_seconds=None, **extra) -> ChapterParams:
-    """Resolve a chapter's parameters: explicit values > the preset's > defaults."""
+           repeats=None, min_seconds=None, machine=None, **extra) -> ChapterParams:
+    """Resolve a chapter's parameters: explicit values > the preset's > defaults. ``machine``:
+    another machine's folder (``machine_folders``), whose snapshot the chapter then reads with
+    the implementations that machine runs (cuda where it has a GPU)."""
     if chapter not in PRESETS["default"] or chapter.startswith("_"):
         raise ConfigError(f"unknown chapter {chapter!r}")
     name = resolve_preset(preset)
     base = dict(PRESETS[name][chapter])
     timing = PRESETS[name]["_timing"]
-    chosen_impls = available_impls()
+    machine, machine_root, machine_impls = _another_machine(machine, data_dir)
+    chosen_impls = machine_impls or available_impls()
     if impls is not None:
         chosen_impls = [i for i in _parse(impls) if i in chosen_impls]
     unknown = set(extra) - (set(base) & _CHAPTER_FIELDS)
@@ -226,7 +267,7 @@ def params(chapter: str, *, preset=None, data_dir=None, impls=None, num_envs=Non
             chosen[k] = v
     typed = {k: _typed(k, v) for k, v in chosen.items()}
     typed["num_envs"], typed["steps"] = tuple(sorted(typed["num_envs"])), tuple(sorted(typed["steps"]))
-    return ChapterParams(chapter=chapter, preset=name, data_dir=resolve_data_dir(data_dir), impls=tuple(chosen_impls),
-                         repeats=int(repeats or timing["repeats"]),
+    return ChapterParams(chapter=chapter, preset=name, data_dir=machine_root or resolve_data_dir(data_dir),
+                         impls=tuple(chosen_impls), repeats=int(repeats or timing["repeats"]),
                          min_seconds=float(min_seconds or timing["min_seconds"]), cap=dict(base.get("cap", {})),
-                         **typed)
+                         machine=machine, **typed)

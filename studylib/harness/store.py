@@ -14,7 +14,10 @@ Items are identified by a key computed from a row (``row_key``: for throughput p
 Writes are atomic (a temporary file, then ``os.replace``: a killed run leaves the previous complete
 file) and one process at a time holds a file's lock. A run is recorded (and
 ``<machine>/machine.json`` refreshed) only when it changes the file, so a rebuild that finds
-everything saved leaves the data folder untouched.
+everything saved leaves the data folder untouched. A file may be written for another machine
+than the one writing it (a Ray driver saving what a cluster node measured): each change then
+carries that node's ``machine_info()``, and a run is recorded per distinct provenance, so every
+row's ``run_id`` names the machine and code that measured it.
 
 Files written before this format (``studylib-profile/1``, ``studylib-brax/1``,
 ``studylib-roofline/1``) are read transparently and rewritten in it when next changed.
@@ -105,17 +108,20 @@ def read(path: Path) -> dict:
 
 
 class DataFile:
-    """This machine's file ``name`` under ``data_dir``, its rows and skipped items by key.
+    """The file ``name`` of one machine (``machine``: its key; None: this machine) under
+    ``data_dir``, its rows and skipped items by key.
 
     Reading needs no lock and writes nothing. Changes happen inside ``with f.locked(parameters):``
     (``add_row``, ``add_skipped``), each written to disk at once."""
 
-    def __init__(self, data_dir, name: str, row_key):
+    def __init__(self, data_dir, name: str, row_key, machine: str | None = None):
         self.name = check_name(name)
-        self.folder = Path(data_dir) / machine_key()
+        self.folder = Path(data_dir) / (check_name(machine) if machine is not None else machine_key())
         self.path = self.folder / f"{self.name}.json"
         self.row_key = row_key
-        self._run = None
+        self._parameters = None  # set while locked: the parameters of the runs it records
+        self._runs = {}  # provenance (less the date) -> run id, of the runs recorded while locked
+        self._here = None  # this process's machine_info(), computed once per locked session
         self.reload()
 
     def reload(self) -> None:
@@ -151,31 +157,40 @@ class DataFile:
                 raise StudyError(f"another process is writing {self.name!r} into {self.folder}; wait for it") from None
             try:
                 self.reload()
-                self._run = {"parameters": parameters}
+                self._parameters, self._runs, self._here = parameters, {}, None
                 yield self
             finally:
-                self._run = None
+                self._parameters = None
                 fcntl.flock(f, fcntl.LOCK_UN)
 
-    def _change(self) -> str:
-        """The run id of the current change; the run is recorded on the first change."""
-        if self._run is None:
+    def _change(self, info: dict | None) -> str:
+        """The run id of the current change. A run is recorded on the first change of each distinct
+        provenance ``info`` of the measuring machine (None: this process's), so nodes of one
+        machine kind at different commits, say, get a run each."""
+        if self._parameters is None:
             raise RuntimeError("DataFile changes need `with data_file.locked(...)`")
-        if "run_id" not in self._run:
-            info = machine_info()
+        if info is None:
+            self._here = self._here or machine_info()
+            info = self._here
+        if info["machine_key"] != self.folder.name:
+            raise RuntimeError(f"a row measured on {info['machine_key']} cannot go into {self.folder}")
+        source = json.dumps({k: v for k, v in info.items() if k != "date"}, sort_keys=True, default=str)
+        if source not in self._runs:
             if self.doc is None:
                 self.doc = {"format": FORMAT, "sweep": self.name, "machine": info["machine_key"], "runs": [],
                             "rows": [], "skipped": []}
             self.doc["machine_info"] = info
-            self._run = {"run_id": f"{now_utc()}-{uuid.uuid4().hex[:8]}", "started": now_utc(),
-                         "provenance": info, "parameters": {**self._run["parameters"], "argv": list(sys.argv)}}
-            self.doc["runs"].append(self._run)
+            run = {"run_id": f"{now_utc()}-{uuid.uuid4().hex[:8]}", "started": now_utc(), "provenance": info,
+                   "parameters": {**self._parameters, "argv": list(sys.argv)}}
+            self.doc["runs"].append(run)
+            self._runs[source] = run["run_id"]
             atomic_write_json(self.folder / "machine.json", info)
-        return self._run["run_id"]
+        return self._runs[source]
 
-    def add_row(self, key, row: dict) -> dict:
-        """Save ``row`` under ``key`` (a saved row of the same key is replaced, never duplicated)."""
-        row = {**row, "run_id": self._change()}
+    def add_row(self, key, row: dict, info: dict | None = None) -> dict:
+        """Save ``row`` under ``key`` (a saved row of the same key is replaced, never duplicated);
+        ``info``: the measuring machine's provenance (None: here)."""
+        row = {**row, "run_id": self._change(info)}
         self.doc["rows"] = [r for r in self.doc["rows"] if self.row_key(r) != key] + [row]
         self.doc["skipped"] = [s for s in self.doc["skipped"] if self.row_key(s) != key]
         self.rows[key] = row
@@ -183,8 +198,8 @@ class DataFile:
         atomic_write_json(self.path, self.doc)
         return row
 
-    def add_skipped(self, key, entry: dict) -> dict:
-        entry = {**entry, "run_id": self._change(), "date": now_utc()}
+    def add_skipped(self, key, entry: dict, info: dict | None = None) -> dict:
+        entry = {**entry, "run_id": self._change(info), "date": now_utc()}
         self.doc["skipped"] = [s for s in self.doc["skipped"] if self.row_key(s) != key] + [entry]
         self.skipped[key] = entry
         atomic_write_json(self.path, self.doc)
