@@ -28,8 +28,10 @@ from ..errors import ConfigError
 from ..settings import check_seed, positive_int
 
 # Collectors PPO trains with. "jax" runs the fully jitted JAX PPO (collection and update in one
-# XLA program); every other collector feeds the PyTorch PPO. "cuda" needs a GPU.
-COLLECTORS = ("gym", "cpp", "torch", "torch-compile", "jax", "fused", "cuda")
+# XLA program); every other collector feeds the PyTorch PPO. "fused" samples the actions inside
+# its kernel (one call per trajectory); "fused-step" is the same kernel stepped once per step with
+# the actions sampled in PyTorch, as every other PyTorch collector. "cuda" needs a GPU.
+COLLECTORS = ("gym", "cpp", "torch", "torch-compile", "jax", "fused", "fused-step", "cuda")
 # Peer trainers timed the same way (studylib/train/peers.py): Stable-Baselines3's PPO with
 # rl-zoo's CartPole-v1 settings, and a cleanrl-style loop on gymnasium's CartPoleVectorEnv.
 PEER_TRAINERS = ("sb3", "cleanrl")
