@@ -7,6 +7,9 @@
 // register-blocked (the weights, 18 KiB, stay in L1 across all blocks and steps). Then the
 // physics, termination and same-step resets, as in cpp.
 // Nothing leaves the core between steps: no activations in memory, no Python, no framework.
+// fused_collect is the same loop with the MLP as a stochastic policy (actions sampled from the
+// softmax of its logits, mlp.cuh's mlp_sample) and every step's trajectory written
+// (trajectory_args.h): how PPO collects with `fused` (studylib.train.collectors.FusedCollector).
 // Built automatically by studylib/native.py; called through ctypes by studylib/backends.py.
 #include <stddef.h>
 #include <stdint.h>

@@ -7,7 +7,8 @@
 // the state stays in registers for all K steps; nothing (no activations, no actions) goes to
 // global memory between steps, and there is one launch per rollout instead of K simulation
 // launches plus K inference launches. The CPU build of the same logic is cuda/fused_cpu.cpp.
-// Its entry points take one RolloutArgs by value (rollout_args.h), except the logits test kernel.
+// Its entry points take one RolloutArgs by value (rollout_args.h), except the logits test kernel
+// and fused_collect (in-kernel sampling, the trajectory written), which also takes TrajectoryArgs.
 // Launched through CuPy (studylib/backends.py); compiled with `nvcc -ptx` in the tests.
 #include "cartpole.cuh"
 #include "gpu_rollout.cuh"

@@ -9,7 +9,8 @@ the CPU, so editing a header it includes rebuilds it and a stale build is never 
     ``cuda/cartpole_kernel.cu``. ``build_info()`` and ``library()`` without a name are this one.
 ``fused_cpu``
     ``cuda/fused_cpu.cpp`` (the ``fused`` implementation): the CPU build of
-    ``cuda/fused_kernel.cu``, MLP inference and simulation in one call.
+    ``cuda/fused_kernel.cu``, MLP inference and simulation in one call; ``fused_collect``
+    samples the actions in it and writes a whole trajectory (``TrajectoryArgs``).
 
 And the data layouts Python shares with every build, CPU and CUDA: ``RolloutArgs`` (the one
 argument of every rollout and reset entry point, a ctypes twin of cuda/rollout_args.h),
