@@ -183,8 +183,10 @@ class FusedCollector(Collector):
         self.compile_s = time.perf_counter() - start
 
     def _tensor(self, array, dtype=None) -> torch.Tensor:
-        """A torch view of a numpy (CPU) or CuPy (GPU, through __cuda_array_interface__) array."""
-        t = torch.from_numpy(array) if isinstance(array, np.ndarray) else torch.as_tensor(array, device=self.device)
+        """A numpy or CuPy (through __cuda_array_interface__) array as a tensor on the learner's
+        device: no copy where it already is there (numpy on the CPU, CuPy on the GPU)."""
+        t = (torch.from_numpy(array).to(self.device) if isinstance(array, np.ndarray)
+             else torch.as_tensor(array, device=self.device))
         return t if dtype is None else t.to(dtype)
 
     @torch.no_grad()
