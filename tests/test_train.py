@@ -15,7 +15,7 @@ import torch
 
 from studylib.errors import ConfigError
 from studylib.train import PPOSettings, TrainRun, cli, train
-from studylib.train.collectors import Trajectory
+from studylib.train.collectors import FusedCollector, StepCollector, Trajectory, make_collector
 from studylib.train.ppo_torch import TorchPPO
 
 RANDOM_GREEDY = 30  # an untrained actor's greedy return is ~10; random actions average ~22
@@ -194,3 +194,59 @@ def test_results_resume_without_training(tmp_path, monkeypatch):
     other = TrainRun("cpp", 16, seed=1, max_seconds=0.05)
     with pytest.raises(pytest.fail.Exception):
         chapter.run_or_load(other, tmp_path)
+
+
+def _model_logp(model, traj):
+    with torch.no_grad():
+        return torch.distributions.Categorical(logits=model.logits(traj.obs)).log_prob(traj.actions)
+
+
+def test_fused_collects_in_the_kernel_with_the_models_current_actor():
+    """--collector fused: one native call per trajectory; its log-probabilities are the PyTorch
+    actor's (the weights reached the kernel), also after an update changed them (no rebuild)."""
+    from studylib import native
+
+    collector = make_collector("fused", 32, seed=0)
+    assert isinstance(collector, FusedCollector) and collector.name == "fused"
+    collector.warm_up()
+    calls = []
+    collector.env.backend.call_hook = lambda name, fn, *args: calls.append(name) or fn(*args)
+    learner = TorchPPO(PPOSettings(num_envs=32), seed=0)
+    traj = collector.collect(learner.model, 64)
+    assert calls == ["fused_collect"]
+    assert traj.obs.shape == (64, 32, 4) and traj.actions.dtype == torch.int64 and traj.final_obs.shape == (64, 32, 4)
+    torch.testing.assert_close(traj.logp, _model_logp(learner.model, traj), rtol=0, atol=1e-5)
+    builds = native.build_info.cache_info().misses
+    before = [p.detach().clone() for p in learner.model.actor.parameters()]
+    for _ in range(3):
+        learner.update(traj)
+    assert any(not torch.equal(a, b) for a, b in zip(before, learner.model.actor.parameters()))
+    traj = collector.collect(learner.model, 64)
+    torch.testing.assert_close(traj.logp, _model_logp(learner.model, traj), rtol=0, atol=1e-5)
+    assert native.build_info.cache_info().misses == builds  # the new weights needed no build
+    # the episode returns are the lengths of the episodes that ended (CartPole: reward 1 per step)
+    done = traj.terminated | traj.truncated
+    assert len(traj.episode_returns) == int(done.sum()) > 0 and np.all(traj.episode_returns >= 1)
+    assert torch.equal(traj.rewards, torch.ones(64, 32))
+
+
+def test_fused_step_is_the_same_kernel_stepped_with_torch_sampling():
+    collector = make_collector("fused-step", 8, seed=0)
+    assert isinstance(collector, StepCollector) and collector.name == "fused-step"
+    assert collector.env.name == "fused"
+    assert TrainRun("fused-step").collector == "fused-step"
+
+
+def test_fused_collector_episode_returns_match_a_step_by_step_count():
+    """The returns come from the recorded flags, counted across calls: the same as counting the
+    steps of every episode over the concatenated trajectory."""
+    collector = make_collector("fused", 16, seed=4)
+    learner = TorchPPO(PPOSettings(num_envs=16), seed=4)
+    trajs = [collector.collect(learner.model, 50) for _ in range(4)]
+    done = torch.cat([t.terminated | t.truncated for t in trajs]).numpy()
+    expected, length = [], np.zeros(16)
+    for row in done:
+        length += 1
+        expected.extend(length[row])
+        length[row] = 0
+    np.testing.assert_array_equal(np.sort(np.concatenate([t.episode_returns for t in trajs])), np.sort(expected))

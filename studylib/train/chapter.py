@@ -26,7 +26,7 @@ from .settings import COLLECTORS, PEER_TRAINERS, PPOSettings, TrainRun
 
 PRESETS = {
     # tiny: no jax (its compilation alone takes longer than the rest of the preset)
-    "tiny": {"collectors": ["cpp", "fused", "torch"], "peers": list(PEER_TRAINERS), "seeds": [0],
+    "tiny": {"collectors": ["cpp", "fused", "fused-step", "torch"], "peers": list(PEER_TRAINERS), "seeds": [0],
              "num_envs": 16, "budget_s": 0.5, "peer_budget_s": 0.5,
              "sweep_collectors": ["fused"], "sweep_num_envs": [8, 64], "sweep_seeds": [0], "sweep_budget_s": 0.5},
     "default": {"collectors": list(COLLECTORS), "peers": list(PEER_TRAINERS), "seeds": [0, 1, 2],
@@ -166,6 +166,9 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
             "compile_s": float(g["compile_s"].max()), "eval_return": float(g["eval_return"].median()),
             "collect_share": total["collect_s"] / total.sum(), "learn_share": total["learn_s"] / total.sum(),
             "eval_share": total["eval_s"] / total.sum(), "bootstraps_truncation": bool(g["bootstraps_truncation"].all()),
+            # per update, over all seeds: what one trajectory costs to collect and to learn from
+            "collect_ms_per_update": 1e3 * total["collect_s"] / g["updates"].sum() if g["updates"].sum() else math.nan,
+            "learn_ms_per_update": 1e3 * total["learn_s"] / g["updates"].sum() if g["updates"].sum() else math.nan,
         })
     return pd.DataFrame(out)
 

@@ -7,20 +7,30 @@ A collector is what PPO's learner sees of an environment implementation:
     traj = collector.collect(model, num_steps)   # T steps with model's current actor, sampled
 
 ``collect`` takes the model at every call because its weights change after every update: a
-collector reads them at the start of the call (the step collectors below call the PyTorch actor
-directly; a native collector would copy ``model.actor_arrays()`` into its kernel's weight buffer,
-no recompilation). It returns a ``Trajectory`` of torch tensors on the learner's device.
+collector reads them at the start of the call. It returns a ``Trajectory`` of torch tensors on the
+learner's device. Two kinds:
 
-This module's ``StepCollector`` drives any ``studylib`` implementation through the public API
-(``env.step(actions)`` once per step, same-step autoreset), sampling actions from the actor's
-logits in PyTorch. An implementation that can run all T steps with a stochastic policy inside one
-call (the fused/cpp kernels with an in-kernel sampler and trajectory recording) is another
-subclass of ``Collector`` filling the same ``Trajectory``; ``make_collector`` picks it.
+``StepCollector`` (every collector but ``fused``; ``fused-step`` is ``fused`` driven this way)
+    Any ``studylib`` implementation through the public API: ``env.step(actions)`` once per step
+    (same-step autoreset), the actions sampled from the PyTorch actor's logits between steps.
+    T framework inferences and T ``step`` calls per trajectory.
+``FusedCollector`` (``fused``)
+    The fused kernel with the actor inside it: the model's actor weights are copied into the
+    kernel's weight buffer (``set_policy_weights``: an argument of the kernel, no rebuild), and ONE
+    native call (``FusedCartPole.collect``) runs all T steps, sampling every action in the kernel
+    from the softmax of the logits and writing the whole trajectory. ``cpp`` has no MLP in its
+    kernel, so it stays a ``StepCollector``.
+
+Both sample with the same rule (action 1 where a uniform u < sigmoid(l1 - l0), ``sample_actions``)
+from different uniform streams: PyTorch's generator, or the kernel's counter hash. The critic's
+values are not part of a trajectory: the learner computes them for all T x N observations in one
+batched call (``TorchPPO.advantages``).
 
 Truncation: bootstrapping a truncated episode needs the observation *before* the same-step reset.
 Every implementation gives it (``env.final_obs()``, copy 0's observation at the end of the last
-step), so the trajectories carry it and GAE bootstraps truncated episodes; a collector without it
-(the cleanrl-style peer) leaves ``final_obs`` None and GAE treats a truncation like a termination.
+step; the fused kernel records it at every step), so the trajectories carry it and GAE bootstraps
+truncated episodes; a collector without it (the cleanrl-style peer) leaves ``final_obs`` None and
+GAE treats a truncation like a termination.
 """
 
 from __future__ import annotations
@@ -33,7 +43,9 @@ import numpy as np
 import torch
 
 from ..dynamics import STATE_SIZE
+from ..policy import MLPWeights
 from ..registry import make
+from .actor_critic import ARRAY_NAMES
 
 
 @dataclass
@@ -95,8 +107,8 @@ class Collector(abc.ABC):
 class StepCollector(Collector):
     """A ``studylib`` implementation stepped through ``env.step`` with actions sampled in PyTorch."""
 
-    def __init__(self, impl: str, num_envs: int, seed: int):
-        self.name = impl
+    def __init__(self, impl: str, num_envs: int, seed: int, name: str | None = None):
+        self.name = name or impl
         self.env = make(impl, num_envs, seed=seed)  # ConfigError / DeviceUnavailableError here
         self.num_envs = num_envs
         self.device = "cuda" if str(self.env.device).startswith("cuda") else "cpu"
@@ -148,6 +160,67 @@ class StepCollector(Collector):
                           episode_returns=np.concatenate(finished) if finished else np.empty(0))
 
 
+class FusedCollector(Collector):
+    """``fused`` with the actor in the kernel: per ``collect``, the model's actor weights copied into
+    the kernel's weight buffer, then ONE native call for all T steps (sampling in the kernel)."""
+
+    name = "fused"
+
+    def __init__(self, num_envs: int, seed: int):
+        self.env = make("fused", num_envs, seed=seed)  # builds the library (or compiles the module)
+        self.num_envs = num_envs
+        self.device = "cuda" if str(self.env.device).startswith("cuda") else "cpu"
+        self._episode_return = np.zeros(num_envs)  # steps so far of every env's current episode
+        self._ready = False
+
+    def warm_up(self) -> None:
+        start = time.perf_counter()
+        self.env.collect(1)  # the first call: page-in, thread pool, the CUDA module's first launch
+        self.env.synchronize()
+        self.env.reset()  # back to the seeded initial state
+        self._episode_return[:] = 0
+        self._ready = True
+        self.compile_s = time.perf_counter() - start
+
+    def _tensor(self, array, dtype=None) -> torch.Tensor:
+        """A numpy or CuPy (through __cuda_array_interface__) array as a tensor on the learner's
+        device: no copy where it already is there (numpy on the CPU, CuPy on the GPU)."""
+        t = (torch.from_numpy(array).to(self.device) if isinstance(array, np.ndarray)
+             else torch.as_tensor(array, device=self.device))
+        return t if dtype is None else t.to(dtype)
+
+    @torch.no_grad()
+    def collect(self, model, num_steps: int) -> Trajectory:
+        if not self._ready:
+            self.warm_up()
+        arrays = model.actor_arrays()
+        self.env.set_policy_weights(MLPWeights(*(arrays[k] for k in ARRAY_NAMES)))
+        steps = self.env.collect(num_steps)
+        flags = steps.flags
+        terminated, truncated = (flags & 1) != 0, (flags & 2) != 0
+        done = flags if isinstance(flags, np.ndarray) else flags.get()  # on the host for the returns
+        finished = []
+        ret = self._episode_return
+        for t in range(num_steps):  # a CartPole episode's return is its length
+            ret += 1
+            ended = done[t] != 0
+            if ended.any():
+                finished.append(ret[ended].copy())
+                ret[ended] = 0.0
+        obs = self._tensor(steps.obs)
+        return Trajectory(obs, self._tensor(steps.actions, torch.int64), self._tensor(steps.logp),
+                          torch.ones(obs.shape[:2], device=self.device), self._tensor(terminated),
+                          self._tensor(truncated), next_obs=self._tensor(self.env.backend.obs()),
+                          final_obs=self._tensor(steps.final_obs),
+                          episode_returns=np.concatenate(finished) if finished else np.empty(0))
+
+
 def make_collector(name: str, num_envs: int, seed: int) -> Collector:
-    """The collector for a torch-side PPO run (``jax`` trains with studylib.train.ppo_jax instead)."""
+    """The collector for a torch-side PPO run (``jax`` trains with studylib.train.ppo_jax instead):
+    ``fused`` samples in its kernel; ``fused-step`` is the same kernel stepped with PyTorch's
+    sampling (for the comparison); every other implementation is stepped."""
+    if name == "fused":
+        return FusedCollector(num_envs, seed)
+    if name == "fused-step":
+        return StepCollector("fused", num_envs, seed, name="fused-step")
     return StepCollector(name, num_envs, seed)

@@ -74,9 +74,10 @@ class TorchPPO:
         mb = max(1, size // s.num_minibatches)
         for _ in range(s.update_epochs):
             order = torch.randperm(size, generator=self._shuffle, device=self.device)
+            # one gather per array and epoch; the minibatches are then contiguous slices (views)
+            shuffled = [x[order] for x in (obs, actions, logp_old, adv, returns)]
             for start in range(0, size - mb + 1, mb):
-                idx = order[start:start + mb]
-                stats = self._minibatch_step(obs[idx], actions[idx], logp_old[idx], adv[idx], returns[idx])
+                stats = self._minibatch_step(*(x[start:start + mb] for x in shuffled))
         return {k: float(v) for k, v in stats.items()}
 
     def _minibatch_step(self, obs, actions, logp_old, adv, returns) -> dict:
