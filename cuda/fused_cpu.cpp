@@ -7,7 +7,11 @@
 // register-blocked (the weights, 18 KiB, stay in L1 across all blocks and steps). Then the
 // physics, termination and same-step resets, as in cpp.
 // Nothing leaves the core between steps: no activations in memory, no Python, no framework.
+// fused_collect is the same loop with the MLP as a stochastic policy (actions sampled from the
+// softmax of its logits, mlp.cuh's mlp_sample) and every step's trajectory written
+// (trajectory_args.h): how PPO collects with `fused` (studylib.train.collectors.FusedCollector).
 // Built automatically by studylib/native.py; called through ctypes by studylib/backends.py.
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -17,6 +21,7 @@
 #include "cpu_rollout.h"
 #include "mlp.cuh"
 #include "rollout_args.h"
+#include "trajectory_args.h"
 
 namespace {
 constexpr int W = CP_CPU_LANES;  // one AVX-512 register of floats (32 lanes, two registers,
@@ -78,6 +83,120 @@ long long fused_rollout(const RolloutArgs* a) {
                     force[l] = cp_force(first + l < n ? actions[first + l] : 0, p);
             }
         });
+}
+
+// Runs a->num_steps (T) steps of every environment with the MLP on a->weights as a stochastic
+// policy, each action sampled from the softmax of its two logits (mlp_sample, with the counter
+// hash's uniform mlp_sample_uniform), and writes the trajectory into *t (trajectory_args.h);
+// returns the number of episodes that ended. a->policy and a->actions are not read, and
+// a->final_obs neither: t->final_obs holds every step's. a->flags_out gets the last step's flags.
+//
+// The block loop of cpu_rollout.h, with every step's outputs written: obs before the MLP, the
+// action and its log-probability after it, final_obs and the flags between the physics and the
+// same-step resets. (cp_cpu_rollout writes the last step's only; this loop is its twin rather
+// than a per-step hook in it, so the rollout's hot loop stays as measured.) The state stays in
+// the block's buffer for all T steps; what goes to memory is the trajectory itself, 41 bytes per
+// environment-step.
+long long fused_collect(const RolloutArgs* a, const TrajectoryArgs* t) {
+    const CartPoleParams params = cp_args_params(*a);
+    const RolloutConfig config = cp_args_config(*a);
+    const TrajectoryArgs traj = *t;
+    const float* const weights = a->weights;
+    float* const state = a->state;
+    int32_t* const elapsed = a->elapsed;
+    uint32_t* const episode = a->episode;
+    uint8_t* const flags_out = a->flags_out;
+    const long long n = a->n;
+    const int64_t row_len = 4 * (int64_t)config.state_factor;
+    const long long num_blocks = (n + W - 1) / W;
+    long long episodes_done = 0;
+#pragma omp parallel reduction(+ : episodes_done)
+    {
+        const CartPoleParams p = params;  // thread-local, as in cp_cpu_rollout (vectorization)
+        const RolloutConfig cfg = config;
+        const float dt = cp_substep_dt(cfg, p);
+        std::vector<float> buf(row_len * W);
+#pragma omp for schedule(static)
+        for (long long b = 0; b < num_blocks; ++b) {
+            const long long first = b * W;
+            const int lanes = (int)(n - first < W ? n - first : W);
+            int32_t el[W] = {0};
+            uint32_t ep[W] = {0};
+            int fl[W] = {0};
+            float force[W];
+            memset(buf.data(), 0, buf.size() * sizeof(float));  // lanes past n: zeros, never written
+            for (int l = 0; l < lanes; ++l) {
+                const float* row = state + (first + l) * row_len;
+                for (int64_t j = 0; j < row_len; ++j) buf[j * W + l] = row[j];
+                el[l] = elapsed[first + l];
+                ep[l] = episode[first + l];
+            }
+            float* bp = buf.data();
+            for (int k = 0; k < cfg.num_steps; ++k) {
+                const long long at = (long long)k * n + first;  // element (k, first) of a (T, n) array
+                for (int l = 0; l < lanes; ++l)
+                    for (int j = 0; j < 4; ++j) traj.obs[(at + l) * 4 + j] = bp[j * W + l];
+                alignas(64) float logits[2][W];
+                const Lanes obs[MLP_IN] = {load_lanes(bp), load_lanes(bp + W), load_lanes(bp + 2 * W),
+                                           load_lanes(bp + 3 * W)};
+                Lanes l0, l1;
+                mlp_forward<JB>(obs, weights, l0, l1);
+                memcpy(logits[0], &l0, sizeof l0);
+                memcpy(logits[1], &l1, sizeof l1);
+                int32_t action[W];
+                float logp[W];
+                for (int l = 0; l < W; ++l) {
+                    const float u = mlp_sample_uniform(cfg.seed, (uint32_t)(first + l), ep[l], (uint32_t)el[l]);
+                    action[l] = mlp_sample(logits[0][l], logits[1][l], u, logp[l]);
+                    force[l] = cp_force(action[l], p);
+                }
+                for (int l = 0; l < lanes; ++l) {
+                    traj.actions[at + l] = action[l];
+                    traj.logp[at + l] = logp[l];
+                }
+                for (int s = 0; s < cfg.state_factor; ++s) {  // the physics of all S copies
+                    float* c = bp + 4 * (int64_t)s * W;
+                    for (int sub = 0; sub < cfg.compute_factor; ++sub) {
+#pragma omp simd
+                        for (int l = 0; l < W; ++l)
+                            cp_physics(c[l], c[W + l], c[2 * W + l], c[3 * W + l], force[l], dt, p);
+                    }
+                }
+                for (int l = 0; l < lanes; ++l)  // copy 0 before the resets
+                    for (int j = 0; j < 4; ++j) traj.final_obs[(at + l) * 4 + j] = bp[j * W + l];
+#pragma omp simd
+                for (int l = 0; l < W; ++l) fl[l] = cp_env_finish(bp[l], bp[2 * W + l], el[l], ep[l], p);
+                for (int l = 0; l < W; ++l) {
+                    if (l < lanes) traj.flags[at + l] = (uint8_t)fl[l];
+                    if (fl[l]) {
+                        cp_reset_row(bp + l, W, (uint32_t)(first + l), ep[l], cfg);
+                        episodes_done += l < lanes;
+                    }
+                }
+            }
+            for (int l = 0; l < lanes; ++l) {
+                float* row = state + (first + l) * row_len;
+                for (int64_t j = 0; j < row_len; ++j) row[j] = buf[j * W + l];
+                elapsed[first + l] = el[l];
+                episode[first + l] = ep[l];
+                flags_out[first + l] = (uint8_t)fl[l];
+            }
+        }
+    }
+    return episodes_done;
+}
+
+// The layout of TrajectoryArgs as this compiler sees it: sizeof, then each field's offset in
+// declaration order (as rollout_args_layout); studylib.native checks its ctypes twin against it.
+int trajectory_args_layout(long long* out, int capacity) {
+    const long long layout[] = {
+        (long long)sizeof(TrajectoryArgs),       (long long)offsetof(TrajectoryArgs, obs),
+        (long long)offsetof(TrajectoryArgs, actions), (long long)offsetof(TrajectoryArgs, logp),
+        (long long)offsetof(TrajectoryArgs, flags), (long long)offsetof(TrajectoryArgs, final_obs),
+    };
+    const int count = (int)(sizeof layout / sizeof layout[0]);
+    for (int i = 0; i < count && i < capacity; ++i) out[i] = layout[i];
+    return count;
 }
 
 // Reset every environment to episode 0's draws: the draws of cartpole_reset and of the kernels.

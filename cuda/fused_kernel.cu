@@ -7,12 +7,14 @@
 // the state stays in registers for all K steps; nothing (no activations, no actions) goes to
 // global memory between steps, and there is one launch per rollout instead of K simulation
 // launches plus K inference launches. The CPU build of the same logic is cuda/fused_cpu.cpp.
-// Its entry points take one RolloutArgs by value (rollout_args.h), except the logits test kernel.
+// Its entry points take one RolloutArgs by value (rollout_args.h), except the logits test kernel
+// and fused_collect (in-kernel sampling, the trajectory written), which also takes TrajectoryArgs.
 // Launched through CuPy (studylib/backends.py); compiled with `nvcc -ptx` in the tests.
 #include "cartpole.cuh"
 #include "gpu_rollout.cuh"
 #include "mlp.cuh"
 #include "rollout_args.h"
+#include "trajectory_args.h"
 
 #define FUSED_JB 8  // layer-2 neurons per register block (mlp_forward)
 
@@ -49,6 +51,62 @@ extern "C" __global__ void fused_rollout(const RolloutArgs a) {
                       [&](const float* obs, uint32_t ep, int32_t el) {
                           return fused_action(policy, obs, w, actions, i, seed, ep, el);
                       });
+}
+
+// Environment i's T steps of fused_collect on its row (`row`: registers when S == 1, else global
+// memory): each step records obs, samples the action from the MLP's softmax (mlp_sample, keyed
+// by the counter hash), records it and its log-probability, then cp_env_step writes final_obs
+// (copy 0 before the same-step reset) and the step's flags are recorded. Returns the episodes ended.
+__device__ __forceinline__ unsigned int fused_collect_steps(float* row, const float* w, const TrajectoryArgs& t,
+                                                            long long i, long long n, int32_t& el, uint32_t& ep,
+                                                            int& flags, const RolloutConfig& cfg,
+                                                            const CartPoleParams& p) {
+    unsigned int done = 0;
+    for (int k = 0; k < cfg.num_steps; ++k) {
+        const long long at = (long long)k * n + i;  // element (k, i) of a (T, n) array
+        const float obs[MLP_IN] = {row[0], row[1], row[2], row[3]};
+        for (int j = 0; j < MLP_IN; ++j) t.obs[at * 4 + j] = obs[j];
+        float logit0, logit1, logp;
+        mlp_forward<FUSED_JB>(obs, w, logit0, logit1);
+        const int action = mlp_sample(logit0, logit1, mlp_sample_uniform(cfg.seed, (uint32_t)i, ep, (uint32_t)el), logp);
+        t.actions[at] = action;
+        t.logp[at] = logp;
+        flags = cp_env_step(row, 1, action, el, ep, (uint32_t)i, t.final_obs + at * 4, cfg, p);
+        t.flags[at] = (uint8_t)flags;
+        done += flags != 0;
+    }
+    return done;
+}
+
+// a.num_steps (T) steps of every environment with actions sampled from the MLP on a.weights,
+// the trajectory written into t (trajectory_args.h): the CUDA form of fused_cpu.cpp's
+// fused_collect. One thread per environment; the state stays in registers (S == 1) for all T
+// steps, the weights in shared memory; what goes to global memory is the trajectory itself.
+extern "C" __global__ void fused_collect(const RolloutArgs a, const TrajectoryArgs t) {
+    __shared__ float w[MLP_NUM_PARAMS];
+    const float* __restrict__ weights = a.weights;
+    for (int j = threadIdx.x; j < MLP_NUM_PARAMS; j += blockDim.x) w[j] = CP_LDG(weights + j);
+    __syncthreads();
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= a.n) return;  // after the barrier: every thread of the block helped load the weights
+    const CartPoleParams p = cp_args_params(a);
+    const RolloutConfig cfg = cp_args_config(a);
+    int32_t el = a.elapsed[i];
+    uint32_t ep = a.episode[i];
+    int flags = 0;
+    float* row = a.state + i * 4 * (long long)cfg.state_factor;
+    unsigned int done;
+    if (cfg.state_factor == 1) {
+        float r[4] = {row[0], row[1], row[2], row[3]};
+        done = fused_collect_steps(r, w, t, i, a.n, el, ep, flags, cfg, p);
+        for (int j = 0; j < 4; ++j) row[j] = r[j];
+    } else {
+        done = fused_collect_steps(row, w, t, i, a.n, el, ep, flags, cfg, p);
+    }
+    a.elapsed[i] = el;
+    a.episode[i] = ep;
+    a.flags_out[i] = (uint8_t)flags;
+    if (done) atomicAdd(a.episodes_done, (unsigned long long)done);
 }
 
 // Reset every environment to episode 0's draws (the same draws as cartpole_reset and the CPU build).

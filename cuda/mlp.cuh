@@ -1,4 +1,5 @@
-// The policy MLP 4 -> 64 -> 64 -> 2 (tanh, greedy argmax), one source for the host and the device.
+// The policy MLP 4 -> 64 -> 64 -> 2 (tanh; greedy argmax or a sampled action), one source for the
+// host and the device.
 //
 // The forward pass the fused kernels run between simulation steps (cuda/fused_kernel.cu on the
 // GPU, cuda/fused_cpu.cpp on the CPU): studylib/policy.py's mlp_logits, weight for weight.
@@ -71,6 +72,32 @@ MLP_HD T mlp_tanh(T x) {
 
 // Greedy action from the two logits; ties go to action 0, as argmax in numpy, torch and jax.
 CP_HD int mlp_greedy_action(float logit0, float logit1) { return logit1 > logit0 ? 1 : 0; }
+
+// ---- sampling: the stochastic policy of in-kernel collection (fused_collect) ----
+// The uniform of one draw, u in [0, 1) on a grid of 2^24 values, from the counter hash of
+// cartpole.cuh keyed by (seed ^ MLP_SAMPLE_SALT, env, episode, step in episode): the episode and
+// step counters advance with every step an environment takes, so every draw of a run has its own
+// key (different in every call), the same seed gives the same draws, and a trajectory does not
+// depend on how its steps are split into calls. The salt keeps the draws apart from the reset
+// draws (seed ^ 0xA511E9B3) and the no-policy actions (seed). studylib.native.sample_uniforms
+// reproduces them bit for bit.
+#define MLP_SAMPLE_SALT 0x3C6EF372u
+CP_HD float mlp_sample_uniform(uint32_t seed, uint32_t env, uint32_t episode, uint32_t elapsed) {
+    return (float)(cp_hash4(seed ^ MLP_SAMPLE_SALT, env, episode, elapsed) >> 8) * (1.0f / 16777216.0f);
+}
+
+// An action drawn from softmax(logit0, logit1) with the uniform u: action 1 where
+// u < p1 = sigmoid(logit1 - logit0) (studylib.train.collectors.sample_actions' rule), and logp, its
+// log-probability, as log sigmoid(x) = min(x, 0) - log1p(exp(-|x|)) with x = +-(logit1 - logit0):
+// exp of a non-positive number, so no overflow and no cancellation whatever the logits.
+CP_HD int mlp_sample(float logit0, float logit1, float u, float& logp) {
+    const float d = logit1 - logit0;
+    const float e = expf(-fabsf(d));
+    const float p1 = d >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
+    const int action = u < p1 ? 1 : 0;
+    logp = fminf(action ? d : -d, 0.0f) - log1pf(e);
+    return action;
+}
 
 // Forward pass: logits of obs (x, x_dot, theta, theta_dot). JB = neurons of layer 2 whose
 // accumulators are kept in registers while h1 is read once (must divide 64).

@@ -1,26 +1,37 @@
-"""Command line: ``python -m studylib bench|sweep|profile|machine ...``.
+"""Command line: ``python -m studylib bench|sweep|measure|profile|peers|machine|train ...``.
 
     python -m studylib bench --impl jax --num-envs 4096 --steps 1,100 [--policy mlp,none] [--json]
-    python -m studylib sweep fig4 --impl cpp,torch,jax --num-envs 2^8..2^16 --steps 1,100
+    python -m studylib sweep fig4 --impl cpp,torch,jax --num-envs 2^8..2^16 --steps 1,100 [--ray ADDRESS]
+    python -m studylib measure [--chapters fusion,complexity] [--preset paper] [--ray ADDRESS]
     python -m studylib profile --impl jax,torch --num-envs 4096 --steps 1,10,100
+    python -m studylib peers [--log2-num-envs 20 --steps 1000 --peer-steps 50]
     python -m studylib machine
+    python -m studylib train --collector fused --num-envs 4096 --seed 0 [--json] [--save policy.npz]
+
+``measure`` runs the book's measurement plans (the same points and files as ``jupyter-book build
+book/``, which then only reads them) without the book's toolchain. ``sweep`` and ``measure`` write
+into ``--data-dir``, else ``$STUDYLIB_DATA_DIR``, else the repository's ``data/``; ``--ray local``
+(a one-node cluster started here) or ``--ray HOST:PORT`` (a running cluster) measures every point
+as a Ray task holding a whole node (``studylib.harness.ray_engine``).
 
 Every numeric option takes one value, a comma list (``1,10,100``) or a power-of-two range
 (``2^8..2^16``, both ends included); ``--impl`` and ``--policy`` take comma lists (``all`` for
 every implementation). Several values measure their cartesian product. Bad input prints one line
 on stderr and exits with status 2; nothing is measured or written before the input is checked.
+The options become ``MeasurePoint``s (``studylib.settings``), checked once where they are built,
+and the harness (``studylib.harness``) measures them.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import sys
 
-from . import IMPLEMENTATIONS, POLICIES
-from .peers import PEERS
 from .errors import ConfigError, StudyError
+from .settings import IMPLEMENTATIONS, PEERS, POLICIES, MeasurePoint
 
 EXIT_USAGE = 2
 
@@ -107,7 +118,7 @@ def _add_point_options(p: argparse.ArgumentParser, steps_required=True):
 
 def _grid(args) -> dict:
     return {
-        "impl": parse_names("--impl", args.impl, IMPLEMENTATIONS, allow_all=True, also_valid=tuple(PEERS)),
+        "impl": parse_names("--impl", args.impl, IMPLEMENTATIONS, allow_all=True, also_valid=PEERS),
         "num_envs": parse_ints("--num-envs", args.num_envs),
         "steps": parse_ints("--steps", args.steps),
         "state_factor": parse_ints("--state-factor", args.state_factor),
@@ -117,9 +128,15 @@ def _grid(args) -> dict:
     }
 
 
+def _points(args, repeats=5, min_seconds=0.2) -> list[MeasurePoint]:
+    from .harness.sweep import grid_points
+
+    return grid_points(_grid(args), repeats=repeats, min_seconds=min_seconds, seed=_seed(args))
+
+
 def _seed(args) -> int:
     m = _INT.match(str(args.seed))
-    if not m or int(m.group(1)) > 2**32 - 1:
+    if not m:  # the range is checked with the other settings
         raise ConfigError(f"--seed must be an integer in [0, 2**32 - 1], got {args.seed!r}")
     return int(m.group(1))
 
@@ -139,16 +156,64 @@ def build_parser() -> argparse.ArgumentParser:
     _add_point_options(s)
     s.add_argument("--repeats", default="3")
     s.add_argument("--min-seconds", default="0.2")
-    s.add_argument("--data-dir", default="data")
-    s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_run_options(s)
     s.add_argument("--json", action="store_true", help="print the sweep's rows as JSON lines")
+
+    m = sub.add_parser("measure", help="run the book's measurement plans into data/<machine>/ (no book toolchain)")
+    m.add_argument("--chapters", default="all", help="comma list of cartpole, vectorization, overheads, fusion, "
+                                                     "complexity, beyond (default: all)")
+    m.add_argument("--preset", default=None, help="tiny, default or paper (default: $STUDYLIB_PRESET, else default)")
+    _add_run_options(m)
 
     pr = sub.add_parser("profile", help="time breakdown and backend-call / kernel-launch counts (Fig 5, 6)")
     _add_point_options(pr, steps_required=False)
     pr.add_argument("--json", action="store_true")
 
+    pe = sub.add_parser("peers", help="cpp (K steps per call, no policy) vs gymnasium's CartPoleVectorEnv")
+    pe.add_argument("--log2-num-envs", default="20", help="N = 2^this")
+    pe.add_argument("--steps", default="1000", help="K per call for cpp")
+    pe.add_argument("--peer-steps", default="50", help="K per call for the (slower) peer")
+
     sub.add_parser("machine", help="print this machine's provenance (JSON)")
+    sub.add_parser("train", help="train PPO on CartPole-v1 with one collector until solved (see train --help)",
+                   add_help=False)
     return parser
+
+
+def _add_run_options(p: argparse.ArgumentParser):
+    p.add_argument("--data-dir", default=None, help="data folder (default: $STUDYLIB_DATA_DIR, else the repository's data/)")
+    p.add_argument("--ray", default=None, metavar="ADDRESS",
+                   help="measure on a Ray cluster: 'local' (start one here), 'auto' or HOST:PORT of its head node")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def _data_dir(args):
+    from .book.presets import resolve_data_dir
+
+    return resolve_data_dir(args.data_dir)
+
+
+def _stderr(msg: str) -> None:
+    from tqdm.auto import tqdm
+
+    tqdm.write(msg, file=sys.stderr)
+
+
+def _engine(args):
+    """The Ray cluster of ``--ray`` (a context manager yielding the engine), or no engine."""
+    if args.ray is None:
+        return contextlib.nullcontext()
+    try:
+        from .harness import ray_engine
+    except ImportError as e:
+        raise ConfigError(f"--ray needs the ray package (pip install 'ray==2.60.0'): {e}") from None
+    return ray_engine.connect(args.ray, log=_stderr)
+
+
+def _lost_exit(lost: int) -> int:
+    if lost:
+        _stderr(f"{lost} point(s) lost with their worker or node; run the same command again to measure them")
+    return 1 if lost else 0
 
 
 def _positive(flag, text) -> int:
@@ -159,79 +224,128 @@ def _positive(flag, text) -> int:
 
 
 def _cmd_bench(args, out) -> int:
-    from . import bench
+    from .harness.measure import check_feasible, measure
+    from .harness.table import format_table
 
-    grid = _grid(args)
-    repeats = _positive("--repeats", args.repeats)
-    min_seconds = _positive_float("--min-seconds", args.min_seconds)
-    seed = _seed(args)
-    points = bench.expand_grid(grid)
+    points = _points(args, _positive("--repeats", args.repeats), _positive_float("--min-seconds", args.min_seconds))
     for p in points:  # everything checkable is checked before the first measurement
-        bench.check_feasible(**p)
+        check_feasible(p)
     rows = []
     for p in points:
-        row = bench.measure(**p, repeats=repeats, min_seconds=min_seconds, seed=seed)
+        row = measure(p)
         rows.append(row)
         if args.json:
             out.write(json.dumps(row, default=str) + "\n")
             out.flush()
     if not args.json:
-        out.write(bench.format_table(rows) + "\n")
+        out.write(format_table(rows) + "\n")
     return 0
 
 
 def _cmd_sweep(args, out) -> int:
-    from . import bench
+    from .harness.store import check_name
+    from .harness.sweep import session, sweep
+    from .harness.table import format_table
 
-    grid = _grid(args)
-    repeats = _positive("--repeats", args.repeats)
-    min_seconds = _positive_float("--min-seconds", args.min_seconds)
-    seed = _seed(args)
-    bench.check_sweep_name(args.name)
-    df = bench.sweep(args.name, grid, data_dir=args.data_dir, repeats=repeats, min_seconds=min_seconds,
-                     progress=not args.no_progress, seed=seed)
+    check_name(args.name)
+    points = _points(args, _positive("--repeats", args.repeats), _positive_float("--min-seconds", args.min_seconds))
+    data_dir = _data_dir(args)
+    with _engine(args) as engine, session(engine=engine):
+        df = sweep(args.name, points, data_dir=data_dir, progress=not args.no_progress)
     rows = df.to_dict("records")
     if args.json:
         for row in rows:
             out.write(json.dumps(row, default=str) + "\n")
     else:
         if rows:
-            out.write(bench.format_table(rows) + "\n")
+            out.write(format_table(rows) + "\n")
         skipped = df.attrs.get("skipped", [])
         out.write(f"sweep {args.name}: {len(rows)} point(s) measured or resumed, {len(skipped)} skipped -> "
                   f"{df.attrs.get('path')}\n")
-    return 0
+    return _lost_exit(len(df.attrs.get("lost", [])))
+
+
+def _cmd_measure(args, out) -> int:
+    """The chapters' plans (``book.plans.PLANS``) at a preset: what a book build measures."""
+    from .book import brax_available, params, resolve_preset
+    from .book.plans import PLANS
+    from .harness.sweep import session
+
+    chapters = parse_names("--chapters", args.chapters, tuple(PLANS), allow_all=True)
+    preset = resolve_preset(args.preset)
+    data_dir = _data_dir(args)
+    chapter_params = {ch: params(ch, preset=preset, data_dir=data_dir) for ch in chapters}  # all checked first
+    lost = 0
+
+    def report(name, result):
+        nonlocal lost
+        lost += len(result.lost)
+        out.write(f"{name}: {len(result.rows)} point(s) saved ({result.measured} measured now), "
+                  f"{len(result.skipped)} skipped, {len(result.lost)} lost -> {result.path}\n")
+        out.flush()
+
+    with _engine(args) as engine, session(engine=engine, progress=not args.no_progress, log=_stderr, report=report):
+        for ch in chapters:
+            _stderr(f"{ch} (preset {preset})")
+            if ch == "cartpole" and not brax_available()[0]:
+                _stderr(f"fig2_brax: not measured ({brax_available()[1]})")
+            for plan in PLANS[ch]:
+                plan(chapter_params[ch])
+    return _lost_exit(lost)
 
 
 def _cmd_profile(args, out) -> int:
-    from . import bench, profiler
+    from .harness import profiler
+    from .harness.measure import check_feasible
+    from .harness.table import format_profile_table
 
-    grid = _grid(args)
-    seed = _seed(args)
-    points = bench.expand_grid(grid)
+    points = _points(args)
     for p in points:
-        bench.check_feasible(**p)
+        check_feasible(p)
     rows = []
-    combos = {tuple((k, v) for k, v in p.items() if k != "steps") for p in points}
-    for combo in sorted(combos, key=lambda c: [str(v) for _, v in c]):
-        c = dict(combo)
-        df = profiler.profile_sweep(c["impl"], c["num_envs"], grid["steps"], policy=c["policy"],
-                                    device=c["device"], state_factor=c["state_factor"],
-                                    compute_factor=c["compute_factor"], seed=seed)
-        for row in df.to_dict("records"):
+    groups = {}  # one set of environments per (settings, policy), profiled at every K
+    for p in points:
+        groups.setdefault((p.env, p.policy), []).append(p.steps)
+    for (env, policy), steps in sorted(groups.items(), key=lambda g: [str(v) for v in _group_order(*g[0])]):
+        for row in profiler.profile_sweep(env, steps, policy).to_dict("records"):
             rows.append(row)
             if args.json:
                 out.write(json.dumps(row, default=str) + "\n")
                 out.flush()
     if not args.json:
-        out.write(profiler.format_profile_table(rows) + "\n")
+        out.write(format_profile_table(rows) + "\n")
         kinds = sorted({r["kernel_counter"] for r in rows})
         out.write("kernel_launches counted as: " + "; ".join(kinds) + "\n")
     return 0
 
 
+def _group_order(env, policy) -> tuple:
+    return (env.impl, env.num_envs, env.state_factor, env.compute_factor, policy, env.device)
+
+
+def _cmd_peers(args, out) -> int:
+    """cpp (K steps per call, no policy) against gymnasium's CartPoleVectorEnv, one N."""
+    from .harness.measure import check_feasible, measure
+
+    m = _INT.match(args.log2_num_envs)
+    if not m:
+        raise ConfigError(f"--log2-num-envs must be a non-negative integer, got {args.log2_num_envs!r}")
+    log2_n = int(m.group(1))
+    n = 2**log2_n
+    ours = MeasurePoint.of("cpp", n, _positive("--steps", args.steps), policy="none", repeats=3)
+    peer = MeasurePoint.of("gymnasium-vector", n, _positive("--peer-steps", args.peer_steps), policy="none", repeats=3)
+    for p in (ours, peer):
+        check_feasible(p)
+    ours_sps, peer_sps = measure(ours)["samples_per_s"], measure(peer)["samples_per_s"]
+    out.write(f"N=2^{log2_n} S=1 C=1 policy=none device=cpu\n"
+              f"  cpp, K={ours.steps} per call      {ours_sps:12.3e} steps/s\n"
+              f"  gymnasium CartPoleVectorEnv {peer_sps:12.3e} steps/s\n"
+              f"  ratio                       {ours_sps / peer_sps:12.1f}x\n")
+    return 0
+
+
 def _cmd_machine(args, out) -> int:
-    from .provenance import machine_info
+    from .harness.provenance import machine_info
 
     out.write(json.dumps(machine_info(), indent=1) + "\n")
     return 0
@@ -240,12 +354,18 @@ def _cmd_machine(args, out) -> int:
 def main(argv=None) -> int:
     """Run the CLI; return the exit status (0 ok, 2 bad input or a point that cannot run here)."""
     out = sys.stdout
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["train"]:  # PPO training has its own options (studylib/train/cli.py)
+        from .train import cli
+
+        return cli.main(argv[1:])
     try:
         args = build_parser().parse_args(argv)
         if args.command is None:
-            raise UsageError("python -m studylib: choose a command: bench, sweep, profile, machine (see --help)")
-        return {"bench": _cmd_bench, "sweep": _cmd_sweep, "profile": _cmd_profile,
-                "machine": _cmd_machine}[args.command](args, out)
+            raise UsageError("python -m studylib: choose a command: bench, sweep, measure, profile, peers, machine, "
+                             "train (see --help)")
+        return {"bench": _cmd_bench, "sweep": _cmd_sweep, "measure": _cmd_measure, "profile": _cmd_profile,
+                "peers": _cmd_peers, "machine": _cmd_machine}[args.command](args, out)
     except SystemExit as e:  # --help
         return e.code if isinstance(e.code, int) else 0
     except StudyError as e:

@@ -27,7 +27,9 @@ native code, counted with one wait;
 ``restart(mask, seed)``: the next episode for the envs of a bool mask (N,), step counters to 0,
 their final observations their new first ones;
 ``obs()``, ``flags()``, ``final_obs()``, ``get_state()`` (numpy copies); ``set_state(states)``;
-``set_weights(MLPWeights)`` and ``mlp_logits(obs)`` (fused pair); ``synchronize()``.
+``set_weights(MLPWeights)`` and ``mlp_logits(obs)`` (fused pair); ``collect(num_steps, seed)`` ->
+``CollectedSteps`` (fused pair: T steps with actions sampled in the kernel, the whole trajectory in
+one call); ``synchronize()``.
 
 Buffers the native code writes in place, at fixed addresses for the backend's life (an env with
 ``arrays="native"`` hands out zero-copy views of them): ``state`` (N, 4S), ``flags_out`` (N,)
@@ -37,8 +39,8 @@ Buffers the native code writes in place, at fixed addresses for the backend's li
 Profiling: ``call_hook`` is None or a callable ``hook(name, fn, *args)`` that must return
 ``fn(*args)``; every native call goes through it, ``name`` being the entry point
 (``rollout_entry`` for a rollout: one kernel launch on the GPU, one CPU "launch" over all
-environments; ``reset_entry``; ``restart_entry``; ``fused_mlp_logits``). ``api`` says what ``fn``
-is ("ctypes" or "cupy.RawKernel").
+environments; ``reset_entry``; ``restart_entry``; ``fused_mlp_logits``; ``fused_collect``). ``api``
+says what ``fn`` is ("ctypes" or "cupy.RawKernel").
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ import abc
 import ctypes
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -72,6 +75,25 @@ PAIRS = {
     # 128 threads: the fused kernel's 18 KiB of shared weights are loaded once per block.
     "fused": KernelPair("fused", "fused_cpu", native.FUSED_KERNEL_SOURCE, 128, True),
 }
+
+
+class CollectedSteps(NamedTuple):
+    """What ``collect`` returns: T steps of N environments, step-major (cuda/trajectory_args.h),
+    numpy arrays on the CPU backend, CuPy arrays on the GPU one; fresh arrays every call."""
+
+    obs: object  # (T, N, 4) float32, copy 0 before each step
+    actions: object  # (T, N) int32, sampled from the MLP's softmax
+    logp: object  # (T, N) float32, log-probability of each action
+    flags: object  # (T, N) uint8, bit 0 terminated, bit 1 truncated
+    final_obs: object  # (T, N, 4) float32, copy 0 before each step's same-step reset
+    episodes_finished: int
+
+
+def _trajectory_buffers(xp, num_steps: int, num_envs: int) -> dict:
+    shape = (num_steps, num_envs)
+    return {"obs": xp.empty((*shape, STATE_SIZE), dtype=np.float32), "actions": xp.empty(shape, dtype=np.int32),
+            "logp": xp.empty(shape, dtype=np.float32), "flags": xp.empty(shape, dtype=np.uint8),
+            "final_obs": xp.empty((*shape, STATE_SIZE), dtype=np.float32)}
 
 
 class _NativeBackend(abc.ABC):
@@ -128,6 +150,15 @@ class _NativeBackend(abc.ABC):
         a.final_obs = self._address(self.final_obs_out) if final_obs else None
         a.num_steps, a.policy, a.seed = num_steps, policy, seed
         self._final_obs_recorded = final_obs
+
+    def _prepare_collect(self, num_steps: int, seed: int, xp) -> tuple[dict, native.TrajectoryArgs]:
+        """The per-call fields and the trajectory's arrays and struct for ``collect``."""
+        self._prepare(None, num_steps, native.POLICY_MLP, seed, False)  # ConfigError without an MLP
+        bufs = _trajectory_buffers(xp, num_steps, self.num_envs)
+        t = native.TrajectoryArgs()
+        for name, array in bufs.items():
+            setattr(t, name, self._address(array))
+        return bufs, t
 
     def _prepare_reset(self, seed: int) -> None:
         self._args.seed = seed
@@ -190,6 +221,14 @@ class CpuLibraryBackend(_NativeBackend):
         policy outside the native code); returns the episodes finished."""
         return sum(self.rollout(next_actions(), 1, native.POLICY_ACTIONS, seed) for _ in range(num_steps))
 
+    def collect(self, num_steps: int, seed: int) -> CollectedSteps:
+        """``num_steps`` steps of every environment in ONE call (``fused_collect``), each action
+        sampled from the softmax of the MLP on the current weights (``set_weights``), the draws
+        keyed by (seed, env, episode, step in episode): cuda/mlp.cuh's mlp_sample_uniform."""
+        bufs, t = self._prepare_collect(num_steps, seed, np)
+        done = self._call("fused_collect", self._lib.fused_collect, self._args_ref, ctypes.pointer(t))
+        return CollectedSteps(**bufs, episodes_finished=done)
+
     def obs(self) -> np.ndarray:
         return self.state[:, :STATE_SIZE].copy()
 
@@ -241,6 +280,7 @@ class CudaModuleBackend(_NativeBackend):
         self._reset_kernel = module.get_function(self.reset_entry)
         self._restart_kernel = module.get_function(self.restart_entry)
         self._logits_kernel = module.get_function("fused_mlp_logits") if spec.has_mlp else None
+        self._collect_kernel = module.get_function("fused_collect") if spec.has_mlp else None
         self._done = cp.zeros(1, dtype=cp.uint64)
         self._args.episodes_done = self._address(self._done)
         self._args_value = native.by_value(self._args)  # the kernels take the struct by value
@@ -291,6 +331,14 @@ class CudaModuleBackend(_NativeBackend):
             actions = self._cp.ascontiguousarray(actions)  # the caller gave int32 on the device
         self._prepare(actions, num_steps, policy, seed, final_obs)
         self._call(self.rollout_entry, self._rollout_kernel, self._grid, self._block, (self._args_value,))
+
+    def collect(self, num_steps: int, seed: int) -> CollectedSteps:
+        """As CpuLibraryBackend.collect, one launch of ``fused_collect``; CuPy arrays on the GPU."""
+        bufs, t = self._prepare_collect(num_steps, seed, self._cp)
+        self._done.fill(0)
+        traj_value = np.frombuffer(t, dtype=np.dtype(native.TrajectoryArgs))  # by value, as native.by_value
+        self._call("fused_collect", self._collect_kernel, self._grid, self._block, (self._args_value, traj_value))
+        return CollectedSteps(**bufs, episodes_finished=int(self._done.get()[0]))
 
     def obs(self) -> np.ndarray:
         return self._cp.asnumpy(self.state[:, :STATE_SIZE])

@@ -21,17 +21,6 @@ class DeviceUnavailableError(StudyError, RuntimeError):
     """The requested device (e.g. a CUDA GPU) does not exist on this machine."""
 
 
-def positive_int(name: str, value) -> int:
-    """Accept Python/numpy integers >= 1 (not bools, not floats); raise ConfigError otherwise."""
-    import numbers
-
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ConfigError(f"{name} must be a positive integer, got {value!r} ({type(value).__name__})")
-    if value < 1:
-        raise ConfigError(f"{name} must be a positive integer, got {value}")
-    return int(value)
-
-
 def available_memory_bytes() -> int:
     """MemAvailable from /proc/meminfo (Linux); physical memory elsewhere."""
     try:

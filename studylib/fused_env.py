@@ -16,6 +16,11 @@ and ``policy="none"`` takes the same hashed actions as ``cpp``/``cuda``. The cal
 ``self.backend`` (studylib.backends, kernel pair "fused", CPU library or CUDA module by device);
 stepping, restarts and the arrays handed out (numpy copies, or zero-copy torch views with
 ``arrays="native"``) are studylib/backend_env.py's.
+
+``collect(T)`` is the same kernel with the MLP as a *stochastic* policy: each step's action is
+sampled inside the kernel from the softmax of the logits, and the whole trajectory (observations,
+actions, log-probabilities, flags, pre-reset observations) is written by one call. It is how
+PPO collects with ``fused`` (studylib.train.collectors.FusedCollector).
 """
 
 from __future__ import annotations
@@ -57,6 +62,16 @@ class FusedCartPole(BackendCartPole):
         """Replace the MLP the kernel runs (no rebuild: the weights are an argument)."""
         self.backend.set_weights(weights)
         self.policy_weights = weights
+
+    def collect(self, num_steps: int):
+        """T steps of every environment in ONE kernel call with the MLP as a stochastic policy
+        (each action sampled from the softmax of its logits, inside the kernel): the trajectory as
+        a ``studylib.backends.CollectedSteps`` (obs, actions, log-probabilities, flags and
+        pre-reset observations of every step). The draws are keyed by (seed, env, episode, step in
+        episode), so a seed gives one trajectory however its steps are split into calls.
+        Weights: ``set_policy_weights``, no rebuild. Afterwards the env continues from the last
+        step (``step``/``rollout`` go on from there; ``final_obs()`` needs a ``step`` first)."""
+        return self.backend.collect(num_steps, self.seed)
 
     def mlp_logits(self, obs):
         """The kernel's own forward pass on observations (n, 4) -> logits (n, 2) (for tests)."""

@@ -9,10 +9,13 @@ the CPU, so editing a header it includes rebuilds it and a stale build is never 
     ``cuda/cartpole_kernel.cu``. ``build_info()`` and ``library()`` without a name are this one.
 ``fused_cpu``
     ``cuda/fused_cpu.cpp`` (the ``fused`` implementation): the CPU build of
-    ``cuda/fused_kernel.cu``, MLP inference and simulation in one call.
+    ``cuda/fused_kernel.cu``, MLP inference and simulation in one call; ``fused_collect``
+    samples the actions in it and writes a whole trajectory (``TrajectoryArgs``).
 
 And the data layouts Python shares with every build, CPU and CUDA: ``RolloutArgs`` (the one
 argument of every rollout, reset and restart entry point, a ctypes twin of cuda/rollout_args.h),
+``TrajectoryArgs`` (where ``fused_collect`` writes its trajectory, cuda/trajectory_args.h),
+``sample_uniforms`` (that entry point's action draws, reproduced),
 ``params_array`` (the physics constants) and ``pack_weights`` (the MLP). The calls themselves are
 made by studylib/backends.py.
 """
@@ -44,6 +47,7 @@ MLP_HEADER = CUDA_SOURCE_DIR / "mlp.cuh"
 FUSED_CPU_SOURCE = CUDA_SOURCE_DIR / "fused_cpu.cpp"
 CPU_ROLLOUT_HEADER = CUDA_SOURCE_DIR / "cpu_rollout.h"  # the block loop both CPU builds share
 ROLLOUT_ARGS_HEADER = CUDA_SOURCE_DIR / "rollout_args.h"  # struct RolloutArgs, every entry point's argument
+TRAJECTORY_ARGS_HEADER = CUDA_SOURCE_DIR / "trajectory_args.h"  # struct TrajectoryArgs, fused_collect's output
 FUSED_KERNEL_SOURCE = CUDA_SOURCE_DIR / "fused_kernel.cu"
 
 # -ffast-math lets glibc's vector sinf/cosf (libmvec) be used; -fno-builtin-{sin,cos}f stops GCC
@@ -96,6 +100,39 @@ def rollout_args_layout() -> list[int]:
     return [ctypes.sizeof(RolloutArgs), *(getattr(RolloutArgs, name).offset for name, _ in RolloutArgs._fields_)]
 
 
+class TrajectoryArgs(ctypes.Structure):
+    """``struct TrajectoryArgs`` of cuda/trajectory_args.h, field for field: where ``fused_collect``
+    writes a T-step trajectory (step-major (T, n) and (T, n, 4) arrays). ``trajectory_args_layout``
+    in the fused library reports the C++ layout; tests/test_collect.py compares it with this one."""
+
+    _fields_ = [
+        ("obs", ctypes.c_void_p),
+        ("actions", ctypes.c_void_p),
+        ("logp", ctypes.c_void_p),
+        ("flags", ctypes.c_void_p),
+        ("final_obs", ctypes.c_void_p),
+    ]
+
+
+def trajectory_args_layout() -> list[int]:
+    """[sizeof, offset of each field in order] of this ctypes ``TrajectoryArgs``."""
+    return [ctypes.sizeof(TrajectoryArgs), *(getattr(TrajectoryArgs, name).offset for name, _ in TrajectoryArgs._fields_)]
+
+
+SAMPLE_SALT = 0x3C6EF372  # MLP_SAMPLE_SALT of cuda/mlp.cuh: keys fused_collect's action draws
+
+
+def sample_uniforms(seed: int, env: np.ndarray, episode: np.ndarray, elapsed: np.ndarray) -> np.ndarray:
+    """The uniforms fused_collect draws its actions with (mlp_sample_uniform), bit for bit: float32
+    in [0, 1) from hash4(seed ^ SAMPLE_SALT, env, episode, step in episode)."""
+    from .episodes import hash4
+
+    u32 = np.uint32
+    env, episode, elapsed = (np.asarray(a).astype(u32) for a in (env, episode, elapsed))
+    seeds = np.full(env.shape, (seed ^ SAMPLE_SALT) & 0xFFFFFFFF, dtype=u32)
+    return (hash4(seeds, env, episode, elapsed) >> u32(8)).astype(np.float32) * np.float32(1.0 / 16777216.0)
+
+
 def by_value(args: RolloutArgs) -> np.ndarray:
     """``args`` as a CUDA kernel parameter passed by value: CuPy's RawKernel sends a numpy array
     of size one as the bytes of the parameter (its documented way to pass structs). The array is
@@ -123,6 +160,10 @@ def _declare_fused(lib: ctypes.CDLL) -> None:
     p = ctypes.c_void_p
     lib.fused_mlp_logits.restype = None
     lib.fused_mlp_logits.argtypes = [p, p, p, ctypes.c_longlong]  # obs (n, 4), logits (n, 2), weights, n
+    lib.fused_collect.restype = ctypes.c_longlong
+    lib.fused_collect.argtypes = [ctypes.POINTER(RolloutArgs), ctypes.POINTER(TrajectoryArgs)]
+    lib.trajectory_args_layout.restype = ctypes.c_int
+    lib.trajectory_args_layout.argtypes = [ctypes.POINTER(ctypes.c_longlong), ctypes.c_int]
 
 
 @dataclass(frozen=True)
@@ -148,7 +189,8 @@ LIBRARIES = {
     # acc += h[i] * w[i] into (h[i] * w[i] + h[i+1] * w[i+1]) + acc, a multiply, an FMA and an add
     # for two products instead of two FMAs, with spills: 10% slower. The chains are already
     # independent (JB accumulators), so nothing is gained by re-associating them.
-    "fused_cpu": NativeLibrary("fused_cpu", FUSED_CPU_SOURCE, (HEADER, ROLLOUT_ARGS_HEADER, CPU_ROLLOUT_HEADER, MLP_HEADER),
+    "fused_cpu": NativeLibrary("fused_cpu", FUSED_CPU_SOURCE,
+                               (HEADER, ROLLOUT_ARGS_HEADER, CPU_ROLLOUT_HEADER, MLP_HEADER, TRAJECTORY_ARGS_HEADER),
                                _declare_fused,
                                ("-fno-tree-reassoc",)),
 }
@@ -246,4 +288,12 @@ def library_layout(name: str = DEFAULT_LIBRARY) -> list[int]:
     capacity = 64
     out = (ctypes.c_longlong * capacity)()
     count = library(name).rollout_args_layout(out, capacity)
+    return list(out[:min(count, capacity)])
+
+
+def library_trajectory_layout() -> list[int]:
+    """[sizeof, offsets...] of ``struct TrajectoryArgs`` as the fused library's compiler laid it out."""
+    capacity = 64
+    out = (ctypes.c_longlong * capacity)()
+    count = library("fused_cpu").trajectory_args_layout(out, capacity)
     return list(out[:min(count, capacity)])

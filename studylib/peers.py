@@ -1,7 +1,9 @@
 """Peer CartPole implementations, measured by our harness with their own semantics (simulation only).
 
 These are other libraries' CartPoles, not ours: they are not held to our conformance tests and
-keep their own episode rules. ``bench`` accepts their names beside ``studylib.IMPLEMENTATIONS``:
+keep their own episode rules. The harness measures them beside ``studylib.IMPLEMENTATIONS``
+(``settings.PEERS``: simulation only, S = C = 1, on the CPU, refused otherwise where the settings
+are built):
 
 ``gymnasium-vector``  gymnasium's numpy-vectorized ``CartPoleVectorEnv`` (NEXT_STEP autoreset),
                       one Python call per step, actions from a numpy RNG.
@@ -11,36 +13,33 @@ keep their own episode rules. ``bench`` accepts their names beside ``studylib.IM
 
 Each has the slice of our environment API the harness uses: ``rollout(K, policy="none")``,
 ``synchronize()``, ``device``, ``estimate_bytes`` (and ``compile`` for gymnax).
+
+    env = make_peer("gymnax", 4096, seed=0)        # or make_peer_from(EnvSettings("gymnax", 4096))
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 
 import numpy as np
 
 from .base import RolloutResult
-from .errors import ConfigError, positive_int
+from .errors import ConfigError
+from .settings import PEERS, EnvSettings, positive_int
 
 
 class Peer:
     name = ""
     device = "cpu"
 
-    def __init__(self, num_envs: int, *, seed: int = 0):
-        self.num_envs = positive_int("num_envs", num_envs)
-        self.seed = seed
+    def __init__(self, settings: EnvSettings):
+        self.settings = settings
+        self.num_envs = settings.num_envs
+        self.seed = settings.seed
 
     @classmethod
     def estimate_bytes(cls, num_envs, state_factor=1):
         return num_envs * 4 * 4 * 16  # float32 state and a few temporaries
-
-    @classmethod
-    def check(cls, state_factor=1, compute_factor=1, policy="none", device=None):
-        if state_factor != 1 or compute_factor != 1 or policy != "none" or device not in (None, "cpu"):
-            raise ConfigError(f"peer {cls.name!r} is measured as it ships: simulation only "
-                              "(policy none), S=1, C=1, on the CPU")
 
     def rollout(self, num_steps, policy="none") -> RolloutResult:
         num_steps = positive_int("num_steps", num_steps)
@@ -53,13 +52,13 @@ class Peer:
 class GymnasiumVector(Peer):
     name = "gymnasium-vector"
 
-    def __init__(self, num_envs, *, seed=0):
-        super().__init__(num_envs, seed=seed)
+    def __init__(self, settings):
+        super().__init__(settings)
         from gymnasium.envs.classic_control.cartpole import CartPoleVectorEnv
 
         self._env = CartPoleVectorEnv(num_envs=self.num_envs)
-        self._env.reset(seed=seed)
-        self._rng = np.random.default_rng(seed)
+        self._env.reset(seed=self.seed)
+        self._rng = np.random.default_rng(self.seed)
 
     def _rollout(self, num_steps):
         done = 0
@@ -72,14 +71,14 @@ class GymnasiumVector(Peer):
 class Gymnax(Peer):
     name = "gymnax"
 
-    def __init__(self, num_envs, *, seed=0):
-        super().__init__(num_envs, seed=seed)
+    def __init__(self, settings):
+        super().__init__(settings)
         import gymnax
         import jax
 
         self._jax = jax
         env, params = gymnax.make("CartPole-v1")
-        key, reset_key = jax.random.split(jax.random.key(seed))
+        key, reset_key = jax.random.split(jax.random.key(self.seed))
         obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, self.num_envs), params)
         self._carry = (state, key)
 
@@ -111,8 +110,8 @@ class Gymnax(Peer):
 class EnvPool(Peer):
     name = "envpool"
 
-    def __init__(self, num_envs, *, seed=0):
-        super().__init__(num_envs, seed=seed)
+    def __init__(self, settings):
+        super().__init__(settings)
         import warnings
 
         import envpool
@@ -120,9 +119,9 @@ class EnvPool(Peer):
         with warnings.catch_warnings():  # envpool builds float64 Box bounds; gymnasium warns
             warnings.simplefilter("ignore", UserWarning)
             self._env = envpool.make("CartPole-v1", env_type="gymnasium", num_envs=self.num_envs,
-                                     batch_size=self.num_envs, num_threads=os.cpu_count() or 1, seed=seed)
+                                     batch_size=self.num_envs, num_threads=os.cpu_count() or 1, seed=self.seed)
             self._env.reset()
-        self._rng = np.random.default_rng(seed)
+        self._rng = np.random.default_rng(self.seed)
 
     def _rollout(self, num_steps):
         done = 0
@@ -132,36 +131,20 @@ class EnvPool(Peer):
         return done
 
 
-PEERS = {cls.name: cls for cls in (GymnasiumVector, Gymnax, EnvPool)}
+_CLASSES = {cls.name: cls for cls in (GymnasiumVector, Gymnax, EnvPool)}
+assert tuple(_CLASSES) == PEERS, "settings.PEERS and the peer classes must list the same names"
 
 
 def peer_class(name: str) -> type[Peer]:
-    if name not in PEERS:
+    if name not in _CLASSES:
         raise ConfigError(f"unknown peer {name!r}; valid: {', '.join(PEERS)}")
-    return PEERS[name]
+    return _CLASSES[name]
+
+
+def make_peer_from(settings: EnvSettings) -> Peer:
+    """The peer environments ``settings`` describes (checked where the settings were built)."""
+    return peer_class(settings.impl)(settings)
 
 
 def make_peer(name: str, num_envs: int, *, seed: int = 0) -> Peer:
-    return peer_class(name)(num_envs, seed=seed)
-
-
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description="cpp (K steps per call, no policy) vs gymnasium's CartPoleVectorEnv")
-    ap.add_argument("--log2-num-envs", type=int, default=20)
-    ap.add_argument("--steps", type=int, default=1000)
-    ap.add_argument("--peer-steps", type=int, default=50, help="steps for the (slower) peer")
-    args = ap.parse_args(argv)
-    from . import bench  # the harness's timing method (warm-up apart, median of repeats)
-
-    n = 2 ** args.log2_num_envs
-    ours = bench.measure("cpp", n, args.steps, policy="none", repeats=3)["samples_per_s"]
-    peer = bench.measure(GymnasiumVector.name, n, args.peer_steps, policy="none", repeats=3)["samples_per_s"]
-    print(f"N=2^{args.log2_num_envs} S=1 C=1 policy=none device=cpu")
-    print(f"  cpp, K={args.steps} per call      {ours:12.3e} steps/s")
-    print(f"  gymnasium CartPoleVectorEnv {peer:12.3e} steps/s")
-    print(f"  ratio                       {ours / peer:12.1f}x")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    return make_peer_from(EnvSettings(peer_class(name).name, num_envs, seed=seed))

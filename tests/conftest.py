@@ -11,6 +11,7 @@ from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 
 import studylib
 from studylib.devices import cuda_status
+from studylib.settings import PEERS
 
 
 def _impl_params():
@@ -21,6 +22,22 @@ def _impl_params():
 
 
 IMPL_PARAMS = list(_impl_params())
+
+
+def default_device(impl: str) -> str:
+    """The device ``impl`` runs on when none is asked for, asked of its framework: the GPU where
+    that framework sees one, so that the tests hold on a GPU machine as on a CPU one."""
+    if impl == "cpp" or impl in PEERS:
+        return "cpu"
+    if impl == "jax":
+        import jax
+
+        return "cuda" if jax.default_backend() == "gpu" else "cpu"
+    if impl in ("torch", "torch-compile", "gym"):
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return "cuda" if cuda_status()[0] else "cpu"  # cuda and fused: CuPy
 
 
 @pytest.fixture(params=IMPL_PARAMS)

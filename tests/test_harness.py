@@ -14,9 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from studylib import bench, provenance
+from studylib import MeasurePoint
 from studylib.__main__ import main
 from studylib.errors import ConfigError, DeviceUnavailableError, InsufficientMemoryError, StudyError
+from studylib.harness import measure, provenance, store, sweep
+from studylib.harness.sweep import grid_points
+from tests.conftest import default_device
 
 FAST = dict(repeats=2, min_seconds=0.01)
 ROW_KEYS = {"impl", "num_envs", "steps", "state_factor", "compute_factor", "policy", "device", "device_name",
@@ -32,7 +35,7 @@ def _check_row(row, **expected):
         assert row[k] == v, k
     assert row["samples_per_s_min"] <= row["samples_per_s"] <= row["samples_per_s_max"]
     assert row["samples_per_s"] > 0 and row["calls_per_repeat"] >= 1 and row["compile_s"] >= 0
-    assert row["device"] == "cpu"
+    assert row["device"] == default_device(row["impl"])  # the device it ran on: a GPU where there is one
     assert row["seconds_per_repeat"] * 2 >= row["min_seconds"]  # adaptive: regions are not tiny
     json.dumps(row)  # JSON-serialisable as is
 
@@ -40,14 +43,14 @@ def _check_row(row, **expected):
 # ---- measure ----------------------------------------------------------------------------------
 
 def test_measure_contract_and_resets_during_measurement():
-    row = bench.measure("cpp", 16, 4, policy="none", **FAST)
+    row = measure.measure(MeasurePoint.of("cpp", 16, 4, policy="none", **FAST))
     _check_row(row, impl="cpp", num_envs=16, steps=4, policy="none", repeats=2, state_factor=1, compute_factor=1)
     assert row["episodes_finished"] > 0  # envs reset during the timed region: no fixed point
     assert len(row["samples_per_s_all"]) == 2
 
 
 def test_measure_jax_compile_timed_separately():
-    row = bench.measure("jax", 8, 3, **FAST)
+    row = measure.measure(MeasurePoint.of("jax", 8, 3, **FAST))
     _check_row(row, impl="jax", steps=3)
     assert row["compile_s"] > 0  # XLA compile measured on its own, not inside samples_per_s
 
@@ -67,12 +70,34 @@ def test_measure_jax_compile_timed_separately():
     (dict(impl="jax", num_envs=4, steps=1, device="cuda"), DeviceUnavailableError),
 ])
 def test_measure_bad_input(kwargs, err):
-    from studylib.provenance import gpu_name
+    from studylib.harness.provenance import gpu_name
 
     if err is DeviceUnavailableError and gpu_name():
         pytest.skip("this machine has a CUDA device")
-    with pytest.raises(err):
-        bench.measure(**kwargs)
+    with pytest.raises(err):  # bad values when the point is built, the rest before allocating
+        measure.measure(MeasurePoint.of(**kwargs))
+
+
+def test_timing_loop_warms_up_apart_and_grows_regions():
+    import time as _time
+
+    from studylib.harness.timing import time_regions
+
+    calls = []
+
+    def call():
+        calls.append(1)
+        _time.sleep(0.001)
+        return 2  # e.g. episodes finished by this call
+
+    t = time_regions(call, repeats=3, min_seconds=0.02)
+    assert t.calls > 1 and len(t.seconds) == 3 and all(dt >= 0.02 for dt in t.seconds)
+    assert t.counted == 2 * 3 * t.calls  # only the timed regions are counted, not warm-up or calibration
+    assert len(calls) > 1 + 3 * t.calls  # warm-up and calibration calls happened besides
+    assert 0 < t.warmup_s < min(t.seconds)
+    s = t.summary(10)
+    assert s["min"] <= s["median"] <= s["max"] and s["all"] == t.rates(10) and len(s["all"]) == 3
+    assert t.best_seconds_per_call == min(t.seconds) / t.calls
 
 
 # ---- provenance --------------------------------------------------------------------------------
@@ -98,34 +123,46 @@ def _sweep_file(data_dir, name) -> Path:
 
 
 def test_sweep_provenance_and_resume(tmp_path, monkeypatch):
-    df = bench.sweep("s1", GRID, data_dir=tmp_path, progress=False, **FAST)
+    df = sweep.sweep("s1", grid_points(GRID, **FAST), data_dir=tmp_path, progress=False)
     assert len(df) == 4 and set(df["num_envs"]) == {8, 16} and set(df["machine"]) == {provenance.machine_key()}
-    doc = json.loads(_sweep_file(tmp_path, "s1").read_text())
+    path = _sweep_file(tmp_path, "s1")
+    doc = json.loads(path.read_text())
+    assert doc["format"] == store.FORMAT
     run = doc["runs"][0]
     assert PROVENANCE_KEYS <= set(run["provenance"])
-    assert run["parameters"]["repeats"] == 2 and run["parameters"]["points"] == 4
+    assert run["parameters"]["grid"]["repeats"] == [2] * 4 and run["parameters"]["points"] == 4
     assert run["parameters"]["grid"]["impl"] == ["cpp"] * 4
     assert (tmp_path / provenance.machine_key() / "machine.json").exists()
 
-    # Rerunning the same sweep measures nothing and returns the same rows.
+    # Rerunning the same sweep measures nothing, returns the same rows and leaves the file as it was.
     def boom(*a, **k):
         raise AssertionError("resumed sweep re-measured a done point")
 
-    monkeypatch.setattr(bench, "measure", boom)
-    again = bench.sweep("s1", GRID, data_dir=tmp_path, progress=False, **FAST)
+    before = path.read_bytes()
+    monkeypatch.setattr(sweep, "measure", boom)
+    again = sweep.sweep("s1", grid_points(GRID, **FAST), data_dir=tmp_path, progress=False)
     assert sorted(again["samples_per_s"]) == sorted(df["samples_per_s"])
-    doc = json.loads(_sweep_file(tmp_path, "s1").read_text())
-    assert len(doc["rows"]) == 4 and len(doc["runs"]) == 2
+    assert path.read_bytes() == before
+    doc = json.loads(path.read_text())
+    assert len(doc["rows"]) == 4 and len(doc["runs"]) == 1
 
-    loaded = bench.load("s1", data_dir=tmp_path)
-    assert len(loaded) == 4 and {"machine", "commit", "dirty"} <= set(loaded.columns)
+    # A new point resumes the file: one more run, the old rows kept.
+    monkeypatch.undo()
+    more = sweep.sweep("s1", grid_points({**GRID, "num_envs": [8, 16, 32]}, **FAST), data_dir=tmp_path, progress=False)
+    assert len(more) == 6
+    doc = json.loads(path.read_text())
+    assert len(doc["rows"]) == 6 and len(doc["runs"]) == 2
+    assert sum(r["run_id"] == doc["runs"][0]["run_id"] for r in doc["rows"]) == 4
+
+    loaded = store.load("s1", data_dir=tmp_path)
+    assert len(loaded) == 6 and {"machine", "commit", "dirty"} <= set(loaded.columns)
 
 
 def test_sweep_skips_infeasible_points_saying_why(tmp_path):
     messages = []
     grid = {"impl": ["cpp", "cuda"], "num_envs": [8, HUGE_N], "steps": [1]}
-    df = bench.sweep("s2", grid, data_dir=tmp_path, progress=False, log=messages.append, **FAST)
-    from studylib.provenance import gpu_name
+    df = sweep.sweep("s2", grid_points(grid, **FAST), data_dir=tmp_path, progress=False, log=messages.append)
+    from studylib.harness.provenance import gpu_name
 
     measured = {(r["impl"], r["num_envs"]) for r in df.to_dict("records")}
     assert ("cpp", 8) in measured and ("cpp", HUGE_N) not in measured
@@ -134,20 +171,76 @@ def test_sweep_skips_infeasible_points_saying_why(tmp_path):
     if not gpu_name():
         assert "no CUDA device" in reasons[("cuda", 8)]
     assert len(messages) == len(reasons) and all(m.startswith("skipped ") for m in messages)
-    assert len(bench.load_skipped("s2", data_dir=tmp_path)) == len(reasons)
+    assert len(store.load_skipped("s2", data_dir=tmp_path)) == len(reasons)
+
+
+def test_skipped_point_is_retried_without_rewriting_the_file(tmp_path):
+    from studylib.harness.provenance import gpu_name
+
+    messages = []
+    grid = {"impl": ["cpp"], "num_envs": [HUGE_N], "steps": [1]}
+    first = sweep.sweep("s3", grid_points(grid, **FAST), data_dir=tmp_path, progress=False, log=messages.append)
+    path = _sweep_file(tmp_path, "s3")
+    before = path.read_bytes()
+    again = sweep.sweep("s3", grid_points(grid, **FAST), data_dir=tmp_path, progress=False, log=messages.append)
+    assert len(first) == len(again) == 0 and len(messages) == 2  # checked again, refused again
+    assert [s["reason"] for s in again.attrs["skipped"]] == [s["reason"] for s in first.attrs["skipped"]]
+    assert path.read_bytes() == before  # the same refusal changes nothing
+    assert len(json.loads(before)["runs"]) == 1
+
+
+LEGACY = {
+    "p.json": {"format": "studylib-profile/1", "runs": [{"provenance": {"commit": "abc"}, "todo": {}}],
+               "rows": [{"impl": "jax", "num_envs": 16, "steps": 1, "total_s": 1.0}]},
+    "r.json": {"format": "studylib-roofline/1", "machine": {"commit": "abc"}, "memory_bytes_per_s": 5e10,
+               "physics_steps_per_s": [{"state_factor": 1, "compute_factor": 1, "steps_per_s": 1e9}],
+               "gemm_steps_per_s": [{"num_envs": 1024, "steps_per_s": 2e7}]},
+}
+
+
+def test_earlier_formats_are_read_and_resumed(tmp_path):
+    from studylib.harness import roofline
+
+    folder = tmp_path / provenance.machine_key()
+    folder.mkdir()
+    for name, doc in LEGACY.items():
+        (folder / name).write_text(json.dumps(doc))
+    doc = store.read(folder / "p.json")
+    assert doc["format"] == store.FORMAT and doc["rows"] == LEGACY["p.json"]["rows"] and doc["skipped"] == []
+    ceil = roofline.from_rows(store.read(folder / "r.json")["rows"])
+    assert ceil == {"memory_bytes_per_s": 5e10, "physics_steps_per_s": {(1, 1): 1e9}, "gemm_steps_per_s": {1024: 2e7}}
+
+    # resuming an earlier file: its rows are found by key, a new item is added in the one format
+    keying = sweep.Keying(dict, sweep.keyed_by("impl", "num_envs", "steps"), str)
+    items = [{"impl": "jax", "num_envs": 16, "steps": k} for k in (1, 2)]
+    measured = []
+
+    def fake(item):
+        measured.append(item)
+        return {**item, "total_s": 2.0}
+
+    result = sweep.run("p", items, fake, keying, data_dir=tmp_path, progress=False)
+    assert measured == [items[1]] and [r["total_s"] for r in result.rows] == [1.0, 2.0]
+    on_disk = json.loads((folder / "p.json").read_text())
+    assert on_disk["format"] == store.FORMAT and len(on_disk["rows"]) == 2 and len(on_disk["runs"]) == 2
+    # rows of an earlier file (no run_id) keep that file's provenance
+    assert store.load("p", data_dir=tmp_path)["commit"].tolist() == ["abc", on_disk["runs"][1]["provenance"]["commit"]]
+    with pytest.raises(store.DataDirError, match="not a studylib data file"):
+        (folder / "x.json").write_text('{"format": "other/1"}')
+        store.read(folder / "x.json")
 
 
 def test_atomic_write_keeps_old_file_on_failure(tmp_path, monkeypatch):
     path = tmp_path / "x.json"
-    bench.atomic_write_json(path, {"a": 1})
+    store.atomic_write_json(path, {"a": 1})
 
     def broken_dump(obj, f, **kw):
         f.write('{"a": 2, "half')
         raise OSError("disk full")
 
-    monkeypatch.setattr(bench.json, "dump", broken_dump)
+    monkeypatch.setattr(store.json, "dump", broken_dump)
     with pytest.raises(OSError):
-        bench.atomic_write_json(path, {"a": 2})
+        store.atomic_write_json(path, {"a": 2})
     assert json.loads(path.read_text()) == {"a": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["x.json"]  # no temporary left behind
 
@@ -155,9 +248,9 @@ def test_atomic_write_keeps_old_file_on_failure(tmp_path, monkeypatch):
 def test_sweep_killed_midway_leaves_valid_file_and_resumes(tmp_path):
     grid = {"impl": ["cpp"], "num_envs": [8, 16, 32, 64], "steps": [1, 2, 3], "policy": ["none"]}
     script = textwrap.dedent(f"""
-        from studylib import bench
-        bench.sweep("killed", {grid!r}, data_dir={str(tmp_path)!r}, repeats=3, min_seconds=0.05,
-                    progress=False)
+        from studylib.harness.sweep import grid_points, sweep
+        sweep("killed", grid_points({grid!r}, repeats=3, min_seconds=0.05), data_dir={str(tmp_path)!r},
+              progress=False)
     """)
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     path = _sweep_file(tmp_path, "killed")
@@ -180,38 +273,39 @@ def test_sweep_killed_midway_leaves_valid_file_and_resumes(tmp_path):
     assert 1 <= len(first) < 12
     first_run = doc["runs"][0]["run_id"]
 
-    df = bench.sweep("killed", grid, data_dir=tmp_path, repeats=3, min_seconds=0.05, progress=False)
+    df = sweep.sweep("killed", grid_points(grid, repeats=3, min_seconds=0.05), data_dir=tmp_path, progress=False)
     assert len(df) == 12
     doc = json.loads(path.read_text())
     assert len(doc["rows"]) == 12  # no duplicates
     assert sum(r["run_id"] == first_run for r in doc["rows"]) == len(first)  # done points not redone
-    assert len(bench.load("killed", data_dir=tmp_path)) == 12
+    assert len(store.load("killed", data_dir=tmp_path)) == 12
 
 
 def test_load_merges_machines(tmp_path):
-    bench.sweep("m", {"impl": ["cpp"], "num_envs": [8], "steps": [1]}, data_dir=tmp_path, progress=False, **FAST)
+    sweep.sweep("m", grid_points({"impl": ["cpp"], "num_envs": [8], "steps": [1]}, **FAST), data_dir=tmp_path,
+                progress=False)
     here = provenance.machine_key()
     other = tmp_path / "other-machine_64c_some-gpu"
     other.mkdir()
     (other / "m.json").write_text((tmp_path / here / "m.json").read_text())
-    df = bench.load("m", data_dir=tmp_path)
+    df = store.load("m", data_dir=tmp_path)
     assert sorted(df["machine"]) == sorted([here, other.name])
-    assert len(bench.load("m", data_dir=tmp_path, machine=here)) == 1
+    assert len(store.load("m", data_dir=tmp_path, machine=here)) == 1
     with pytest.raises(ConfigError):
-        bench.load("absent", data_dir=tmp_path)
+        store.load("absent", data_dir=tmp_path)
 
 
 def test_sweep_bad_grid_and_unwritable_folder(tmp_path):
     with pytest.raises(ConfigError, match="valid: impl"):
-        bench.sweep("g", {"impl": ["cpp"], "num_envs": [8], "steps": [1], "color": ["red"]}, data_dir=tmp_path)
+        grid_points({"impl": ["cpp"], "num_envs": [8], "steps": [1], "color": ["red"]})
     with pytest.raises(ConfigError):
-        bench.sweep("g", {"impl": ["cpp"], "num_envs": [8.0], "steps": [1]}, data_dir=tmp_path)
+        grid_points({"impl": ["cpp"], "num_envs": [8.0], "steps": [1]})
     with pytest.raises(ConfigError):
-        bench.sweep("../escape", GRID, data_dir=tmp_path)
+        sweep.sweep("../escape", grid_points(GRID), data_dir=tmp_path)
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    with pytest.raises(bench.DataDirError, match="not writable"):
-        bench.sweep("g", GRID, data_dir=blocker / "data")
+    with pytest.raises(store.DataDirError, match="not writable"):
+        sweep.sweep("g", grid_points(GRID), data_dir=blocker / "data")
     assert not list(tmp_path.glob("**/*.json"))  # nothing written anywhere
 
 
@@ -220,7 +314,7 @@ def test_corrupt_sweep_file_is_refused_not_overwritten(tmp_path):
     folder.mkdir()
     (folder / "c.json").write_text('{"rows": [')
     with pytest.raises(StudyError, match="not valid JSON"):
-        bench.sweep("c", GRID, data_dir=tmp_path, progress=False, **FAST)
+        sweep.sweep("c", grid_points(GRID, **FAST), data_dir=tmp_path, progress=False)
     assert (folder / "c.json").read_text() == '{"rows": ['
 
 
@@ -278,7 +372,7 @@ BAD = [
 
 @pytest.mark.parametrize("argv, message", BAD, ids=[" ".join(a) or "empty" for a, _ in BAD])
 def test_cli_bad_input_one_line_exit_2(argv, message, capsys, tmp_path, monkeypatch):
-    from studylib.provenance import gpu_name
+    from studylib.harness.provenance import gpu_name
 
     if "no CUDA device" in message and gpu_name():
         pytest.skip("this machine has a CUDA device")

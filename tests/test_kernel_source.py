@@ -35,3 +35,19 @@ def test_missing_compiler_is_one_clear_line(monkeypatch):
     with pytest.raises(native.NativeBuildError, match="no C\\+\\+ compiler found") as e:
         native._compiler()
     assert "\n" not in str(e.value)
+
+
+def test_nvcc_compiles_the_collect_kernel_to_ptx(tmp_path):
+    """fused_collect (in-kernel sampling, the trajectory written) compiles for the GPU and takes
+    its two structs by value, RolloutArgs then TrajectoryArgs, of their ctypes sizes."""
+    import ctypes
+
+    ptx = compile_ptx(native.FUSED_KERNEL_SOURCE, tmp_path)
+    params = ptx.split(".entry fused_collect(")[1].split(")")[0]
+    assert params.count(".param") == 2
+    assert f"fused_collect_param_0[{ctypes.sizeof(native.RolloutArgs)}]" in params
+    assert f"fused_collect_param_1[{ctypes.sizeof(native.TrajectoryArgs)}]" in params
+    body = ptx.split(".entry fused_collect(")[1].split(".entry ")[0]
+    assert "ex2.approx" in body  # the softmax sample's exp
+    assert str(native.SAMPLE_SALT) in body and str(0x7FEB352D) in body  # the draws' key and hash
+    assert "fma.rn.f32" in body and ".shared" in ptx  # the MLP, its weights in shared memory

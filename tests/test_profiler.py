@@ -7,9 +7,11 @@ import json
 
 import pytest
 
-from studylib import profiler
+from studylib import EnvSettings, MeasurePoint
 from studylib.__main__ import main
 from studylib.errors import ConfigError
+from studylib.harness import profiler
+from tests.conftest import default_device
 
 KS = [1, 4, 16]
 
@@ -23,11 +25,12 @@ def _check_breakdown(df):
         parts = r["python_s"] + r["backend_s"] + r["device_s"]
         assert min(r["python_s"], r["backend_s"], r["device_s"]) >= 0
         assert parts == pytest.approx(r["total_s"], rel=1e-6, abs=1e-9)
-        assert r["counts_on_gpu"] is False and r["device"] == "cpu"
+        assert r["device"] == default_device(r["impl"])  # a GPU where there is one
+        assert r["counts_on_gpu"] is (r["device"] == "cuda")
 
 
 def test_jax_backend_calls_constant_kernels_linear():
-    df = profiler.profile_sweep("jax", 32, KS, policy="mlp")
+    df = profiler.profile_sweep(EnvSettings("jax", 32), KS, policy="mlp")
     calls, launches = _by_k(df, "backend_calls"), _by_k(df, "kernel_launches")
     # F.2: one XLA execution (+ one device->host fetch of the episode count) whatever K is ...
     assert calls[1] == calls[4] == calls[16] and 1 <= calls[1] <= 3
@@ -41,7 +44,7 @@ def test_jax_backend_calls_constant_kernels_linear():
 
 
 def test_torch_both_counters_linear():
-    df = profiler.profile_sweep("torch", 32, KS, policy="mlp")
+    df = profiler.profile_sweep(EnvSettings("torch", 32), KS, policy="mlp")
     for col in ("backend_calls", "kernel_launches"):
         c = _by_k(df, col)
         assert c[1] > 10  # every op of every step is its own call from Python
@@ -51,9 +54,9 @@ def test_torch_both_counters_linear():
 
 
 def test_cpp_fused_without_policy_unfused_with_policy():
-    fused = profiler.profile_sweep("cpp", 32, KS, policy="none")
+    fused = profiler.profile_sweep(EnvSettings("cpp", 32), KS, policy="none")
     assert set(fused["backend_calls"]) == {1} and set(fused["kernel_launches"]) == {1}
-    unfused = profiler.profile_sweep("cpp", 32, [1, 4], policy="mlp")
+    unfused = profiler.profile_sweep(EnvSettings("cpp", 32), [1, 4], policy="mlp")
     calls = _by_k(unfused, "backend_calls")
     assert calls[4] == 4 * calls[1]
     launches = _by_k(unfused, "kernel_launches")
@@ -62,19 +65,24 @@ def test_cpp_fused_without_policy_unfused_with_policy():
 
 
 def test_gym_without_policy_calls_no_backend():
-    df = profiler.profile_sweep("gym", 8, [1, 4], policy="none")
+    df = profiler.profile_sweep(EnvSettings("gym", 8), [1, 4], policy="none")
     assert set(df["backend_calls"]) == {0} and set(df["kernel_launches"]) == {0}
     assert (df["python_s"] > 0).all()  # the simulation is Python
 
 
 def test_profile_keys_and_bad_input():
-    r = profiler.profile("cpp", 16, 2, policy="none")
+    r = profiler.profile(MeasurePoint.of("cpp", 16, 2, policy="none"))
     assert {"python_s", "backend_s", "device_s", "total_s", "backend_calls", "kernel_launches",
             "kernel_counter", "backend_counter"} <= set(r)
+    assert 0 < r["total_s_unprofiled"] and r["steps"] == 2 and r["policy"] == "none"
     with pytest.raises(ConfigError):
-        profiler.profile("cpp", 16, 0)
+        profiler.profile(MeasurePoint.of("cpp", 16, 0))
     with pytest.raises(ConfigError):
-        profiler.profile_sweep("nope", 16, [1])
+        profiler.profile_sweep(EnvSettings("nope", 16), [1])
+    with pytest.raises(ConfigError):
+        profiler.profile_sweep(EnvSettings("cpp", 16), [1, 0])
+    with pytest.raises(ConfigError):
+        profiler.profile_sweep(EnvSettings("cpp", 16), [])
 
 
 def test_cli_profile_json(capsys):

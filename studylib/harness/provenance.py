@@ -1,6 +1,6 @@
 """Where a measurement came from: the machine, the software and the code version.
 
-``machine_info()`` is written into every data file the harness produces (``studylib.bench``);
+``machine_info()`` is written into every data file the harness produces (``harness.store``);
 ``machine_key()`` names the per-machine folder under ``data/`` so that results taken on several
 machines can be merged by copying folders side by side. The key depends on the hardware only
 (CPU model, core count, GPU), not on the hostname, so two identical cloud instances share a key.
@@ -17,7 +17,7 @@ from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("numpy", "torch", "jax", "jaxlib", "gymnasium", "cupy")
 
 
@@ -52,7 +52,7 @@ def gpu_name() -> str | None:
     except Exception:  # a broken CUDA install must not stop a CPU measurement
         pass
     try:
-        from .devices import cuda_status
+        from ..devices import cuda_status
 
         ok, name = cuda_status()
         return name if ok else None

@@ -22,44 +22,44 @@ Which bound applies to a measurement (``bound_for``):
     gym, peers, and cpp/cuda/fused with K=1): min(memory, physics).
   * policy "none", fused (cpp/cuda/fused with K>1 per call: the state stays in cache): physics.
 On a GPU these ceilings would be the GPU's; this module measures the CPU only and says so.
+Each ceiling is the best timed region of ``harness.timing`` (a ceiling is what the machine can do).
+
+Saved ceilings are rows ``{"ceiling": "memory" | "physics" | "gemm", "value": ..., and
+state_factor, compute_factor (physics) or num_envs (gemm)}``, one data file per machine
+(``harness.store``); ``ceiling_items`` names those a build needs, ``measure_ceiling`` measures one
+and ``from_rows`` turns the rows into the dict ``bound_for`` reads.
 """
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
-from .provenance import cpu_model
+from ..policy import mlp_weights
+from ..registry import make
+from .provenance import now_utc
+from .timing import time_regions
 
 FUSED_IMPLEMENTATIONS = ("cpp", "cuda", "fused")
+MIN_SECONDS = 0.02  # per timed region: long enough for the timer, short enough to repeat
+CEILING_KEYS = ("ceiling", "state_factor", "compute_factor", "num_envs")
 
 
-def _best_of(fn, repeats: int = 5) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+def _best_rate(call, work_per_call: float, repeats: int) -> float:
+    return max(time_regions(call, repeats=repeats, min_seconds=MIN_SECONDS).rates(work_per_call))
 
 
 def memory_bandwidth(nbytes: int = 512 * 2**20) -> float:
-    """Stream copy bandwidth in bytes/s (read + write), best of 5."""
+    """Stream copy bandwidth in bytes/s (read + write), best of 5 timed regions."""
     src = np.ones(nbytes // 4, np.float32)
     dst = np.empty_like(src)
-    np.copyto(dst, src)  # first touch
-    return 2 * nbytes / _best_of(lambda: np.copyto(dst, src))
+    return _best_rate(lambda: np.copyto(dst, src), 2 * nbytes, 5)
 
 
 def physics_steps_per_s(state_factor: int = 1, compute_factor: int = 1, steps: int = 1000) -> float:
     """Steps/s of the cpp kernel on a cache-resident set of environments (see module doc)."""
-    from . import make
-
     num_envs = max(32, 4096 // state_factor)  # 16 * S * N bytes of state: 64 KiB
     env = make("cpp", num_envs, state_factor=state_factor, compute_factor=compute_factor)
-    env.rollout(steps, policy="none")  # warm
-    return num_envs * steps / _best_of(lambda: env.rollout(steps, policy="none"), 3)
+    return _best_rate(lambda: env.rollout(steps, policy="none").episodes_finished, num_envs * steps, 3)
 
 
 def gemm_steps_per_s(num_envs: int, chunk: int = 4096) -> float:
@@ -67,8 +67,6 @@ def gemm_steps_per_s(num_envs: int, chunk: int = 4096) -> float:
     preallocated outputs, in cache-sized chunks of at most ``chunk`` rows): what a library GEMM
     sustains at the policy's shapes, with no bias, tanh or argmax and no trip to memory."""
     import torch
-
-    from .policy import mlp_weights
 
     w = mlp_weights(0)
     w1, w2, w3 = (torch.from_numpy(a) for a in (w.w1, w.w2, w.w3))
@@ -83,22 +81,41 @@ def gemm_steps_per_s(num_envs: int, chunk: int = 4096) -> float:
             torch.mm(h1, w2, out=h2)
             torch.mm(h2, w3, out=out)
 
-    run()
-    return reps * rows / _best_of(run)
+    return _best_rate(run, reps * rows, 5)
 
 
 def bytes_per_step(state_factor: int) -> int:
     return 2 * (16 * state_factor + 8)  # state + two 4-byte counters, read and written
 
 
-def ceilings(num_envs_list=(2**12, 2**16)) -> dict:
-    """Measure the machine's ceilings once; GEMM at each N of interest."""
-    return {
-        "cpu_model": cpu_model(),
-        "memory_bytes_per_s": memory_bandwidth(),
-        "physics_steps_per_s": {(1, 1): physics_steps_per_s()},
-        "gemm_steps_per_s": {int(n): gemm_steps_per_s(int(n)) for n in num_envs_list},
-    }
+def ceiling_items(num_envs_list) -> list[dict]:
+    """The ceilings a build needs: memory, physics at S = C = 1, the GEMMs at each N of interest."""
+    return ([{"ceiling": "memory"}, {"ceiling": "physics", "state_factor": 1, "compute_factor": 1}]
+            + [{"ceiling": "gemm", "num_envs": int(n)} for n in sorted(set(num_envs_list))])
+
+
+def measure_ceiling(item: dict) -> dict:
+    """One saved row: ``item`` with its measured ``value`` (bytes/s for memory, else steps/s)."""
+    if item["ceiling"] == "memory":
+        value = memory_bandwidth()
+    elif item["ceiling"] == "physics":
+        value = physics_steps_per_s(item["state_factor"], item["compute_factor"])
+    else:
+        value = gemm_steps_per_s(item["num_envs"])
+    return {**item, "value": value, "date": now_utc()}
+
+
+def from_rows(rows) -> dict:
+    """The ceilings of saved rows, as ``bound_for`` reads them."""
+    ceil = {"memory_bytes_per_s": None, "physics_steps_per_s": {}, "gemm_steps_per_s": {}}
+    for r in rows:
+        if r["ceiling"] == "memory":
+            ceil["memory_bytes_per_s"] = r["value"]
+        elif r["ceiling"] == "physics":
+            ceil["physics_steps_per_s"][(r["state_factor"], r["compute_factor"])] = r["value"]
+        else:
+            ceil["gemm_steps_per_s"][int(r["num_envs"])] = r["value"]
+    return ceil
 
 
 def bound_for(row: dict, ceil: dict) -> tuple[str, float]:

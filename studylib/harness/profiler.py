@@ -1,11 +1,12 @@
 """Overhead profiler for paper Fig 5 (time breakdown) and Fig 6 (backend calls vs kernel launches).
 
-``profile(impl, N, K)`` profiles ONE collection, ``env.rollout(K, policy)`` followed by
+``profile(MeasurePoint)`` profiles ONE collection, ``env.rollout(K, policy)`` followed by
 ``env.synchronize()``, after warm-up (compile, first call), and returns a dict:
 
-  total_s      wall time of the profiled collection (profilers slow it down; the same
-               collection without any profiler is ``total_s_unprofiled``). Both are the fastest
-               of 3 runs, the estimate least disturbed by other processes on the machine.
+  total_s      wall time of the profiled collection (profilers slow it down), the fastest of 3
+               profiled runs, the estimate least disturbed by other processes on the machine.
+  total_s_unprofiled  the same collection without any profiler: the fastest of 3 timed regions
+               of ``harness.timing``, per collection.
   device_s     wall time during which at least one compute kernel was running: the union of the
                kernel intervals (on a GPU: the CUDA kernels CUPTI records; on the CPU, which is then
                the "device": XLA CPU thunks, ATen leaf kernels, the C++ simulation calls).
@@ -47,23 +48,25 @@
 
 The point of the paper's F.2: for jax backend_calls stay constant in K (one XLA call runs all K
 steps) while kernel_launches grow linearly in K (no fusion across steps); for torch both grow
-linearly. ``profile_sweep`` runs K = 1, 10, 100, ... to show whether that holds on this machine.
+linearly. ``profile_sweep`` runs K = 1, 10, 100, ... on one set of environments to show whether
+that holds on this machine.
 """
 
 from __future__ import annotations
 
 import collections
-import contextlib
 import glob
 import re
 import tempfile
-import time
 
-from . import make
-from .bench import check_feasible
-from .errors import positive_int
+from ..errors import ConfigError
+from ..registry import make_from
+from ..settings import EnvSettings, MeasurePoint
+from .measure import check_feasible
+from .timing import time_regions
 
 COLLECTION = "studylib_collection"
+UNPROFILED_MIN_SECONDS = 0.01  # per timed region of the unprofiled collection
 _NO_KERNEL_OPS = {"_local_scalar_dense"}
 _JAX_NOT_KERNEL = re.compile(r"^(end: |ThreadpoolListener|ThunkExecutor|SlinkyThreadPool|"
                              r"(while|call|conditional)(\.\d+)?$)")
@@ -275,18 +278,15 @@ def _profile_jax(env, steps, policy):
 
 # ---- public API -----------------------------------------------------------------------------------
 
-def _time_clean(env, steps, policy, runs=3) -> float:
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
+def _time_clean(env, steps, policy) -> float:
+    def collect():
         env.rollout(steps, policy)
-        env.synchronize()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+
+    t = time_regions(collect, repeats=3, min_seconds=UNPROFILED_MIN_SECONDS, sync=env.synchronize)
+    return t.best_seconds_per_call
 
 
 def _profile_env(env, steps, policy) -> dict:
-    steps = positive_int("steps", steps)
     if env.name == "jax":
         env.compile(steps, policy)
     env.rollout(steps, policy)  # warm-up: compile, first call, allocator
@@ -331,22 +331,19 @@ def _profile_env(env, steps, policy) -> dict:
     }
 
 
-def profile(impl, num_envs, steps, *, policy="mlp", device=None, state_factor=1, compute_factor=1,
-            seed=0) -> dict:
+def profile(point: MeasurePoint) -> dict:
     """Time breakdown and call/launch counts of one collection of K steps (see module doc).
 
     Keys: python_s, backend_s, device_s, total_s, total_s_unprofiled, backend_calls,
     kernel_launches, *_per_step, backend_counter / kernel_counter (what was counted),
     counts_on_gpu, detail (sub-counts and the most frequent calls/kernels), and the parameters.
+    (``point.repeats`` and ``point.min_seconds`` do not apply: see the module doc.)
     """
-    p = check_feasible(impl, num_envs, steps, state_factor, compute_factor, policy, device)
-    env = make(p["impl"], p["num_envs"], seed=seed, device=p["device"], state_factor=p["state_factor"],
-               compute_factor=p["compute_factor"])
-    return _profile_env(env, p["steps"], p["policy"])
+    check_feasible(point)
+    return _profile_env(make_from(point.env), point.steps, point.policy)
 
 
-def profile_sweep(impl, num_envs, steps_list=(1, 10, 100), *, policy="mlp", device=None, state_factor=1,
-                  compute_factor=1, seed=0):
+def profile_sweep(env: EnvSettings, steps_list, policy="mlp"):
     """``profile`` for each K in ``steps_list`` on one set of environments; a DataFrame, one row per K.
 
     Use it for Fig 5 (python_s/backend_s/device_s vs K) and Fig 6 (backend_calls and
@@ -354,31 +351,10 @@ def profile_sweep(impl, num_envs, steps_list=(1, 10, 100), *, policy="mlp", devi
     """
     import pandas as pd
 
-    steps_list = [positive_int("steps", k) for k in (steps_list if not isinstance(steps_list, int) else [steps_list])]
-    if not steps_list:
-        from .errors import ConfigError
-
+    points = [MeasurePoint(env, k, policy) for k in steps_list]
+    if not points:
         raise ConfigError("steps_list is empty")
-    for k in steps_list:
-        check_feasible(impl, num_envs, k, state_factor, compute_factor, policy, device)
-    env = make(impl, num_envs, seed=seed, device=device, state_factor=state_factor, compute_factor=compute_factor)
-    rows = [_profile_env(env, k, policy) for k in steps_list]
-    df = pd.DataFrame(rows)
-    return df
-
-
-def format_profile_table(rows) -> str:
-    header = ["impl", "N", "K", "policy", "device", "total_ms", "unprof_ms", "python%", "backend%", "device%",
-              "backend_calls", "kernel_launches", "calls/step", "launches/step"]
-    lines = []
-    for r in rows:
-        t = r["total_s"] or 1e-12
-        lines.append([r["impl"], str(r["num_envs"]), str(r["steps"]), r["policy"], r["device"],
-                      f"{r['total_s'] * 1e3:.2f}", f"{r['total_s_unprofiled'] * 1e3:.2f}", f"{100 * r['python_s'] / t:.0f}",
-                      f"{100 * r['backend_s'] / t:.0f}", f"{100 * r['device_s'] / t:.0f}",
-                      str(r["backend_calls"]), str(r["kernel_launches"]),
-                      f"{r['backend_calls_per_step']:.2f}", f"{r['kernel_launches_per_step']:.1f}"])
-    widths = [max(len(h), *(len(l[i]) for l in lines)) if lines else len(h) for i, h in enumerate(header)]
-    out = ["  ".join(h.rjust(w) for h, w in zip(header, widths))]
-    out += ["  ".join(c.rjust(w) for c, w in zip(l, widths)) for l in lines]
-    return "\n".join(out)
+    for p in points:
+        check_feasible(p)
+    envs = make_from(env)
+    return pd.DataFrame([_profile_env(envs, p.steps, p.policy) for p in points])

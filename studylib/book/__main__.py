@@ -1,0 +1,5 @@
+"""``python -m studylib.book rerun <chapter> ...`` (see ``studylib.book.rerun``)."""
+
+from .rerun import main
+
+raise SystemExit(main())

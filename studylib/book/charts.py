@@ -1,0 +1,95 @@
+"""Altair helpers shared by the chapters' figures: log-2 axes, the implementations' colours,
+the paper's values as dashed rules, titles. Charts render as SVG (crisp, searchable, checked by
+the tests) through the default HTML renderer, which finds vega already loaded by the book's
+_static/vega-offline.js (no CDN). Altair is imported (and configured) by the first helper that
+draws, so ``studylib.book`` loads without it (``python -m studylib measure`` on a node without
+the book's toolchain)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import pandas as pd
+
+from .presets import IMPL_ORDER
+
+
+@lru_cache(maxsize=1)
+def _altair():
+    import altair as alt
+
+    alt.renderers.set_embed_options(renderer="svg", actions={"export": True, "source": False, "compiled": False,
+                                                             "editor": False})
+    return alt
+
+
+# Axis labels 2^k at integer k only (log-2 axes otherwise label fractional ticks as duplicates).
+POW2_LABEL = ("abs(log(datum.value) / log(2) - round(log(datum.value) / log(2))) < 0.01 ? "
+              "'2^' + format(round(log(datum.value) / log(2)), 'd') : ''")
+
+
+def x_n(title="parallel environments N", field_="num_envs", domain=None):
+    alt = _altair()
+
+    scale = alt.Scale(type="log", base=2, domain=domain) if domain else alt.Scale(type="log", base=2)
+    return alt.X(f"{field_}:Q", scale=scale, axis=alt.Axis(title=title, labelExpr=POW2_LABEL, tickCount=8))
+
+
+def y_rate(title="throughput (samples/s, log scale)", field_="samples_per_s"):
+    alt = _altair()
+
+    return alt.Y(f"{field_}:Q", scale=alt.Scale(type="log"), axis=alt.Axis(title=title, format="~s"))
+
+
+def impl_color(domain=None):
+    alt = _altair()
+
+    domain = domain or IMPL_ORDER
+    palette = {"gym": "#7f7f7f", "cpp": "#d62728", "torch": "#ff7f0e", "jax": "#1f77b4", "cuda": "#2ca02c",
+               "torch-compile": "#9467bd", "fused": "#8c564b", "gymnasium-vector": "#e377c2",
+               "gymnax": "#17becf", "envpool": "#bcbd22"}
+    return alt.Color("impl:N", title="implementation", scale=alt.Scale(domain=domain, range=[palette.get(d, "#444") for d in domain]),
+                     legend=alt.Legend(orient="bottom", columns=2))
+
+
+def tooltip(*extra):
+    alt = _altair()
+
+    base = [alt.Tooltip("impl:N", title="impl"), alt.Tooltip("num_envs:Q", title="N", format=","),
+            alt.Tooltip("steps:Q", title="K"), alt.Tooltip("samples_per_s:Q", title="samples/s", format=".3s"),
+            alt.Tooltip("samples_per_s_min:Q", title="min", format=".3s"),
+            alt.Tooltip("samples_per_s_max:Q", title="max", format=".3s")]
+    return base + [alt.Tooltip(e) if isinstance(e, str) else e for e in extra]
+
+
+def paper_rules(values: list[dict], axis="y"):
+    """Dashed rules with a text label for the paper's values: [{"value": v, "label": "..."}]."""
+    alt = _altair()
+
+    d = pd.DataFrame(values)
+    enc = alt.Y("value:Q") if axis == "y" else alt.X("value:Q")
+    rule = alt.Chart(d).mark_rule(strokeDash=[6, 4], color="#555", strokeWidth=1.2).encode(
+        enc, tooltip=[alt.Tooltip("label:N", title="paper")])
+    if axis == "y":
+        text = alt.Chart(d).mark_text(align="left", baseline="bottom", dx=4, dy=-3, fontSize=11, color="#333")
+        text = text.encode(enc, x=alt.value(4), text="label:N")
+    else:  # vertical label reading upwards, inside the plot, left of the rule
+        text = alt.Chart(d).mark_text(align="right", baseline="bottom", angle=270, dx=-4, dy=-3, fontSize=11, color="#333")
+        text = text.encode(enc, y=alt.value(4), text="label:N")
+    return rule + text
+
+
+def line_points(base):
+    """Lines plus filled points. The points ignore strokeDash, so a strokeDash legend shows dashes
+    (with ``mark_line(point=True)`` its symbols come out blank)."""
+    alt = _altair()
+
+    return base.mark_line() + base.mark_point(filled=True, size=30, opacity=1).encode(strokeDash=alt.value([1, 0]))
+
+
+def finish(chart, title: str, subtitle: str | None = None):
+    alt = _altair()
+
+    t = alt.TitleParams(title, subtitle=subtitle or "", anchor="start", fontSize=14, subtitleFontSize=11)
+    return chart.properties(title=t).configure_axis(labelFontSize=11, titleFontSize=12, gridOpacity=0.4).configure_legend(
+        labelFontSize=11, titleFontSize=12, labelLimit=320, orient="bottom", direction="vertical")

@@ -1,0 +1,53 @@
+"""How the chapters write numbers and small tables: 2^k labels, speedups, rates, Markdown, HTML."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+
+def pow2_label(n) -> str:
+    n = float(n)
+    if n > 0 and math.isfinite(n):
+        k = math.log2(n)
+        if abs(k - round(k)) < 1e-9:
+            return f"2^{int(round(k))}"
+    return f"{n:g}"
+
+
+def fmt_list(values) -> str:
+    values = list(values)
+    labels = [pow2_label(v) if v >= 16 else f"{v:g}" for v in values]
+    return "{" + ", ".join(labels) + "}"
+
+
+def fmt_x(v) -> str:
+    """A speedup: 3 significant digits and ×."""
+    if v is None or not np.isfinite(v):
+        return "n/a"
+    return f"{v:.3g}×" if v < 1000 else f"{v:,.0f}×"
+
+
+def fmt_rate(v) -> str:
+    if v is None or not np.isfinite(v):
+        return "n/a"
+    return f"{v:.3g} samples/s"
+
+
+def md(text: str):
+    from IPython.display import Markdown
+
+    return Markdown(text)
+
+
+def table(df: pd.DataFrame, cols: dict, floatfmt=None):
+    """A small HTML table: ``cols`` maps column -> header; numbers formatted readably."""
+    from IPython.display import HTML
+
+    d = df[list(cols)].rename(columns=cols).copy()
+    for c in d.columns:
+        if pd.api.types.is_float_dtype(d[c]):
+            d[c] = d[c].map(lambda v: "" if pd.isna(v) else (floatfmt or "{:.3g}").format(v))
+    return HTML(d.to_html(index=False, border=0, classes="table", escape=True))

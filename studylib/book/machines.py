@@ -1,0 +1,121 @@
+"""The "Across machines" page: every machine's snapshot, its provenance, and F.1–F.4 read from it.
+
+    folders = book.presets.machine_folders()        # key -> folder: the data folder, then <repo>/data
+    machines.provenance(folders)                     # one row per machine: hardware, versions, commits
+    machines.findings_by_machine(folders)            # F.1–F.4 of each machine beside the paper's values
+
+Nothing here measures: every plan runs under ``sweep.READ_ONLY``. Each machine is read at the
+preset its snapshot covers best (``best_preset``), so a folder measured with ``default`` and one
+measured with ``paper`` are each shown with their own points.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from ..harness import store
+from ..harness.provenance import machine_key
+from ..harness.sweep import READ_ONLY, session
+from .analysis import findings
+from .plans import complexity_data, fusion_data, overheads_data, vectorization_data
+from .presets import PRESETS, machine_info_of, params
+
+FINDING_PLANS = {"vectorization": vectorization_data, "overheads": overheads_data, "fusion": fusion_data,
+                 "complexity": complexity_data}  # the sweeps F.1–F.4 are computed from
+PRESET_ORDER = ("paper", "default", "tiny")  # largest first: a tie goes to the larger preset
+PROVENANCE_COLUMNS = ["machine", "this build", "cpu", "cores", "gpu", "os", "python", "torch", "jax", "cupy", "commits",
+                      "measured", "points", "folder"]
+
+
+def provenance(folders: dict) -> pd.DataFrame:
+    """One row per machine folder: its hardware and software (``machine.json``, the latest run),
+    the commits and dates of every run that measured its files, and how many points it holds."""
+    rows = []
+    for key, folder in folders.items():
+        info = machine_info_of(folder)
+        runs, points = [], 0
+        for path in sorted(folder.glob("*.json")):
+            if path.name == "machine.json":
+                continue
+            doc = store.read(path)
+            runs += [r.get("provenance") or {} for r in doc["runs"]]
+            points += len(doc["rows"])
+        commits = dict.fromkeys(f"{r['commit'][:10]}{' + local changes' if r.get('dirty') else ''}"
+                                for r in runs if r.get("commit"))
+        dates = sorted(r["date"][:10] for r in runs if r.get("date"))
+        packages = info.get("packages", {})
+        rows.append([key, key == machine_key(), info.get("cpu_model"), info.get("cores"), info.get("gpu") or "none",
+                     info.get("os"), info.get("python"), packages.get("torch"), packages.get("jax"),
+                     packages.get("cupy"), ", ".join(commits) or "unknown",
+                     f"{dates[0]} to {dates[-1]}" if dates else "unknown", points, str(folder)])
+    return pd.DataFrame(rows, columns=PROVENANCE_COLUMNS)
+
+
+def _chapter_params(chapter, preset, key, folder):
+    return params(chapter, preset=preset, data_dir=folder.parent, machine=key)
+
+
+def coverage(key: str, folder: Path, preset: str) -> float:
+    """The share of the F.1–F.4 sweeps' points at ``preset`` that the snapshot holds."""
+    found = wanted = 0
+    with session(engine=READ_ONLY):
+        for chapter, plan in FINDING_PLANS.items():
+            df = plan(_chapter_params(chapter, preset, key, folder))
+            found += len(df)
+            wanted += len(df) + len(df.attrs.get("skipped", []))
+    return found / wanted if wanted else 0.0
+
+
+def best_preset(key: str, folder: Path) -> tuple[str, float]:
+    """(preset, coverage): the preset whose F.1–F.4 points the snapshot holds the largest share of."""
+    scores = [(coverage(key, folder, p), -i, p) for i, p in enumerate(PRESET_ORDER) if p in PRESETS]
+    share, _, preset = max(scores)
+    return preset, share
+
+
+def _findings_of(key: str, folder: Path, preset: str) -> pd.DataFrame:
+    """``book.findings`` of one machine's snapshot, measuring nothing."""
+    with session(engine=READ_ONLY):
+        if "machine" in inspect.signature(findings).parameters:
+            return findings(preset=preset, data_dir=folder.parent, machine=key)
+        # A findings() without ``machine`` reads this machine's folder: give it a copy of the
+        # snapshot under this machine's key (the check in tests/test_book.py does the same).
+        with tempfile.TemporaryDirectory() as tmp:
+            shutil.copytree(folder, Path(tmp) / machine_key())
+            return findings(preset=preset, data_dir=tmp)
+
+
+def _number(text) -> float:
+    """The value of a findings cell: "12.3×", "87%", "2^10", "1.2× → 3.4×" (the last), "≈ 1×"."""
+    text = str(text).split("→")[-1]
+    m = re.search(r"2\^(-?\d+)", text)
+    if m:
+        return float(2 ** int(m.group(1)))
+    m = re.search(r"\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?", text)
+    return float(m.group(0).replace(",", "")) if m else math.nan
+
+
+def findings_by_machine(folders: dict) -> pd.DataFrame:
+    """F.1–F.4 of every machine: ``book.findings``' columns plus ``machine``, ``preset`` (the one
+    its snapshot covers best), ``coverage`` and the numeric ``paper_value`` / ``ours_value``."""
+    frames = []
+    for key, folder in folders.items():
+        preset, share = best_preset(key, folder)
+        if share == 0:
+            continue  # a folder without the chapters' sweeps (a custom sweep, say)
+        F = _findings_of(key, folder, preset).copy()
+        for column, text in (("paper_value", "paper"), ("ours_value", "ours")):
+            if column not in F:
+                F[column] = F[text].map(_number)
+        F.insert(0, "machine", key)
+        F.insert(1, "preset", preset)
+        F.insert(2, "coverage", share)
+        frames.append(F)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

@@ -1,0 +1,162 @@
+"""What each chapter measures: its MeasurePoints (or profile points, or ceilings), measured into
+this machine's data files through ``harness.sweep``, which reads what is saved and measures the
+rest, so a rebuild on the same machine resumes and a complete one measures nothing.
+
+    P = book.params("vectorization", preset=preset)
+    df = book.vectorization_data(P)          # rows of <data_dir>/<machine>/fig4.json
+
+Each frame's ``attrs["dropped"]`` lists the points above the preset's work cap (not measured),
+``attrs["skipped"]`` the points that cannot run here, with the reason. With ``P.machine`` set to
+another machine's folder, every plan reads that machine's snapshot and measures nothing.
+``PLANS`` lists each chapter's plans: what ``python -m studylib measure`` runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import sys
+import tempfile
+
+import pandas as pd
+
+from ..harness.sweep import Keying, keyed_by, run, sweep
+from ..settings import PEERS, EnvSettings, MeasurePoint
+from .brax import brax_data
+from .presets import ChapterParams
+
+SWEEP_NAMES = {"cartpole": "fig2_cartpole", "vectorization": "fig4", "overheads": "fig4_k",
+               "fusion": "fig8", "complexity": "fig9", "beyond": "beyond"}
+BEYOND_IMPLS = ("torch", "torch-compile", "jax", "fused", "cpp")  # the "Beyond the paper" chapter
+PROFILE_KEYS = ("impl", "num_envs", "steps", "state_factor", "compute_factor", "policy")
+
+
+def _quiet(msg: str) -> None:
+    """The chapters list skipped points themselves; the sweep's log lines would land in the book."""
+
+
+def capped_points(P: ChapterParams, impls, policy, state_factors=(1,), compute_factors=(1,)):
+    """(points, dropped): the grid's MeasurePoints whose work per call N*K*S*C is within the
+    implementation's cap, and the (impl, N, K, S, C) of those that are not."""
+    points, dropped = [], []
+    for impl in impls:
+        for s in state_factors:
+            for c in compute_factors:
+                for k in P.steps:
+                    for n in P.num_envs:
+                        if n * k * s * c > P.cap_for(impl):
+                            dropped.append((impl, n, k, s, c))
+                            continue
+                        points.append(MeasurePoint.of(impl, n, k, state_factor=s, compute_factor=c, policy=policy,
+                                                      repeats=P.repeats, min_seconds=P.min_seconds))
+    return points, dropped
+
+
+def _measured(name: str, P: ChapterParams, points, dropped=()) -> pd.DataFrame:
+    df = sweep(name, points, data_dir=P.data_dir, progress=False, log=_quiet, machine=P.machine)
+    df.attrs["dropped"] = list(dropped)
+    return df
+
+
+def _chapter_sweep(chapter: str, P: ChapterParams, impls, policy, **knobs) -> pd.DataFrame:
+    return _measured(SWEEP_NAMES[chapter], P, *capped_points(P, impls, policy, **knobs))
+
+
+def vectorization_data(P: ChapterParams) -> pd.DataFrame:
+    """Fig 4: samples/s vs N, data collection with MLP inference, every implementation."""
+    return _chapter_sweep("vectorization", P, P.impls, "mlp")
+
+
+def overheads_data(P: ChapterParams) -> pd.DataFrame:
+    """Fig 4 (K dimension) for F.2: jax and torch with inference, K = 1 ... 10^3."""
+    return _chapter_sweep("overheads", P, [i for i in P.impls if i in ("torch", "jax")], "mlp")
+
+
+def fusion_data(P: ChapterParams) -> pd.DataFrame:
+    """Fig 8: simulation only (policy "none"), fused (cpp/cuda) vs jax vs torch, K = 1 ... 10^3."""
+    return _chapter_sweep("fusion", P, [i for i in P.impls if i in ("cpp", "cuda", "jax", "torch")], "none")
+
+
+def fusion_impl(P: ChapterParams) -> str:
+    """The implementation that shows kernel fusion: cuda with a GPU, else cpp (its CPU build)."""
+    return "cuda" if "cuda" in P.impls else "cpp"
+
+
+def complexity_data(P: ChapterParams) -> pd.DataFrame:
+    """Fig 9: the fused implementation over N x K x S x C, simulation only."""
+    return _chapter_sweep("complexity", P, [fusion_impl(P)], "none", state_factors=P.state_factor,
+                          compute_factors=P.compute_factor)
+
+
+def cartpole_fig2_data(P: ChapterParams) -> pd.DataFrame:
+    """Fig 2's cartpole line: jax (XLA), simulation only, K steps per call (no work cap)."""
+    points, _ = capped_points(dataclasses.replace(P, cap={}), ["jax"], "none")
+    return _measured(SWEEP_NAMES["cartpole"], P, points)
+
+
+def beyond_data(P: ChapterParams) -> pd.DataFrame:
+    """Beyond the paper: torch-compile and fused against torch and jax with the MLP policy, and the
+    peers against ours simulation only. One sweep file, ``beyond.json``."""
+    ours = [i for i in BEYOND_IMPLS if i in P.impls or i in ("torch-compile", "fused")]
+    points, dropped = capped_points(P, ours, "mlp")
+    peer_p = dataclasses.replace(P, num_envs=P.peer_num_envs, steps=(P.peer_steps,))
+    for impl in ("cpp", "fused", "jax", *PEERS):
+        p, d = capped_points(peer_p, [impl], "none")
+        points += p
+        dropped += d
+    return _measured(SWEEP_NAMES["beyond"], P, points, dropped)
+
+
+def roofline_data(P: ChapterParams) -> dict:
+    """This machine's ceilings (``harness.roofline``), measured once per machine into
+    ``beyond_roofline.json``; later builds read the file."""
+    from ..harness import roofline
+
+    items = roofline.ceiling_items(set(P.num_envs) | set(P.peer_num_envs))
+    keying = Keying(dict, keyed_by(*roofline.CEILING_KEYS), lambda i: f"ceiling {i}")
+    result = run("beyond_roofline", items, roofline.measure_ceiling, keying, data_dir=P.data_dir, progress=False,
+                 log=_quiet, machine=P.machine)
+    return roofline.from_rows(result.rows)
+
+
+@contextlib.contextmanager
+def _quiet_native_stderr():
+    """Silence file-descriptor-level stderr (the PyTorch profiler's C++ Kineto log lines) around a
+    block, so they do not land in the book as a cell's stderr output."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+def _profile_row(point: MeasurePoint) -> dict:
+    from ..harness import profiler
+    from ..harness.provenance import machine_key, now_utc
+
+    with _quiet_native_stderr():
+        row = profiler.profile(point)
+    return {**row, "machine": machine_key(), "date": now_utc()}
+
+
+def profile_data(P: ChapterParams) -> pd.DataFrame:
+    """Fig 5/6: ``harness.profiler`` for jax and torch at one N over K, saved in ``fig56_profile.json``."""
+    cap = P.profile_cap if P.profile_cap is not None else P.cap
+    n = P.profile_num_envs
+    points = [MeasurePoint(EnvSettings(impl, n), k, "mlp") for impl in P.impls if impl in ("jax", "torch")
+              for k in P.profile_steps if n * k <= P.cap_for(impl, cap)]
+    keying = Keying(lambda p: {k: p.flat()[k] for k in PROFILE_KEYS}, keyed_by(*PROFILE_KEYS), MeasurePoint.describe)
+    result = run("fig56_profile", points, _profile_row, keying, data_dir=P.data_dir, progress=False, log=_quiet,
+                 machine=P.machine)
+    df = pd.DataFrame(result.rows)
+    return df.sort_values(["impl", "steps"]).reset_index(drop=True) if len(df) else df
+
+
+PLANS = {"cartpole": (cartpole_fig2_data, brax_data), "vectorization": (vectorization_data,),
+         "overheads": (overheads_data, profile_data), "fusion": (fusion_data,), "complexity": (complexity_data,),
+         "beyond": (beyond_data, roofline_data)}

@@ -1,0 +1,228 @@
+"""Measure a list of items into one data file, resuming: what is saved is read, not measured again.
+
+    from studylib.harness import sweep
+    points = sweep.grid_points({"impl": ["cpp", "jax"], "num_envs": [2**k for k in range(8, 15)],
+                                "steps": [1, 100]}, repeats=3)
+    df = sweep.sweep("fig4", points, data_dir="data")    # one row per measured point
+
+``sweep`` measures MeasurePoints with ``harness.measure``; ``run`` is the same loop for any item
+(the book's profiles, Brax timings and ceilings), given how to measure one and how to key it.
+Items that cannot run here (too big for memory, no CUDA device, an impl/device mismatch) are not
+attempted beyond the check that refuses them: they are saved under ``skipped`` with the reason,
+reported through ``log`` (stderr by default) and tried again by a later run.
+
+``machine=`` names another machine's folder to read instead: nothing is measured, and the items
+its snapshot lacks are listed as skipped ("not measured on ..."). ``with session(engine=...)``
+runs every sweep inside the block on an engine (``harness.ray_engine.RayEngine``: a Ray cluster;
+``READ_ONLY``: measure nothing), with the command line's choice of progress bars and log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import itertools
+import sys
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..errors import ConfigError, DeviceUnavailableError, InsufficientMemoryError
+from ..settings import MeasurePoint, point_key
+from .measure import measure
+from .provenance import machine_key
+from .store import DataFile
+
+GRID_KEYS = ("impl", "num_envs", "steps", "state_factor", "compute_factor", "policy", "device")
+GRID_DEFAULTS = {"state_factor": 1, "compute_factor": 1, "policy": "mlp", "device": None}
+SKIP_ERRORS = (InsufficientMemoryError, DeviceUnavailableError, ConfigError)
+
+
+@dataclass(frozen=True)
+class Keying:
+    """How a data file names its items: ``columns(item)`` are the item's identifying values (saved
+    with a skipped item), ``row_key(row)`` the key of a saved row or of those columns."""
+
+    columns: Callable[[object], dict]
+    row_key: Callable[[dict], tuple]
+    describe: Callable[[object], str]
+
+
+POINTS = Keying(MeasurePoint.flat, point_key, MeasurePoint.describe)
+
+
+def keyed_by(*names: str) -> Callable[[dict], tuple]:
+    """A ``row_key`` of the named columns (absent columns count as None)."""
+    return lambda row: tuple(row.get(n) for n in names)
+
+
+def grid_points(grid: dict, *, repeats=5, min_seconds=0.2, seed=0) -> list[MeasurePoint]:
+    """The MeasurePoints of a grid ({key: list of values}, keys GRID_KEYS; impl, num_envs and
+    steps required, the others default to GRID_DEFAULTS), in a stable order, without repeats."""
+    if not isinstance(grid, dict):
+        raise ConfigError(f"grid must be a dict of lists, got {type(grid).__name__}")
+    unknown = set(grid) - set(GRID_KEYS)
+    if unknown:
+        raise ConfigError(f"unknown grid key(s) {', '.join(sorted(map(str, unknown)))}; valid: {', '.join(GRID_KEYS)}")
+    missing = [k for k in ("impl", "num_envs", "steps") if k not in grid]
+    if missing:
+        raise ConfigError(f"grid needs {missing[0]!r} (a list of values)")
+    axes = []
+    for key in GRID_KEYS:
+        values = grid.get(key, [GRID_DEFAULTS.get(key)])
+        values = [values] if isinstance(values, (str, int, float)) or values is None else list(values)
+        if not values:
+            raise ConfigError(f"grid[{key!r}] is empty")
+        axes.append(values)
+    points = (MeasurePoint.of(impl, n, k, state_factor=s, compute_factor=c, policy=pol, device=dev, seed=seed,
+                              repeats=repeats, min_seconds=min_seconds)
+              for impl, n, k, s, c, pol, dev in itertools.product(*axes))
+    return list(dict.fromkeys(points))
+
+
+@dataclass
+class Result:
+    rows: list  # the saved rows of the items asked for, in their order
+    skipped: list  # the items asked for that could not run here (or are not in a snapshot read), with the reason
+    path: str  # the file (of the first machine, when several measured)
+    machines: list  # the machine folder of each row
+    measured: int = 0  # rows added by this call
+    lost: list = field(default_factory=list)  # items whose worker or node died (Ray): the next run measures them
+
+
+@dataclass(frozen=True)
+class Session:
+    """How the sweeps inside ``with session(...)`` run. Its choices win over the callers'
+    arguments: the command line decides for the book's plans, which ask for quiet, local sweeps."""
+
+    engine: object = None  # None: measure here, one item after another; else ``engine.run(...)``
+    progress: bool | None = None  # None: the caller's choice
+    log: Callable | None = None  # None: the caller's choice
+    report: Callable | None = None  # called with (name, Result) after each file
+
+
+_SESSION = contextvars.ContextVar("studylib_sweep_session", default=Session())
+
+
+@contextlib.contextmanager
+def session(engine=None, *, progress=None, log=None, report=None):
+    token = _SESSION.set(Session(engine, progress, log, report))
+    try:
+        yield
+    finally:
+        _SESSION.reset(token)
+
+
+class ReadOnly:
+    """The engine that measures nothing: every sweep reads what this machine's file holds (a
+    page that only reads, a check that a build would measure nothing)."""
+
+    def run(self, name, items, measure_one, keying, *, data_dir, progress, log) -> Result:
+        return read_saved(name, items, keying, data_dir=data_dir, machine=machine_key())
+
+
+READ_ONLY = ReadOnly()
+
+
+def _stderr_log(msg: str) -> None:
+    from tqdm.auto import tqdm
+
+    tqdm.write(msg, file=sys.stderr)
+
+
+def progress_bar(total: int, name: str, progress: bool):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=f"sweep {name}", unit="pt", disable=not (progress and sys.stderr.isatty()),
+                file=sys.stderr, dynamic_ncols=True)
+
+
+def run(name: str, items, measure_one, keying: Keying, *, data_dir="data", progress=True, log=None,
+        machine=None) -> Result:
+    """Measure each item not yet saved in this machine's file ``name`` with ``measure_one(item)``
+    (-> row dict); SKIP_ERRORS it raises mark the item skipped. The file is written only when
+    something new is measured or skipped (see ``harness.store``). ``machine``: another machine's
+    folder to read instead, measuring nothing."""
+    items = list(items)
+    current = _SESSION.get()
+    progress = progress if current.progress is None else current.progress
+    log = current.log or log or _stderr_log
+    if machine is not None and machine != machine_key():
+        result = read_saved(name, items, keying, data_dir=data_dir, machine=machine)
+    elif current.engine is not None:
+        result = current.engine.run(name, items, measure_one, keying, data_dir=data_dir, progress=progress, log=log)
+    else:
+        result = _run_here(name, items, measure_one, keying, data_dir=data_dir, progress=progress, log=log)
+    if current.report is not None:
+        current.report(name, result)
+    return result
+
+
+def run_parameters(items, keying: Keying) -> dict:
+    """What a data file records of the run that measures ``items``: their grid and number."""
+    columns = [keying.columns(it) for it in items]
+    return {"grid": {c: [cols.get(c) for cols in columns] for c in dict.fromkeys(itertools.chain(*columns))},
+            "points": len(items)}
+
+
+def _run_here(name, items, measure_one, keying: Keying, *, data_dir, progress, log) -> Result:
+    f = DataFile(data_dir, name, keying.row_key)
+    keys = [keying.row_key(keying.columns(it)) for it in items]
+    measured = 0
+    if any(k not in f.rows for k in keys):
+        bar = progress_bar(len(items), name, progress)
+        try:
+            with f.locked(run_parameters(items, keying)):
+                for item, key in zip(items, keys):
+                    if key not in f.rows:
+                        bar.set_postfix_str(keying.describe(item), refresh=True)
+                        measured += _measure_or_skip(f, item, key, measure_one, keying, log)
+                    bar.update(1)
+        finally:
+            bar.close()
+    rows = [f.rows[k] for k in keys if k in f.rows]
+    return Result(rows=rows, skipped=[f.skipped[k] for k in keys if k not in f.rows and k in f.skipped],
+                  path=str(f.path), machines=[f.folder.name] * len(rows), measured=measured)
+
+
+def read_saved(name, items, keying: Keying, *, data_dir, machine) -> Result:
+    """The saved rows of ``items`` in ``machine``'s file, measuring nothing; the items it lacks
+    are listed as skipped, "not measured on <machine>"."""
+    f = DataFile(data_dir, name, keying.row_key, machine=machine)
+    keys = [keying.row_key(keying.columns(it)) for it in items]
+    rows = [f.rows[k] for k in keys if k in f.rows]
+    skipped = [f.skipped.get(k) or {**keying.columns(it), "reason": f"not measured on {machine}", "error": "NotMeasured"}
+               for it, k in zip(items, keys) if k not in f.rows]
+    return Result(rows=rows, skipped=skipped, path=str(f.path), machines=[machine] * len(rows))
+
+
+def _measure_or_skip(f: DataFile, item, key, measure_one, keying: Keying, log) -> int:
+    """Measure one item into ``f`` (1) or save why it cannot run here (0)."""
+    try:
+        row = measure_one(item)
+    except SKIP_ERRORS as e:
+        save_skipped(f, item, key, keying, str(e), type(e).__name__)
+        log(f"skipped {keying.describe(item)}: {e}")
+        return 0
+    f.add_row(key, row)
+    return 1
+
+
+def save_skipped(f: DataFile, item, key, keying: Keying, reason: str, error: str, info=None) -> None:
+    old = f.skipped.get(key)
+    if old is None or old.get("reason") != reason:  # the same refusal again changes nothing
+        f.add_skipped(key, {**keying.columns(item), "reason": reason, "error": error}, info=info)
+
+
+def sweep(name: str, points, *, data_dir="data", progress=True, log=None, machine=None):
+    """Measure the MeasurePoints ``points`` into ``<data_dir>/<machine_key>/<name>.json`` (or read
+    ``machine``'s); return a DataFrame of their rows (column ``machine``: the folder of each;
+    ``df.attrs["skipped"]``: the points that could not run, with reasons; ``df.attrs["path"]``:
+    the file; ``df.attrs["measured"]``: rows added now; ``df.attrs["lost"]``: points whose Ray
+    worker died, left for the next run)."""
+    import pandas as pd
+
+    result = run(name, points, measure, POINTS, data_dir=data_dir, progress=progress, log=log, machine=machine)
+    df = pd.DataFrame(result.rows)
+    df["machine"] = result.machines
+    df.attrs.update(skipped=result.skipped, path=result.path, measured=result.measured, lost=result.lost)
+    return df

@@ -1,0 +1,79 @@
+"""The one timing loop of the study: every throughput, ceiling and unprofiled time is taken here.
+
+    t = time_regions(lambda: env.rollout(K, policy).episodes_finished, repeats=5, min_seconds=0.2,
+                     sync=env.synchronize)
+    t.rates(N * K)          # work per second of each timed region: samples/s
+
+Method (paper section 3.3):
+  * Warm-up apart: the first call (compile, allocation, caches) is timed on its own (``warmup_s``)
+    and never counted.
+  * Adaptive timed regions: the calls per region are doubled (or extrapolated) until one region
+    lasts at least ``min_seconds``, so the timer's resolution and per-region noise are negligible.
+    The calibration regions double as further warm-up.
+  * Each region ends with ``sync()`` (a device synchronisation), inside the region.
+  * ``repeats`` regions of that many calls are then timed; callers report their median, min and max
+    (throughputs) or their best (ceilings, unprofiled times).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import dataclass
+
+MAX_CALLS_PER_REGION = 1_000_000
+TIMER = "time.perf_counter"
+
+
+@dataclass(frozen=True)
+class Timing:
+    """What ``time_regions`` measured."""
+
+    warmup_s: float  # the first call, alone
+    calls: int  # calls per timed region
+    seconds: tuple[float, ...]  # each timed region
+    counted: int  # sum of what the calls returned over the timed regions (e.g. episodes finished)
+
+    def rates(self, work_per_call: float) -> list[float]:
+        """Work per second of each timed region (work_per_call * calls / seconds)."""
+        return [work_per_call * self.calls / dt for dt in self.seconds]
+
+    def summary(self, work_per_call: float) -> dict:
+        """Median, min, max and every value of ``rates`` (the harness's reported statistics)."""
+        rates = self.rates(work_per_call)
+        return {"median": statistics.median(rates), "min": min(rates), "max": max(rates), "all": rates}
+
+    @property
+    def best_seconds_per_call(self) -> float:
+        return min(self.seconds) / self.calls
+
+
+def time_regions(call, *, repeats: int, min_seconds: float, sync=None) -> Timing:
+    """Time ``call()`` as the module docstring says. ``call`` may return a count (an int) that is
+    summed over the timed regions, or None. ``repeats`` and ``min_seconds`` come checked from a
+    MeasurePoint (or are the caller's constants)."""
+
+    def region(calls: int) -> tuple[float, int]:
+        counted = 0
+        start = time.perf_counter()
+        for _ in range(calls):
+            counted += call() or 0
+        if sync is not None:
+            sync()
+        return time.perf_counter() - start, counted
+
+    warmup_s, _ = region(1)
+    calls = 1
+    elapsed, _ = region(calls)
+    while elapsed < min_seconds and calls < MAX_CALLS_PER_REGION:
+        guess = math.ceil(calls * 1.2 * min_seconds / max(elapsed, 1e-9))
+        calls = min(MAX_CALLS_PER_REGION, max(calls * 2, min(guess, calls * 100)))
+        elapsed, _ = region(calls)
+
+    seconds, counted = [], 0
+    for _ in range(repeats):
+        dt, n = region(calls)
+        seconds.append(dt)
+        counted += n
+    return Timing(warmup_s=warmup_s, calls=calls, seconds=tuple(seconds), counted=counted)

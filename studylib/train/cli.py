@@ -1,0 +1,89 @@
+"""``python -m studylib.train``: train PPO on CartPole-v1 with one collector until solved.
+
+    python -m studylib.train --collector fused --num-envs 4096 --seed 0 [--json] [--save policy.npz] [--max-seconds S]
+
+Progress lines go to stderr (updates, samples, samples/s, mean training return, greedy checks);
+the result goes to stdout: one JSON line with ``--json`` (collector, num_envs, seed, solved,
+wall_s, compile_s, samples, updates, eval_return, provenance, ...), else one sentence.
+``--save`` writes the actor (W1 b1 W2 b2 W3 b3) as ``.npz`` after training, atomically.
+
+Exit status: 0 when training ran (solved or not: ``--max-seconds`` reached is a result, not an
+error); 2 for bad input (unknown collector, N <= 0, a GPU collector without a GPU, an unwritable
+``--save`` path), checked before anything runs or is written, reported in one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..errors import StudyError
+from .settings import COLLECTORS, PEER_TRAINERS, TRAINERS
+
+EXIT_USAGE = 2
+
+
+class _UsageError(StudyError):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line instead of argparse's usage block
+        raise _UsageError(f"{self.prog}: {message}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m studylib.train", description="PPO on CartPole-v1 with one collector, until solved.")
+    p.add_argument("--collector", required=True, metavar="NAME",
+                   help=f"one of {', '.join(COLLECTORS)} (jax: the fully jitted JAX PPO); peers: {', '.join(PEER_TRAINERS)}")
+    p.add_argument("--num-envs", type=int, default=None, metavar="N", help="environments per update (default: the settings')")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true", help="print the result as one JSON line on stdout")
+    p.add_argument("--save", default=None, metavar="PATH.npz", help="write the trained actor here (W1 b1 W2 b2 W3 b3)")
+    p.add_argument("--max-seconds", type=float, default=None, metavar="S",
+                   help="training wall-clock budget (default: the settings'); reaching it ends with solved: false")
+    return p
+
+
+def _preflight(args):
+    """Every check that can fail, before training starts: settings, GPU, the --save path."""
+    from .actor_critic import check_save_path
+    from .settings import TrainRun
+
+    if args.collector not in TRAINERS:
+        raise _UsageError(f"unknown collector {args.collector!r}; valid: {', '.join(COLLECTORS)} "
+                          f"(peers: {', '.join(PEER_TRAINERS)})")
+    run = TrainRun(args.collector, args.num_envs, seed=args.seed, max_seconds=args.max_seconds)
+    if args.collector == "cuda":
+        from ..devices import require_cuda
+
+        require_cuda("the cuda collector runs on a GPU (use fused, cpp, torch or jax here)")
+    if args.save is not None:
+        check_save_path(args.save)
+    return run
+
+
+def main(argv=None) -> int:
+    from . import train
+    from .progress import stderr_log
+
+    try:
+        args = _parser().parse_args(argv)
+        run = _preflight(args)
+        result = train(run, log=stderr_log)
+        if args.save is not None:
+            from .actor_critic import save_npz
+
+            save_npz(args.save, result.actor)
+    except StudyError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.json:
+        print(json.dumps(result.as_dict(), default=float))
+    else:
+        what = f"solved in {result.wall_s:.2f} s" if result.solved else f"not solved ({result.stopped}) after {result.wall_s:.2f} s"
+        print(f"{result.collector} N={result.num_envs} seed={result.seed}: {what}, {result.samples:,d} samples, "
+              f"{result.updates} updates, compile {result.compile_s:.2f} s; greedy return on gymnasium's CartPole-v1: "
+              f"{result.eval_return:.1f}" + (f"; actor saved to {args.save}" if args.save else ""))
+    return 0

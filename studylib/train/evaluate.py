@@ -1,0 +1,63 @@
+"""How a trained actor is judged: greedy episodes, mean return, CartPole-v1's 475 threshold.
+
+Two evaluators, one rule (the mean undiscounted return of ``episodes`` greedy episodes, each one
+whole episode from a fresh reset, at most 500 steps):
+
+``greedy_check``       the check made *during* training, after regular numbers of samples. Its
+                       cost counts in a run's wall-clock, so it is vectorized: all episodes step
+                       together in numpy, float64 states, with ``studylib.dynamics`` (gymnasium's formulas
+                       line for line) until the last one ends. The same for every collector.
+``gymnasium_return``   the final confirmation, not timed: gymnasium's own ``CartPoleEnv`` through
+                       ``gymnasium.make("CartPole-v1")`` (its TimeLimit of 500, its reset draws),
+                       the episodes stepped in lockstep so the actor runs batched.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..dynamics import CARTPOLE_V1, RESET_HIGH, RESET_LOW, STATE_SIZE, is_terminated, physics_step
+from .actor_critic import check_arrays, greedy_actions
+
+EVAL_SEED_OFFSET = 1_000_003  # evaluation episodes never share reset draws with training's seed
+
+
+def greedy_check(arrays: dict, episodes: int, seed: int, p=CARTPOLE_V1) -> float:
+    """Mean greedy return of ``episodes`` episodes on the vectorized float64 reference."""
+    arrays = check_arrays(arrays)
+    rng = np.random.default_rng([seed, EVAL_SEED_OFFSET])
+    states = rng.uniform(RESET_LOW, RESET_HIGH, (episodes, STATE_SIZE))
+    returns = np.zeros(episodes)
+    alive = np.ones(episodes, dtype=bool)
+    for _ in range(p.max_episode_steps):
+        # Every episode is stepped (cheaper than indexing the live ones); an ended one is frozen.
+        force = np.where(greedy_actions(arrays, states) == 1, p.force_mag, -p.force_mag)
+        nxt = physics_step(states, force, p.tau, p)
+        returns += alive  # CartPole-v1: reward 1 on every step, the terminating one included
+        alive &= ~is_terminated(nxt, p)
+        if not alive.any():
+            break
+        states = np.where(alive[:, None], nxt, states)
+    return float(returns.mean())
+
+
+def gymnasium_return(arrays: dict, episodes: int = 100, seed: int = 0) -> float:
+    """Mean greedy return over ``episodes`` episodes of gymnasium's own CartPole-v1."""
+    import gymnasium
+
+    envs = [gymnasium.make("CartPole-v1") for _ in range(episodes)]
+    obs = np.stack([env.reset(seed=seed * episodes + i + EVAL_SEED_OFFSET)[0] for i, env in enumerate(envs)])
+    returns = np.zeros(episodes)
+    alive = np.ones(episodes, dtype=bool)
+    while alive.any():
+        idx = np.flatnonzero(alive)
+        actions = greedy_actions(arrays, obs[idx])
+        for i, a in zip(idx, actions):
+            o, r, terminated, truncated, _ = envs[i].step(int(a))
+            obs[i] = o
+            returns[i] += r
+            if terminated or truncated:
+                alive[i] = False
+    for env in envs:
+        env.close()
+    return float(returns.mean())

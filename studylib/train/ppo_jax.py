@@ -1,0 +1,241 @@
+"""PPO fully jitted in JAX, PureJaxRL's shape: collection, GAE and the update in ONE XLA program.
+
+The environment is ``studylib.jax_functional`` (gymnax's ``reset``/``step``, vmapped over N envs);
+the policy, the physics, GAE, the shuffles and the optimizer (optax: gradient-norm clipping and
+Adam) are traced together, and ``lax.scan`` runs several updates per call, so Python only sees
+the program between greedy checks. The algorithm and every hyperparameter are the PyTorch PPO's
+(``studylib.train.ppo_torch``, the same ``PPOSettings``); the environment returns the pre-reset
+observation (``info["final_observation"]``), so truncated episodes are bootstrapped.
+
+Timing (``studylib.train.progress``): tracing and XLA compilation come before the first step
+(``compile_s``); the compiled chunk's calls and the greedy checks are ``wall_s``. Collection and
+learning are one program, so their split is estimated afterwards (untimed) by running a program
+that only collects, and reported as such.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from .. import jax_functional as env
+from ..policy import LAYER_SIZES
+from .progress import Clock, TrainResult
+from .settings import PPOSettings, TrainRun
+
+
+class Transition(NamedTuple):
+    obs: jax.Array  # (N, 4)
+    action: jax.Array  # (N,) int32
+    logp: jax.Array  # (N,)
+    reward: jax.Array  # (N,)
+    terminated: jax.Array  # (N,) bool
+    truncated: jax.Array  # (N,) bool
+    final_obs: jax.Array  # (N, 4) before the same-step reset
+
+
+class Runner(NamedTuple):
+    """Everything the program carries from one update to the next."""
+
+    params: dict  # {"actor": [(W, b)] * 3, "critic": [(W, b)] * 3}
+    opt_state: optax.OptState
+    env_state: env.EnvState  # N environments (batched)
+    obs: jax.Array  # (N, 4) current observations
+    episode_return: jax.Array  # (N,) return of each env's running episode
+    key: jax.Array
+
+
+def _init_mlp(key, sizes, out_gain: float):
+    """cleanrl's initialization: orthogonal, gain sqrt(2) on hidden layers, zero biases."""
+    layers = []
+    for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+        key, k = jax.random.split(key)
+        gain = out_gain if i == len(sizes) - 2 else math.sqrt(2)
+        layers.append((jax.nn.initializers.orthogonal(gain)(k, (fan_in, fan_out), jnp.float32),
+                       jnp.zeros(fan_out, jnp.float32)))
+    return layers
+
+
+def _mlp(layers, x):
+    for w, b in layers[:-1]:
+        x = jnp.tanh(x @ w + b)
+    w, b = layers[-1]
+    return x @ w + b
+
+
+def init_params(key) -> dict:
+    k_actor, k_critic = jax.random.split(key)
+    return {"actor": _init_mlp(k_actor, LAYER_SIZES, 0.01), "critic": _init_mlp(k_critic, (*LAYER_SIZES[:-1], 1), 1.0)}
+
+
+def actor_arrays(params: dict) -> dict[str, np.ndarray]:
+    """The actor as W1 b1 W2 b2 W3 b3 (already x @ W layout)."""
+    out = {}
+    for i, (w, b) in enumerate(params["actor"], start=1):
+        out[f"W{i}"], out[f"b{i}"] = np.asarray(w, np.float32), np.asarray(b, np.float32)
+    return out
+
+
+def _value(params, obs):
+    return _mlp(params["critic"], obs)[..., 0]
+
+
+def make_program(s: PPOSettings, num_envs: int, env_params=env.default_params):
+    """(init(key) -> Runner, update(runner) -> (runner, (sum, count) of finished returns),
+    collect(runner) -> runner): pure functions to trace."""
+    n, t_ = num_envs, s.num_steps
+    batch = n * t_
+    mb = max(1, batch // s.num_minibatches)
+    num_mb = batch // mb
+    tx = optax.chain(optax.clip_by_global_norm(s.max_grad_norm), optax.adam(s.learning_rate, eps=s.adam_eps))
+    reset_n = jax.vmap(env.reset, in_axes=(0, None))
+    step_n = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+
+    def init(key) -> Runner:
+        k_params, k_env, key = jax.random.split(key, 3)
+        params = init_params(k_params)
+        obs, env_state = reset_n(jax.random.split(k_env, n), env_params)
+        return Runner(params, tx.init(params), env_state, obs, jnp.zeros(n), key)
+
+    def rollout(runner: Runner):
+        def one_step(carry, _):
+            env_state, obs, ep_ret, key = carry
+            key, k_act, k_env = jax.random.split(key, 3)
+            logits = _mlp(runner.params["actor"], obs)
+            diff = logits[:, 1] - logits[:, 0]  # categorical over 2 actions, as the torch collectors
+            action = jax.random.uniform(k_act, (n,)) < jax.nn.sigmoid(diff)
+            logp = jax.nn.log_sigmoid(jnp.where(action, diff, -diff))
+            action = action.astype(jnp.int32)
+            next_obs, env_state, reward, term, trunc, info = step_n(jax.random.split(k_env, n), env_state, action, env_params)
+            ep_ret = ep_ret + reward
+            done = term | trunc
+            finished = (jnp.sum(jnp.where(done, ep_ret, 0.0)), jnp.sum(done))
+            tr = Transition(obs, action, logp, reward, term, trunc, info["final_observation"])
+            return (env_state, next_obs, jnp.where(done, 0.0, ep_ret), key), (tr, finished)
+
+        carry = (runner.env_state, runner.obs, runner.episode_return, runner.key)
+        (env_state, obs, ep_ret, key), (traj, finished) = jax.lax.scan(one_step, carry, None, length=t_)
+        return runner._replace(env_state=env_state, obs=obs, episode_return=ep_ret, key=key), traj, finished
+
+    def gae(params, traj: Transition, last_obs):
+        values = _value(params, traj.obs)
+        next_values = jnp.concatenate([values[1:], _value(params, last_obs)[None]])
+        cut = traj.truncated & ~traj.terminated  # bootstrap from the pre-reset observation
+        next_values = jnp.where(cut, _value(params, traj.final_obs), next_values)
+        delta = traj.reward + s.gamma * next_values * (1.0 - traj.terminated) - values
+        carry_on = s.gamma * s.gae_lambda * (1.0 - (traj.terminated | traj.truncated))
+
+        def back(last, x):
+            d, c = x
+            last = d + c * last
+            return last, last
+
+        _, adv = jax.lax.scan(back, jnp.zeros(n), (delta, carry_on), reverse=True)
+        return adv, adv + values
+
+    def loss_fn(params, obs, action, logp_old, adv, target):
+        log_probs = jax.nn.log_softmax(_mlp(params["actor"], obs))
+        logp = jnp.take_along_axis(log_probs, action[:, None], axis=1)[:, 0]
+        if s.norm_adv:
+            adv = (adv - adv.mean()) / (adv.std(ddof=1) + 1e-8) if adv.shape[0] > 1 else adv
+        ratio = jnp.exp(logp - logp_old)
+        pg_loss = jnp.maximum(-adv * ratio, -adv * jnp.clip(ratio, 1 - s.clip_coef, 1 + s.clip_coef)).mean()
+        v_loss = 0.5 * jnp.square(_value(params, obs) - target).mean()
+        loss = pg_loss + s.vf_coef * v_loss
+        if s.ent_coef > 0:
+            loss = loss - s.ent_coef * (-(jnp.exp(log_probs) * log_probs).sum(-1).mean())
+        return loss
+
+    grad_fn = jax.grad(loss_fn)
+
+    def update(runner: Runner):
+        runner, traj, finished = rollout(runner)
+        adv, target = gae(runner.params, traj, runner.obs)
+        data = (traj.obs.reshape(batch, -1), traj.action.reshape(batch), traj.logp.reshape(batch),
+                adv.reshape(batch), target.reshape(batch))
+
+        def epoch(carry, _):
+            params, opt_state, key = carry
+            key, k = jax.random.split(key)
+            order = jax.random.permutation(k, batch)[: num_mb * mb].reshape(num_mb, mb)
+
+            def minibatch(carry, idx):
+                params, opt_state = carry
+                grads = grad_fn(params, *(x[idx] for x in data))
+                updates, opt_state = tx.update(grads, opt_state, params)
+                return (optax.apply_updates(params, updates), opt_state), None
+
+            (params, opt_state), _ = jax.lax.scan(minibatch, (params, opt_state), order)
+            return (params, opt_state, key), None
+
+        (params, opt_state, key), _ = jax.lax.scan(epoch, (runner.params, runner.opt_state, runner.key), None,
+                                                   length=s.update_epochs)
+        total = (finished[0].sum(), finished[1].sum())
+        return runner._replace(params=params, opt_state=opt_state, key=key), total
+
+    def collect_only(runner: Runner):
+        return rollout(runner)[0]
+
+    return init, update, collect_only
+
+
+def _chunk(update, num_updates: int):
+    """``num_updates`` updates in one call (the updates between two greedy checks)."""
+    def run(runner):
+        runner, (sums, counts) = jax.lax.scan(lambda r, _: update(r), runner, None, length=num_updates)
+        return runner, sums.sum(), counts.sum()
+
+    return jax.jit(run, donate_argnums=0)
+
+
+@functools.lru_cache(maxsize=16)
+def _compiled(s: PPOSettings, num_envs: int, updates_per_call: int):
+    """(init, chunk, collect_only), traced and compiled once per (settings, N, updates per call) in
+    this process: a second seed reuses the program (its compile_s is then only the init)."""
+    init, update, collect_only = make_program(s, num_envs)
+    init = jax.jit(init)
+    example = jax.eval_shape(init, jax.random.key(0))
+    return init, _chunk(update, updates_per_call).lower(example).compile(), jax.jit(collect_only)
+
+
+def train(run: TrainRun, *, log=None) -> TrainResult:
+    s, n = run.settings, run.n
+    batch = n * s.num_steps
+    clock = Clock(run, num_envs=n, batch_size=batch, log=log)
+    start = time.perf_counter()
+    init, chunk, collect_only = _compiled(s, n, clock.updates_per_check)
+    runner = jax.block_until_ready(init(jax.random.key(run.seed)))
+    device = str(jax.devices()[0].platform)
+    clock.start(compile_s=time.perf_counter() - start, device="cuda" if device == "gpu" else device)
+    program_s = 0.0
+    while True:
+        t = time.perf_counter()
+        runner, ret_sum, count = chunk(runner)
+        count = int(count)  # waits for the chunk
+        program_s += time.perf_counter() - t
+        clock.add_update(clock.updates_per_check * batch, float(ret_sum) / count if count else math.nan,
+                         bootstraps_truncation=True, updates=clock.updates_per_check)
+        if clock.check(actor_arrays(runner.params)) or clock.out_of_budget():
+            break
+    arrays = actor_arrays(runner.params)
+    collect_s = min(program_s, _collect_seconds_per_update(collect_only, runner) * clock.updates)
+    clock.set_parts(collect_s, program_s - collect_s)
+    return clock.finish(arrays, trainer="jax-ppo")
+
+
+def _collect_seconds_per_update(fn, runner: Runner, repeats: int = 5) -> float:
+    """Seconds one update's collection takes alone (the median of a few calls, after a warm-up)."""
+    runner = jax.block_until_ready(fn(runner))
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        runner = jax.block_until_ready(fn(runner))
+        times.append(time.perf_counter() - t)
+    return float(np.median(times))

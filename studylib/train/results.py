@@ -1,0 +1,60 @@
+"""Training results on disk: ``data/<machine_key>/training.json``, through the harness's store.
+
+The one module that knows where training results live and what identifies one. A row is a
+``TrainResult.as_dict()``; its key is (collector, num_envs, seed, the PPO settings but the budget,
+the time budget): a rerun with the same key reads the saved row instead of training again, and an
+interrupted sweep resumes. The file is the study's one format (studylib.harness.store: runs with
+provenance, rows, atomic writes, one writer at a time).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..harness.provenance import machine_info  # the one import of provenance in studylib.train
+from ..harness.store import DataFile
+
+FILE_NAME = "training"
+
+
+def provenance() -> dict:
+    """Machine, software versions, commit (+ dirty flag) and date of a run."""
+    return machine_info()
+
+
+def row_key(collector: str, num_envs: int, seed: int, settings: dict, budget_s: float) -> str:
+    """A row's identity as a string (JSON of the parts, budget fields of the settings left out)."""
+    from .settings import BUDGET_FIELDS
+
+    kept = {k: settings[k] for k in sorted(settings) if k not in BUDGET_FIELDS}
+    return json.dumps([collector, int(num_envs), int(seed), kept, float(budget_s)], sort_keys=True)
+
+
+def key_of(row: dict) -> str:
+    return row_key(row["collector"], row["num_envs"], row["seed"], row["settings"], row["budget_s"])
+
+
+def data_file(data_dir) -> DataFile:
+    return DataFile(data_dir, FILE_NAME, key_of)
+
+
+def path_for(data_dir) -> Path:
+    return data_file(data_dir).path
+
+
+def load(data_dir) -> list[dict]:
+    """The rows saved for this machine (none if the file does not exist)."""
+    return list(data_file(data_dir).rows.values())
+
+
+def save_row(data_dir, row: dict) -> Path:
+    """Add one row (replacing a saved row of the same key) and rewrite the file atomically."""
+    f = data_file(data_dir)
+    with f.locked({"what": "training run", "collector": row["collector"], "num_envs": row["num_envs"]}):
+        f.add_row(key_of(row), row)
+    return f.path
+
+
+def find(rows: list[dict], key: str) -> dict | None:
+    return next((r for r in rows if key_of(r) == key), None)

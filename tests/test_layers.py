@@ -1,0 +1,138 @@
+"""studylib's layers, read from the source with ``ast``: no module imports a higher layer, and no
+import cycle exists (imports inside functions count: a lazy import is still a dependency).
+
+Layers, lowest first; a module may import its own layer and the ones below it:
+
+  core         dynamics, episodes, policy, settings, errors, costs: what the study is about
+  environment  registry, base, devices, native, backends, every *_env, peers, gym_vector,
+               jax_functional, the package itself (``studylib/__init__``): the CartPoles
+  harness      studylib/harness/: timing, measure, store, sweep, provenance, profiler, roofline
+  top          studylib/book/ (the chapters' helpers) and the command line (__main__, cli*)
+
+A module that is not named here and not under harness/ or book/ belongs to the environment layer.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "studylib"
+LAYERS = ("core", "environment", "harness", "top")
+CORE = {"dynamics", "episodes", "policy", "settings", "errors", "costs"}
+
+
+def _module_name(path: Path) -> str:
+    parts = ["studylib", *path.relative_to(PACKAGE).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def layer(module: str) -> str:
+    parts = module.split(".")[1:]
+    if not parts:
+        return "environment"  # studylib/__init__: make, the classes, the settings
+    if parts[0] == "harness":
+        return "harness"
+    if parts[0] in ("book", "train", "__main__") or parts[0].startswith("cli"):
+        return "top"
+    return "core" if parts[0] in CORE else "environment"
+
+
+def imports_of(module: str) -> set[str]:
+    """The studylib modules ``module`` imports (a package's own name for names its __init__ defines)."""
+    path = MODULES[module]
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == "studylib"}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = ".".join(base[:len(base) - node.level + 1])
+                target = f"{base}.{node.module}" if node.module else base
+            elif (node.module or "").split(".")[0] == "studylib":
+                target = node.module
+            else:
+                continue
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                found.add(sub if sub in MODULES else target)
+    found.discard(module)
+    return {m for m in found if m in MODULES}
+
+
+GRAPH = {m: imports_of(m) for m in MODULES}
+
+
+def upward_imports(graph) -> list[str]:
+    return [f"{m} ({layer(m)}) imports {d} ({layer(d)})" for m, deps in sorted(graph.items()) for d in sorted(deps)
+            if LAYERS.index(layer(d)) > LAYERS.index(layer(m))]
+
+
+def cycles(graph) -> list[list[str]]:
+    """Every strongly connected component of more than one module (Tarjan)."""
+    index, low, stack, on_stack, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_layers_are_classified_as_documented():
+    assert layer("studylib.dynamics") == "core" and layer("studylib.settings") == "core"
+    assert layer("studylib.peers") == layer("studylib.cpp_env") == layer("studylib") == "environment"
+    assert layer("studylib.harness.sweep") == "harness"
+    assert layer("studylib.book.plans") == layer("studylib.__main__") == "top"
+    assert {"studylib.harness.timing", "studylib.book.presets", "studylib.peers"} <= set(MODULES)
+    # the parser sees relative, absolute and lazy imports
+    assert "studylib.harness.timing" in GRAPH["studylib.harness.measure"]
+    assert "studylib.settings" in GRAPH["studylib.peers"]
+    assert "studylib.harness.profiler" in GRAPH["studylib.book.plans"]  # imported inside a function
+
+
+def test_the_checks_can_fail():
+    assert upward_imports({"studylib.dynamics": {"studylib.harness.sweep"}})
+    assert upward_imports({"studylib.peers": {"studylib.harness.measure"}})
+    assert upward_imports({"studylib.harness.sweep": {"studylib.book"}})
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_upward_import():
+    assert upward_imports(GRAPH) == []
+
+
+def test_no_import_cycle():
+    assert cycles(GRAPH) == []
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if layer(m) == "harness"))
+def test_harness_imports_neither_book_nor_cli(module):
+    assert not {d for d in GRAPH[module] if layer(d) == "top"}

@@ -1,0 +1,74 @@
+"""The "Across machines" page's helpers (``studylib.book.machines``): which machine folders it finds,
+their provenance, and F.1–F.4 read from each snapshot without measuring. The page itself executes
+with the other chapters (tests/test_book.py)."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+
+from studylib.book import machines, presets
+from studylib.harness import provenance, store, sweep
+
+ROOT = Path(__file__).resolve().parent.parent
+SNAPSHOT = "intel-xeon_2c_nogpu"
+TWIN = "twin-machine_2c_nogpu"  # a copy of the committed snapshot under another key
+
+
+def _snapshots(root: Path) -> dict:
+    return {p: p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def data_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("STUDYLIB_DATA_DIR", str(tmp_path))
+    shutil.copytree(ROOT / "data" / SNAPSHOT, tmp_path / TWIN)
+    (tmp_path / "no-machine-json").mkdir()  # not a machine folder
+    return tmp_path
+
+
+def test_machine_folders_are_the_data_folder_then_the_repository(data_dir):
+    folders = presets.machine_folders()
+    assert folders[TWIN] == data_dir / TWIN and folders[SNAPSHOT] == ROOT / "data" / SNAPSHOT
+    assert list(folders)[0] == TWIN and "no-machine-json" not in folders
+    shutil.copytree(ROOT / "data" / SNAPSHOT, data_dir / SNAPSHOT)
+    assert presets.machine_folders()[SNAPSHOT] == data_dir / SNAPSHOT  # the build's data folder first
+
+
+def test_provenance_of_each_machine(data_dir):
+    table = machines.provenance(presets.machine_folders()).set_index("machine")
+    info = json.loads((ROOT / "data" / SNAPSHOT / "machine.json").read_text())
+    row = table.loc[SNAPSHOT]
+    assert row["cpu"] == info["cpu_model"] and row["cores"] == info["cores"] and row["gpu"] == "none"
+    assert info["commit"][:10] in row["commits"] and row["torch"] == info["packages"]["torch"]
+    assert row["points"] == sum(len(store.read(p)["rows"]) for p in (ROOT / "data" / SNAPSHOT).glob("*.json")
+                                if p.name != "machine.json")  # earlier formats read as the one format
+    assert bool(row["this build"]) == (SNAPSHOT == provenance.machine_key())
+
+
+def test_findings_of_every_machine_read_without_measuring(data_dir, monkeypatch):
+    def no_measuring(*args, **kwargs):
+        raise AssertionError("the Across machines page measured")
+
+    monkeypatch.setattr(sweep, "_measure_or_skip", no_measuring)
+    before = _snapshots(data_dir) | _snapshots(ROOT / "data")
+    folders = {k: v for k, v in presets.machine_folders().items() if k in (SNAPSHOT, TWIN)}
+    assert machines.best_preset(SNAPSHOT, folders[SNAPSHOT]) == ("default", 1.0)  # measured with `default`
+    F = machines.findings_by_machine(folders)
+    assert set(F["machine"]) == {SNAPSHOT, TWIN} and set(F["preset"]) == {"default"}
+    assert {"F.1", "F.2", "F.3", "F.4"} <= set(F["finding"])
+    assert F["paper_value"].notna().all() and (F["ours_value"] > 0).all()
+    by = {m: F[F["machine"] == m].reset_index(drop=True) for m in (SNAPSHOT, TWIN)}
+    assert by[SNAPSHOT]["ours"].tolist() == by[TWIN]["ours"].tolist()  # the same data, the same numbers
+    assert _snapshots(data_dir) | _snapshots(ROOT / "data") == before  # nothing written
+
+
+@pytest.mark.parametrize("cell, value", [("12.3×", 12.3), ("1,079×", 1079), ("87%", 87), ("2^10", 1024),
+                                         ("2.94× → 3.53×", 3.53), ("≈ 1× (flat in N)", 1), ("n/a", math.nan)])
+def test_findings_cells_read_as_numbers(cell, value):
+    got = machines._number(cell)
+    assert (math.isnan(got) and math.isnan(value)) or got == pytest.approx(value)
