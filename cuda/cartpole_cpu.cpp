@@ -19,7 +19,7 @@ long long cartpole_rollout(const RolloutArgs* a) {
     const uint32_t seed = a->seed;
     const long long n = a->n;
     constexpr int W = CP_CPU_LANES;
-    return cp_cpu_rollout(*a, [&](const float*, long long first, const int32_t* el, const uint32_t* ep, float* force) {
+    return cp_cpu_rollout(*a, [&](const float*, long long first, const int32_t* el, const uint32_t* ep, float* force, int) {
         if (actions) {
             for (int l = 0; l < W; ++l)  // lanes past n push left; never written back
                 force[l] = cp_force(first + l < n ? actions[first + l] : 0, p);

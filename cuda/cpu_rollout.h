@@ -25,12 +25,20 @@
 
 constexpr int CP_CPU_LANES = 16;  // lanes per block: one AVX-512 or two AVX2 vectors of floats
 
+// What a rollout records of each step besides its last step's final_obs and flags: nothing. The
+// empty call compiles away, so cpp's and fused's rollouts run the loop as it was measured.
+struct CpNoRecord {
+    inline void operator()(int, const float*, long long, int, const int*) const {}
+};
+
 // Steps every environment args.num_steps times; returns the number of episodes that ended
 // (args.episodes_done is not used here). choose_forces(const float* buf, long long first,
-// const int32_t* el, const uint32_t* ep, float* force) is called once per step of a block,
-// before the physics.
-template <class ChooseForces>
-long long cp_cpu_rollout(const RolloutArgs& args, ChooseForces choose_forces) {
+// const int32_t* el, const uint32_t* ep, float* force, int k) is called once per step k of a
+// block, before the physics; record(int k, const float* buf, long long first, int lanes,
+// const int* flags) after termination is known and before the same-step resets (buf still holds
+// the step's end state): fused_collect writes its trajectory there.
+template <class ChooseForces, class Record = CpNoRecord>
+long long cp_cpu_rollout(const RolloutArgs& args, ChooseForces choose_forces, Record record = Record{}) {
     constexpr int W = CP_CPU_LANES;
     float* const state = args.state;
     int32_t* const elapsed = args.elapsed;
@@ -70,7 +78,7 @@ long long cp_cpu_rollout(const RolloutArgs& args, ChooseForces choose_forces) {
             }
             float* bp = buf.data();
             for (int k = 0; k < cfg.num_steps; ++k) {
-                choose_forces(bp, first, el, ep, force);  // 1.
+                choose_forces(bp, first, el, ep, force, k);  // 1.
                 for (int s = 0; s < cfg.state_factor; ++s) {  // 2. cp_copy_step, lanes innermost
                     float* c = bp + 4 * (int64_t)s * W;
                     for (int sub = 0; sub < cfg.compute_factor; ++sub) {
@@ -85,6 +93,7 @@ long long cp_cpu_rollout(const RolloutArgs& args, ChooseForces choose_forces) {
                 }
 #pragma omp simd
                 for (int l = 0; l < W; ++l) fl[l] = cp_env_finish(bp[l], bp[2 * W + l], el[l], ep[l], p);
+                record(k, bp, first, lanes, fl);
                 for (int l = 0; l < W; ++l) {  // 4. same-step resets of the lanes whose episode ended
                     if (fl[l]) {
                         cp_reset_row(bp + l, W, (uint32_t)(first + l), ep[l], cfg);

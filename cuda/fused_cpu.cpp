@@ -15,7 +15,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#include <vector>
 
 #include "cartpole.cuh"
 #include "cpu_rollout.h"
@@ -50,6 +49,17 @@ struct MlpLane<Lanes> {
     }
 };
 
+namespace {
+// The MLP's two logits of the W observations in a block's buffer (copy 0: its first 4 x W floats).
+inline void block_logits(const float* bp, const float* weights, float logits[2][W]) {
+    const Lanes obs[MLP_IN] = {load_lanes(bp), load_lanes(bp + W), load_lanes(bp + 2 * W), load_lanes(bp + 3 * W)};
+    Lanes l0, l1;
+    mlp_forward<JB>(obs, weights, l0, l1);
+    memcpy(logits[0], &l0, sizeof l0);
+    memcpy(logits[1], &l1, sizeof l1);
+}
+}  // namespace
+
 extern "C" {
 
 // Steps every environment a->num_steps times; returns the number of episodes that ended.
@@ -63,15 +73,10 @@ long long fused_rollout(const RolloutArgs* a) {
     const uint32_t seed = a->seed;
     const long long n = a->n;
     return cp_cpu_rollout(
-        *a, [&](const float* bp, long long first, const int32_t* el, const uint32_t* ep, float* force) {
+        *a, [&](const float* bp, long long first, const int32_t* el, const uint32_t* ep, float* force, int) {
             if (policy == CP_POLICY_MLP) {  // inference on copy 0 (the observation), in registers
                 alignas(64) float logits[2][W];
-                const Lanes obs[MLP_IN] = {load_lanes(bp), load_lanes(bp + W), load_lanes(bp + 2 * W),
-                                           load_lanes(bp + 3 * W)};
-                Lanes l0, l1;
-                mlp_forward<JB>(obs, weights, l0, l1);
-                memcpy(logits[0], &l0, sizeof l0);
-                memcpy(logits[1], &l1, sizeof l1);
+                block_logits(bp, weights, logits);
 #pragma omp simd
                 for (int l = 0; l < W; ++l) force[l] = cp_force(mlp_greedy_action(logits[0][l], logits[1][l]), p);
             } else if (policy == CP_POLICY_HASH) {
@@ -91,99 +96,45 @@ long long fused_rollout(const RolloutArgs* a) {
 // returns the number of episodes that ended. a->policy and a->actions are not read, and
 // a->final_obs neither: t->final_obs holds every step's. a->flags_out gets the last step's flags.
 //
-// The block loop of cpu_rollout.h, with every step's outputs written: obs before the MLP, the
-// action and its log-probability after it, final_obs and the flags between the physics and the
-// same-step resets. (cp_cpu_rollout writes the last step's only; this loop is its twin rather
-// than a per-step hook in it, so the rollout's hot loop stays as measured.) The state stays in
-// the block's buffer for all T steps; what goes to memory is the trajectory itself, 41 bytes per
-// environment-step.
+// cp_cpu_rollout's block loop with every step recorded: obs before the MLP and the action and its
+// log-probability after it (in choose_forces), final_obs and the flags between termination and
+// the same-step resets (in record). The state stays in the block's buffer for all T steps; what
+// goes to memory is the trajectory itself, 41 bytes per environment-step.
 long long fused_collect(const RolloutArgs* a, const TrajectoryArgs* t) {
-    const CartPoleParams params = cp_args_params(*a);
-    const RolloutConfig config = cp_args_config(*a);
+    const CartPoleParams p = cp_args_params(*a);
     const TrajectoryArgs traj = *t;
     const float* const weights = a->weights;
-    float* const state = a->state;
-    int32_t* const elapsed = a->elapsed;
-    uint32_t* const episode = a->episode;
-    uint8_t* const flags_out = a->flags_out;
+    const uint32_t seed = a->seed;
     const long long n = a->n;
-    const int64_t row_len = 4 * (int64_t)config.state_factor;
-    const long long num_blocks = (n + W - 1) / W;
-    long long episodes_done = 0;
-#pragma omp parallel reduction(+ : episodes_done)
-    {
-        const CartPoleParams p = params;  // thread-local, as in cp_cpu_rollout (vectorization)
-        const RolloutConfig cfg = config;
-        const float dt = cp_substep_dt(cfg, p);
-        std::vector<float> buf(row_len * W);
-#pragma omp for schedule(static)
-        for (long long b = 0; b < num_blocks; ++b) {
-            const long long first = b * W;
-            const int lanes = (int)(n - first < W ? n - first : W);
-            int32_t el[W] = {0};
-            uint32_t ep[W] = {0};
-            int fl[W] = {0};
-            float force[W];
-            memset(buf.data(), 0, buf.size() * sizeof(float));  // lanes past n: zeros, never written
-            for (int l = 0; l < lanes; ++l) {
-                const float* row = state + (first + l) * row_len;
-                for (int64_t j = 0; j < row_len; ++j) buf[j * W + l] = row[j];
-                el[l] = elapsed[first + l];
-                ep[l] = episode[first + l];
-            }
-            float* bp = buf.data();
-            for (int k = 0; k < cfg.num_steps; ++k) {
-                const long long at = (long long)k * n + first;  // element (k, first) of a (T, n) array
-                for (int l = 0; l < lanes; ++l)
-                    for (int j = 0; j < 4; ++j) traj.obs[(at + l) * 4 + j] = bp[j * W + l];
-                alignas(64) float logits[2][W];
-                const Lanes obs[MLP_IN] = {load_lanes(bp), load_lanes(bp + W), load_lanes(bp + 2 * W),
-                                           load_lanes(bp + 3 * W)};
-                Lanes l0, l1;
-                mlp_forward<JB>(obs, weights, l0, l1);
-                memcpy(logits[0], &l0, sizeof l0);
-                memcpy(logits[1], &l1, sizeof l1);
-                int32_t action[W];
-                float logp[W];
-                for (int l = 0; l < W; ++l) {
-                    const float u = mlp_sample_uniform(cfg.seed, (uint32_t)(first + l), ep[l], (uint32_t)el[l]);
-                    action[l] = mlp_sample(logits[0][l], logits[1][l], u, logp[l]);
-                    force[l] = cp_force(action[l], p);
-                }
-                for (int l = 0; l < lanes; ++l) {
-                    traj.actions[at + l] = action[l];
-                    traj.logp[at + l] = logp[l];
-                }
-                for (int s = 0; s < cfg.state_factor; ++s) {  // the physics of all S copies
-                    float* c = bp + 4 * (int64_t)s * W;
-                    for (int sub = 0; sub < cfg.compute_factor; ++sub) {
-#pragma omp simd
-                        for (int l = 0; l < W; ++l)
-                            cp_physics(c[l], c[W + l], c[2 * W + l], c[3 * W + l], force[l], dt, p);
-                    }
-                }
-                for (int l = 0; l < lanes; ++l)  // copy 0 before the resets
-                    for (int j = 0; j < 4; ++j) traj.final_obs[(at + l) * 4 + j] = bp[j * W + l];
-#pragma omp simd
-                for (int l = 0; l < W; ++l) fl[l] = cp_env_finish(bp[l], bp[2 * W + l], el[l], ep[l], p);
-                for (int l = 0; l < W; ++l) {
-                    if (l < lanes) traj.flags[at + l] = (uint8_t)fl[l];
-                    if (fl[l]) {
-                        cp_reset_row(bp + l, W, (uint32_t)(first + l), ep[l], cfg);
-                        episodes_done += l < lanes;
-                    }
+    auto at = [n](int k, long long first) { return (long long)k * n + first; };  // element (k, first) of (T, n)
+    auto lanes_of = [n](long long first) { return (int)(n - first < W ? n - first : W); };
+    return cp_cpu_rollout(
+        *a,
+        [&](const float* bp, long long first, const int32_t* el, const uint32_t* ep, float* force, int k) {
+            const long long i = at(k, first);
+            const int lanes = lanes_of(first);
+            for (int l = 0; l < lanes; ++l)
+                for (int j = 0; j < 4; ++j) traj.obs[(i + l) * 4 + j] = bp[j * W + l];
+            alignas(64) float logits[2][W];
+            block_logits(bp, weights, logits);
+            for (int l = 0; l < W; ++l) {
+                float logp;
+                const float u = mlp_sample_uniform(seed, (uint32_t)(first + l), ep[l], (uint32_t)el[l]);
+                const int32_t action = mlp_sample(logits[0][l], logits[1][l], u, logp);
+                force[l] = cp_force(action, p);
+                if (l < lanes) {
+                    traj.actions[i + l] = action;
+                    traj.logp[i + l] = logp;
                 }
             }
-            for (int l = 0; l < lanes; ++l) {
-                float* row = state + (first + l) * row_len;
-                for (int64_t j = 0; j < row_len; ++j) row[j] = buf[j * W + l];
-                elapsed[first + l] = el[l];
-                episode[first + l] = ep[l];
-                flags_out[first + l] = (uint8_t)fl[l];
+        },
+        [&](int k, const float* bp, long long first, int lanes, const int* fl) {
+            const long long i = at(k, first);
+            for (int l = 0; l < lanes; ++l) {  // copy 0 before the resets
+                for (int j = 0; j < 4; ++j) traj.final_obs[(i + l) * 4 + j] = bp[j * W + l];
+                traj.flags[i + l] = (uint8_t)fl[l];
             }
-        }
-    }
-    return episodes_done;
+        });
 }
 
 // The layout of TrajectoryArgs as this compiler sees it: sizeof, then each field's offset in
