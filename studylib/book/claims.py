@@ -78,11 +78,18 @@ def vectorization_rows(P: ChapterParams, v: pd.DataFrame) -> list[dict]:
         sp = (best[vec].max(axis=1) / best["gym"]).dropna()
         n = sp.idxmax() if len(sp) else None
         top = best.loc[n, vec].idxmax() if n is not None else None
-        where = "a GPU" if top == "cuda" or facts.get("gpu") else f"the same {facts.get('cores', '?')} CPU cores as gym's one"
-        reason = (f"{top} runs on {where}: vectorizing removes gym's per-environment Python calls "
-                  f"({fmt_time(_per_env_step(v, 'gym', n))} per environment-step in gym against "
-                  f"{fmt_time(_per_env_step(v, top, n))} in {top} at N = {pow2_label(n)}, inference included) "
-                  "but adds no parallel hardware; the paper's 1024× is a GPU's") if n is not None else ""
+        steps = (f"{fmt_time(_per_env_step(v, 'gym', n))} per environment-step in gym against "
+                 f"{fmt_time(_per_env_step(v, top, n))} in {top} at N = {pow2_label(n)}, inference included")
+        paper = fmt_x(PAPER["f1_gpu_over_gym"].value)
+        if n is None:
+            reason = ""
+        elif facts.get("gpu"):
+            reason = (f"{steps}; gym is measured up to N = {pow2_label(best['gym'].dropna().index.max())} (its work "
+                      f"cap), the paper's {paper} is at N up to {pow2_label(PAPER['plateau_torch'].value)}")
+        else:
+            reason = (f"{top} runs on the same {facts.get('cores', '?')} CPU cores as gym's one: vectorizing removes "
+                      f"gym's per-environment Python calls ({steps}) but adds no parallel hardware; the paper's "
+                      f"{paper} is a GPU's")
         rows.append(row("F.1", "speedup", "best vectorized (torch/jax) over gym, at the N where it is largest",
                         "f1_gpu_over_gym", sp.max() if len(sp) else None, reason))
     if "cpp" in best:
@@ -148,7 +155,9 @@ def overheads_rows(P: ChapterParams, o: pd.DataFrame, prof: pd.DataFrame) -> lis
     if len(jp):
         r = jp.iloc[0]
         share = 100 * (r["python_s"] + r["backend_s"]) / r["total_s"]
-        reason = (f"the profile is of N = {pow2_label(r['num_envs'])} (paper: 2^16) and the 'device' is this CPU: "
+        reason = (f"the profile is of N = {pow2_label(r['num_envs'])} (paper: "
+                  f"{pow2_label(PAPER['f2_profile_num_envs'].value)}) and the 'device' is "
+                  + ("this CPU" if r.get("device", "cpu") == "cpu" else "the GPU") + ": "
                   f"its kernels take {r['device_s'] / r['total_s']:.0%} of a K = {int(r['steps'])} collection "
                   f"({fmt_time(r['device_s'])} of {fmt_time(r['total_s'])}), Python {r['python_s'] / r['total_s']:.0%} "
                   f"and the backend {r['backend_s'] / r['total_s']:.0%} (paper: "
@@ -171,7 +180,8 @@ def fusion_rows(P: ChapterParams, f: pd.DataFrame) -> list[dict]:
         reason = (f"fusing K steps saves a call's fixed cost ({fmt_time(fixed)} at N = {pow2_label(r.index.min())}: "
                   + ("the launch" if fi == "cuda" else "the native call and its OpenMP parallel region")
                   + ") and the state's trip to memory between steps; the gain ranges "
-                  f"{fmt_x(r.min())}–{fmt_x(r.max())} over N (largest where a call's work is smallest)")
+                  f"{fmt_x(r.min())}–{fmt_x(r.max())} over N"
+                  + (", largest at the smallest N, where a call's work is smallest" if r.idxmax() == r.index.min() else ""))
     rows.append(row("F.3", "speedup", f"fusion alone: {fi} K = 1 → {kmax}, mean over N", "f3_fusion",
                     r.mean() if len(r) else None, reason))
     r = k_speedup(f, "jax", 1, kmax)
@@ -182,8 +192,8 @@ def fusion_rows(P: ChapterParams, f: pd.DataFrame) -> list[dict]:
     over = (a / b).dropna()
     reason = (f"{fi} and jax run on the same hardware here; at K = {kmax} jax needs "
               f"{fmt_time(_per_env_step(f, 'jax', steps=kmax))} per environment-step and {fi} "
-              f"{fmt_time(_per_env_step(f, fi, steps=kmax))}; the paper's 112.77× sets a fused CUDA kernel "
-              "against XLA's per-step GPU kernels") if len(over) else ""
+              f"{fmt_time(_per_env_step(f, fi, steps=kmax))}; the paper's {fmt_x(PAPER['f3_fused_over_xla'].value)} "
+              "sets a fused CUDA kernel against XLA's per-step GPU kernels") if len(over) else ""
     rows.append(row("F.3", "speedup", f"{fi} over jax at K = {kmax}, mean over N", "f3_fused_over_xla",
                     over.mean() if len(over) else None, reason))
     return rows
@@ -287,10 +297,17 @@ def complexity_rows(P: ChapterParams, c: pd.DataFrame, ceil: dict) -> list[dict]
             smin = sp["state_factor"].min()
             d = sp[(sp["steps"] == kmax) & (sp["compute_factor"] == cmax) & (sp["state_factor"] == smin)]
             v = d["speedup"].median() if len(d) else None
-            reason = (f"at C = {cmax} the step's arithmetic is {cmax}× larger, yet a K = 1 call still pays its fixed "
-                      f"cost: the speedup is {fmt_x(d['speedup'].max())} at N = "
-                      f"{pow2_label(d.loc[d['speedup'].idxmax(), 'num_envs'])} and {fmt_x(d['speedup'].min())} at "
-                      f"N = {pow2_label(d.loc[d['speedup'].idxmin(), 'num_envs'])}") if len(d) else ""
+            reason = ""
+            if len(d):
+                n = int(d.loc[d["speedup"].idxmax(), "num_envs"])
+                c_rows = c[(c["state_factor"] == smin) & (c["compute_factor"] == cmax)]
+                fixed, step = k_overhead(c_rows, fusion_impl(P), kmax, n)
+                reason = (f"at C = {cmax} (the step's arithmetic {cmax}× larger) and N = {pow2_label(n)}, a K = 1 call "
+                          f"takes {fmt_time(fixed + step)} and a step of a K = {kmax} call {fmt_time(step)}: fusion "
+                          f"still saves {fmt_time(fixed)} per step there"
+                          + (f"; over the N measured the speedup ranges {fmt_x(d['speedup'].min())}–"
+                             f"{fmt_x(d['speedup'].max())}" if len(d) > 1 else
+                             " (the only N measured at this C: the work cap drops the others)"))
             rows.append(row("F.4", "vanishes", f"fusion speedup at K = {kmax}, largest C = {cmax}, S = {smin}, "
                             "median over N", "f4_speedup_c_max", v, reason))
     return rows

@@ -33,6 +33,9 @@ def params_note(P: ChapterParams):
               f"Rerun with other values: see [Reproducing](methodology.md#rerun-one-chapter-with-new-parameters).\n:::\n")
 
 
+SHORT_REGION = 0.5  # a timed region shorter than this fraction of min_seconds: calibration was disturbed
+
+
 def coverage_note(*frames) -> str:
     """One sentence per frame property: how many points were measured, how many the preset's work cap
     dropped (with examples) and how many could not run here (with the reasons). Every chapter
@@ -51,4 +54,10 @@ def coverage_note(*frames) -> str:
     if skipped:
         reasons = list(dict.fromkeys(s["reason"] for s in skipped))
         text.append(f"{len(skipped)} points could not run here: {'; '.join(reasons[:3])}.")
+    short = sum(int((df["seconds_per_repeat"] < SHORT_REGION * df["min_seconds"]).sum()) for df in frames
+                if {"seconds_per_repeat", "min_seconds"} <= set(df.columns))
+    if short:
+        text.append(f"{short} points were timed over regions shorter than {SHORT_REGION:.0%} of their minimum length "
+                    "(a slow calibration region, as when the machine is busy, ends calibration early): "
+                    "their throughput is less reliable.")
     return " ".join(text)

@@ -29,6 +29,7 @@ PAPER = {
     "f2_xla_k1_to_k1000": PaperValue(53.757822636636035, "x", "§3.3, Fig 4",
                                      "XLA from K = 1 to 10^3 (with inference), mean over N ≤ 2^13"),
     "f2_cpu_share_k1": PaperValue(87, "%", "§3.4, Fig 5", "CPU-bound share of XLA time at K = 1 (N = 2^16)"),
+    "f2_profile_num_envs": PaperValue(2**16, "N", "§3.4, Fig 5", "environments of the profiled XLA collections"),
     "f2_python_share_k1": PaperValue(57, "%", "§3.4, Fig 5", "Python share of XLA time at K = 1 (N = 2^16)"),
     "f2_backend_share_k1": PaperValue(30, "%", "§3.4, Fig 5", "backend C++ share of XLA time at K = 1 (N = 2^16)"),
     # F.3 / Fig 8 (section 4.1)
