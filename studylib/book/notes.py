@@ -45,19 +45,26 @@ def coverage_note(*frames) -> str:
     measured = sum(len(df) for df in frames)
     dropped = [d for df in frames for d in df.attrs.get("dropped", [])]
     skipped = [s for df in frames for s in df.attrs.get("skipped", [])]
-    text = [f"{measured} points measured."]
+
+    def points(n):
+        return f"{n} point{'s' if n != 1 else ''}"
+
+    def point(i, n, k, s, c):
+        return f"{i} N = {pow2_label(n)} K = {k}" + (f" S = {s}" if s > 1 else "") + (f" C = {c}" if c > 1 else "")
+
+    text = [f"{points(measured)} measured."]
     if dropped:
-        text.append(f"{len(dropped)} points above this preset's work cap (N·K·S·C per call) were not measured "
-                    f"(e.g. {', '.join(f'{i} N = {pow2_label(n)} K = {k}' + (f' S = {s}' if s > 1 else '') + (f' C = {c}' if c > 1 else '') for i, n, k, s, c in dropped[:3])}).")
+        text.append(f"{points(len(dropped))} above this preset's work cap (N·K·S·C per call), not measured "
+                    f"(e.g. {', '.join(point(*d) for d in dropped[:3])}).")
     else:
         text.append("No point was above the work cap.")
     if skipped:
         reasons = list(dict.fromkeys(s["reason"] for s in skipped))
-        text.append(f"{len(skipped)} points could not run here: {'; '.join(reasons[:3])}.")
+        text.append(f"{points(len(skipped))} could not run here: {'; '.join(reasons[:3])}.")
     short = sum(int((df["seconds_per_repeat"] < SHORT_REGION * df["min_seconds"]).sum()) for df in frames
                 if {"seconds_per_repeat", "min_seconds"} <= set(df.columns))
     if short:
-        text.append(f"{short} points were timed over regions shorter than {SHORT_REGION:.0%} of their minimum length "
+        text.append(f"{points(short)} timed over regions shorter than {SHORT_REGION:.0%} of their minimum length "
                     "(a slow calibration region, as when the machine is busy, ends calibration early): "
                     "their throughput is less reliable.")
     return " ".join(text)
