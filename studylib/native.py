@@ -11,6 +11,9 @@ the CPU, so editing a header it includes rebuilds it and a stale build is never 
     ``cuda/fused_cpu.cpp`` (the ``fused`` implementation): the CPU build of
     ``cuda/fused_kernel.cu``, MLP inference and simulation in one call; ``fused_collect``
     samples the actions in it and writes a whole trajectory (``TrajectoryArgs``).
+``fma_peak``
+    ``cuda/fma_peak.cpp``: this CPU's peak FP32 multiply-add throughput, the roofline's compute
+    ceiling (``studylib.harness.roofline``), independent of any CartPole code.
 
 And the data layouts Python shares with every build, CPU and CUDA: ``RolloutArgs`` (the one
 argument of every rollout, reset and restart entry point, a ctypes twin of cuda/rollout_args.h),
@@ -49,6 +52,7 @@ CPU_ROLLOUT_HEADER = CUDA_SOURCE_DIR / "cpu_rollout.h"  # the block loop both CP
 ROLLOUT_ARGS_HEADER = CUDA_SOURCE_DIR / "rollout_args.h"  # struct RolloutArgs, every entry point's argument
 TRAJECTORY_ARGS_HEADER = CUDA_SOURCE_DIR / "trajectory_args.h"  # struct TrajectoryArgs, fused_collect's output
 FUSED_KERNEL_SOURCE = CUDA_SOURCE_DIR / "fused_kernel.cu"
+FMA_PEAK_SOURCE = CUDA_SOURCE_DIR / "fma_peak.cpp"
 
 # -ffast-math lets glibc's vector sinf/cosf (libmvec) be used; -fno-builtin-{sin,cos}f stops GCC
 # from merging sinf+cosf into sincosf, which has no vector form and would block SIMD.
@@ -166,6 +170,13 @@ def _declare_fused(lib: ctypes.CDLL) -> None:
     lib.trajectory_args_layout.argtypes = [ctypes.POINTER(ctypes.c_longlong), ctypes.c_int]
 
 
+def _declare_fma_peak(lib: ctypes.CDLL) -> None:
+    lib.fma_peak.restype = ctypes.c_float
+    lib.fma_peak.argtypes = [ctypes.c_longlong]  # iterations
+    lib.fma_peak_flops.restype = ctypes.c_double
+    lib.fma_peak_flops.argtypes = [ctypes.c_longlong]  # iterations -> flops of one fma_peak call
+
+
 @dataclass(frozen=True)
 class NativeLibrary:
     """One CPU library: its source, every header it includes (hashed into the cache key) and the
@@ -193,8 +204,10 @@ LIBRARIES = {
                                (HEADER, ROLLOUT_ARGS_HEADER, CPU_ROLLOUT_HEADER, MLP_HEADER, TRAJECTORY_ARGS_HEADER),
                                _declare_fused,
                                ("-fno-tree-reassoc",)),
+    "fma_peak": NativeLibrary("fma_peak", FMA_PEAK_SOURCE, (), _declare_fma_peak),
 }
 DEFAULT_LIBRARY = "cartpole_cpu"
+ROLLOUT_LIBRARIES = ("cartpole_cpu", "fused_cpu")  # those taking struct RolloutArgs (fma_peak does not)
 
 
 def _spec(name: str) -> NativeLibrary:

@@ -48,6 +48,46 @@ def test_chapter_has_parameters_cell(chapter):
     assert "name: python3" in text.split("\n---", 1)[0], f"{chapter}: kernelspec must be python3"
 
 
+SHOWN = ("md", "table", "finish")  # book helpers whose value is an output only when the cell displays it
+
+
+def discarded_outputs(source: str) -> list[str]:
+    """Calls ``book.md/table/finish(...)`` in a code cell whose value is thrown away: an expression
+    statement that is not the cell's last top-level statement (Jupyter shows only that one's
+    value), e.g. inside an if/else branch. Such a call must be wrapped in ``display(...)``."""
+    import ast
+
+    tree = ast.parse(source)
+    last = tree.body[-1] if tree.body else None
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Expr) and node is not last and isinstance(node.value, ast.Call):
+            f = node.value.func
+            if isinstance(f, ast.Attribute) and f.attr in SHOWN and getattr(f.value, "id", None) == "book":
+                found.append(f"line {node.lineno}: book.{f.attr}(...)")
+    return found
+
+
+def _code_cells(chapter: str) -> list[str]:
+    text = (BOOK / f"{chapter}.md").read_text()
+    return re.findall(r"```\{code-cell\}[^\n]*\n(?::tags:[^\n]*\n)?(.*?)\n```", text, flags=re.S)
+
+
+def test_the_discarded_output_check_can_fail():
+    assert discarded_outputs("if x:\n    book.md('a')\nelse:\n    book.md('b')") == ["line 2: book.md(...)",
+                                                                                    "line 4: book.md(...)"]
+    assert discarded_outputs("book.table(t)\nx = 1") == ["line 1: book.table(...)"]
+    assert discarded_outputs("if x:\n    display(book.md('a'))\nbook.md('b')") == []
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_no_chapter_output_is_discarded(chapter):
+    cells = _code_cells(chapter)
+    assert cells, f"{chapter}: no code cells found"
+    bad = [f"cell {i + 1}, {d}" for i, c in enumerate(cells) for d in discarded_outputs(c)]
+    assert not bad, f"{chapter}: outputs computed and thrown away (wrap them in display()): {bad}"
+
+
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_chapter_executes_under_nbval(chapter, tmp_path):
     """``pytest --nbval-lax book/<chapter>.md`` (collected by the root conftest.py) at the tiny preset."""
@@ -87,7 +127,7 @@ def test_committed_data_resumes_without_measuring(tmp_path, monkeypatch):
     ceilings, in their committed formats) and measures and writes nothing. The snapshot is copied
     under this machine's key, so the check runs on any machine without a CUDA device."""
     from studylib import book
-    from studylib.harness import sweep
+    from studylib.harness import roofline, store, sweep
     from studylib.harness.provenance import machine_key
 
     if book.presets.cuda_ok()[0]:
@@ -111,10 +151,10 @@ def test_committed_data_resumes_without_measuring(tmp_path, monkeypatch):
     }
     assert counts == {name: len(saved[name]["rows"]) for name in counts}  # every saved point is one the plans ask for
     ceil = book.roofline_data(P["beyond"])
-    assert ceil["memory_bytes_per_s"] == saved["beyond_roofline"]["memory_bytes_per_s"]
-    assert sorted(ceil["gemm_steps_per_s"]) == sorted(r["num_envs"] for r in saved["beyond_roofline"]["gemm_steps_per_s"])
+    assert roofline.from_rows(store.read(folder / "beyond_roofline.json")["rows"]) == ceil
+    assert ceil["fma_flops_per_s"] and ceil["memory_bytes_per_s"] and ceil["gemm_steps_per_s"]
     findings = book.findings(preset="default", data_dir=tmp_path)
-    assert {"F.1", "F.2", "F.3", "F.4"} <= set(findings["finding"]) and (findings["ours"] != "n/a").all()
+    assert {"F.1", "F.2", "F.3", "F.4"} <= set(findings["finding"]) and (findings["verdict"] != "not measured").all()
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before  # nothing written, no lock taken
 
 
@@ -178,3 +218,66 @@ def test_charts_render_in_headless_chromium(built_book, page, tmp_path):
         segment = dom[start: end if end > 0 else len(dom)]
         assert "<svg" in segment and 'class="marks"' in segment, f"{page}: chart {i + 1} ({chart_id}) did not render an SVG"
         assert re.search(r'<path[^>]+d="M', segment), f"{page}: chart {i + 1} ({chart_id}) has no drawn marks"
+
+
+def _words(text: str) -> list[str]:
+    """The words of a text, lower case: markup, quotes and punctuation (which Markdown and Sphinx
+    rewrite) left out."""
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
+def _markdown_text(line: str) -> str:
+    """What a reader sees of one Markdown line: a directive's title, a link's text, no options."""
+    line = line.strip()
+    if line.startswith(":::"):
+        return line.split("}", 1)[-1]
+    if re.match(r":\w+:", line):
+        return ""
+    return re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", line)
+
+
+def _visible_text(html: str) -> str:
+    """A page's text as a reader sees it (code cells included): no scripts, styles, tags or attributes."""
+    import html as html_lib
+
+    html = re.sub(r"<(script|style)\b.*?</\1>", " ", html, flags=re.S | re.I)
+    return html_lib.unescape(re.sub(r"<[^>]+>", " ", html))
+
+
+def test_every_computed_text_reaches_the_html(built_book):
+    """Each Markdown output of every executed chapter (its conclusion included) is in the built
+    page: a conclusion computed but never displayed, or displayed but not rendered, fails."""
+    import nbformat
+
+    executed = built_book.parent / "jupyter_execute"
+    missing = {}
+    for chapter in CHAPTERS:
+        nb = nbformat.read(executed / f"{chapter}.ipynb", as_version=4)
+        page = " ".join(_words(_visible_text((built_book / f"{chapter}.html").read_text())))
+        texts = [o["data"]["text/markdown"] for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+                 if "text/markdown" in o.get("data", {})]
+        assert texts, f"{chapter}: no computed text at all"
+        after = [i + 1 for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and "## Conclusion" in c.source]
+        for i in after:  # the conclusion's code cell shows its text
+            outputs = nb.cells[i].get("outputs", []) if i < len(nb.cells) else []
+            assert any("text/markdown" in o.get("data", {}) for o in outputs), f"{chapter}: the conclusion shows nothing"
+        for text in texts:
+            for line in filter(None, (_markdown_text(ln) for ln in text.splitlines())):
+                words = _words(line)[:12]
+                if len(words) >= 4 and " ".join(words) not in page:
+                    missing.setdefault(chapter, []).append(line[:100])
+    assert not missing, f"computed text absent from the HTML: {missing}"
+
+
+FORBIDDEN = re.compile(r"\b(goals?|issues?|targets?)\b", re.I)
+
+
+def test_the_book_speaks_of_the_paper_and_the_measurements_only(built_book):
+    """No internal goal, issue or target in any built page's visible text (code shown included)."""
+    found = {}
+    for page in sorted(built_book.glob("*.html")):
+        hits = FORBIDDEN.findall(_visible_text(page.read_text()))
+        if hits:
+            found[page.name] = sorted(set(hits))
+    assert not found, f"words for internal targets in the book: {found}"
+    assert FORBIDDEN.search(_visible_text("<p>our <b>goal</b> was 1.5x</p>"))  # the check can fail

@@ -208,7 +208,7 @@ def test_earlier_formats_are_read_and_resumed(tmp_path):
     doc = store.read(folder / "p.json")
     assert doc["format"] == store.FORMAT and doc["rows"] == LEGACY["p.json"]["rows"] and doc["skipped"] == []
     ceil = roofline.from_rows(store.read(folder / "r.json")["rows"])
-    assert ceil == {"memory_bytes_per_s": 5e10, "physics_steps_per_s": {(1, 1): 1e9}, "gemm_steps_per_s": {1024: 2e7}}
+    assert ceil == {"memory_bytes_per_s": 5e10, "fma_flops_per_s": None, "gemm_steps_per_s": {1024: 2e7}}  # physics: no longer a ceiling
 
     # resuming an earlier file: its rows are found by key, a new item is added in the one format
     keying = sweep.Keying(dict, sweep.keyed_by("impl", "num_envs", "steps"), str)

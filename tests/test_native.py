@@ -17,7 +17,7 @@ from tests.conftest import IMPL_PARAMS, compile_ptx, random_states
 NATIVE_PARAMS = [p for p in IMPL_PARAMS if p.values[0] in ("cpp", "cuda", "fused")]
 
 
-@pytest.mark.parametrize("library", sorted(native.LIBRARIES))
+@pytest.mark.parametrize("library", native.ROLLOUT_LIBRARIES)
 def test_ctypes_struct_has_the_cpp_layout(library):
     """sizeof and every field's offset, as g++ laid out struct RolloutArgs, equal the ctypes twin."""
     layout = native.library_layout(library)

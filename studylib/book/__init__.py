@@ -4,7 +4,8 @@
 ``presets``   presets and each chapter's typed parameters (``params`` -> ``ChapterParams``)
 ``plans``     what each chapter measures, through ``harness.sweep`` into data/<machine>/
 ``brax``      Fig 2's Brax timings
-``analysis``  plateaus, speedups, verdicts and the introduction's findings table
+``analysis``  plateaus, speedups, trends, and the rules that give a verdict against the paper
+``claims``    F.1–F.4 row by row with rule, verdict and reason (``findings``: the introduction's table)
 ``charts``    Altair helpers
 ``format``    numbers, Markdown and HTML tables;  ``notes``: the admonitions atop each chapter
 ``rerun``     ``python -m studylib.book rerun <chapter> -p NAME VALUE`` (papermill, then rebuild)
@@ -29,22 +30,27 @@ try:  # tqdm.auto warns in kernels without ipywidgets; the book shows no progres
 except ImportError:  # pragma: no cover
     pass
 
-from .analysis import findings, fusion_speedups, k_speedup, plateau_n, verdict
+from .analysis import (RULES, VERDICTS, fusion_speedups, k_speedup, plateau_n, seconds_per_call, spread, trend,
+                       trend_direction, verdict)
 from .brax import brax_available, brax_data
 from .charts import POW2_LABEL, finish, impl_color, line_points, paper_rules, tooltip, x_n, y_rate
-from .format import fmt_list, fmt_rate, fmt_x, md, pow2_label, table
-from .notes import machine_note, params_note
-from .paper import PAPER, PaperValue
+from .claims import (complexity_rows, findings, findings_md, fusion_rows, memory_regime_table, overheads_rows,
+                     vectorization_rows)
+from .format import fmt_bytes, fmt_list, fmt_rate, fmt_time, fmt_x, md, pow2_label, table
+from .notes import coverage_note, machine_note, params_note
+from .paper import PAPER, PAPER_GPU, PaperValue
 from .plans import (beyond_data, cartpole_fig2_data, complexity_data, fusion_data, fusion_impl, overheads_data,
                     profile_data, roofline_data, vectorization_data)
 from .presets import (CHAPTERS, IMPL_ORDER, PRESETS, ChapterParams, available_impls, display_path, params,
                       resolve_data_dir, resolve_preset)
 
 __all__ = [
-    "CHAPTERS", "IMPL_ORDER", "PAPER", "POW2_LABEL", "PRESETS", "ChapterParams", "PaperValue", "available_impls",
-    "beyond_data", "brax_available", "brax_data", "cartpole_fig2_data", "complexity_data", "display_path",
-    "findings", "finish", "fmt_list", "fmt_rate", "fmt_x", "fusion_data", "fusion_impl", "fusion_speedups",
-    "impl_color", "k_speedup", "line_points", "machine_note", "md", "overheads_data", "paper_rules", "params",
-    "params_note", "plateau_n", "pow2_label", "profile_data", "resolve_data_dir", "resolve_preset",
-    "roofline_data", "table", "tooltip", "vectorization_data", "verdict", "x_n", "y_rate",
+    "CHAPTERS", "IMPL_ORDER", "PAPER", "PAPER_GPU", "POW2_LABEL", "PRESETS", "RULES", "VERDICTS", "ChapterParams",
+    "PaperValue", "available_impls", "beyond_data", "brax_available", "brax_data", "cartpole_fig2_data",
+    "complexity_data", "complexity_rows", "coverage_note", "display_path", "findings", "findings_md", "finish",
+    "fmt_bytes", "fmt_list", "fmt_rate", "fmt_time", "fmt_x", "fusion_data", "fusion_impl", "fusion_rows",
+    "fusion_speedups", "impl_color", "k_speedup", "line_points", "machine_note", "md", "memory_regime_table",
+    "overheads_data", "overheads_rows", "paper_rules", "params", "params_note", "plateau_n", "pow2_label",
+    "profile_data", "resolve_data_dir", "resolve_preset", "roofline_data", "seconds_per_call", "spread", "table",
+    "tooltip", "trend", "trend_direction", "vectorization_data", "vectorization_rows", "verdict", "x_n", "y_rate",
 ]

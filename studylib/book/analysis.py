@@ -1,15 +1,101 @@
-"""The numbers the chapters and the introduction's findings table compute from the measurements:
-plateaus, speedups over K, fusion speedups, and the verdict against the paper's value."""
+"""The numbers the chapters compute from the measurements (plateaus, speedups, trends) and the
+rules that compare them with the paper's (``RULES``, ``verdict``).
+
+A verdict is one of ``VERDICTS``; every rule can give each of them that applies to it (the tests
+build small frames for every outcome):
+
+  reproduced           the paper's comparison holds here, at about the paper's size
+  partly reproduced    the direction holds, the size does not (more than 2x away, say)
+  not reproduced here  the direction does not hold on this machine; the row says why
+  not measured         this build has no data for it
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from .format import fmt_x, pow2_label
-from .paper import PAPER
-from .plans import complexity_data, fusion_data, fusion_impl, overheads_data, profile_data, vectorization_data
-from .presets import params
+REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_MEASURED = ("reproduced", "partly reproduced", "not reproduced here",
+                                                    "not measured")
+VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_MEASURED)
+
+NO_SPEEDUP = 1.05  # a ratio at most this is "no speedup" (timing noise is a few percent)
+SIZE_FACTOR = 2.0  # "about the paper's size": within this factor
+TREND_FACTOR = 1.5  # a trend: the last value at least this multiple of the first (or at most its inverse)
+SHARE_POINTS = 10.0  # a share within this many percentage points of the paper's
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A named comparison of one measured number with the paper's."""
+
+    name: str
+    compares: str  # what is compared, for the findings table's "rule" column
+
+
+RULES = {
+    "speedup": Rule("speedup", f"ours/paper within {SIZE_FACTOR:g}× → reproduced; ours > {NO_SPEEDUP} but further → "
+                               f"partly; ours ≤ {NO_SPEEDUP} → not reproduced"),
+    "at most": Rule("at most", f"{NO_SPEEDUP} < ours ≤ the paper's bound → reproduced; ours above the bound or "
+                               f"≤ {NO_SPEEDUP} (no speedup) → not reproduced"),
+    "majority share": Rule("majority share", f"within {SHARE_POINTS:g} points of the paper's → reproduced; "
+                                             "still above 50 % → partly; 50 % or less → not reproduced"),
+    "grows": Rule("grows", f"last/first ≥ {TREND_FACTOR:g} (grows) and within {SIZE_FACTOR:g}× of the paper's growth → "
+                           f"reproduced; grows less → partly; flat or falls → not reproduced"),
+    "flat": Rule("flat", f"max/min ≤ {SIZE_FACTOR:g} → reproduced; more → not reproduced"),
+    "vanishes": Rule("vanishes", f"ours ≤ {SIZE_FACTOR:g}× (little or no gain) → reproduced; more → not reproduced"),
+}
+
+
+def _missing(v) -> bool:
+    return v is None or not np.isfinite(v)
+
+
+def verdict(rule: str, ours, paper=None) -> str:
+    """The verdict of rule ``rule`` (a key of ``RULES``) on our number and the paper's. For
+    "grows", ``ours`` and ``paper`` are growth ratios (last/first); for "flat", a max/min spread."""
+    if _missing(ours):
+        return NOT_MEASURED
+    if rule == "speedup":
+        if ours <= NO_SPEEDUP:
+            return NOT_REPRODUCED
+        return REPRODUCED if 1 / SIZE_FACTOR <= ours / paper <= SIZE_FACTOR else PARTLY
+    if rule == "at most":
+        return REPRODUCED if NO_SPEEDUP < ours <= paper * NO_SPEEDUP else NOT_REPRODUCED
+    if rule == "majority share":
+        if abs(ours - paper) <= SHARE_POINTS:
+            return REPRODUCED
+        return PARTLY if ours > 50 else NOT_REPRODUCED
+    if rule == "grows":
+        if trend_direction(ours) != "grows":
+            return NOT_REPRODUCED
+        return REPRODUCED if ours >= paper / SIZE_FACTOR else PARTLY
+    if rule == "flat":
+        return REPRODUCED if ours <= SIZE_FACTOR else NOT_REPRODUCED
+    if rule == "vanishes":
+        return REPRODUCED if ours <= SIZE_FACTOR else NOT_REPRODUCED
+    raise ValueError(f"unknown rule {rule!r}; valid: {', '.join(RULES)}")
+
+
+def trend_direction(growth) -> str:
+    """"grows", "falls" or "flat" for a last/first ratio."""
+    if growth >= TREND_FACTOR:
+        return "grows"
+    return "falls" if growth <= 1 / TREND_FACTOR else "flat"
+
+
+def trend(values: pd.Series) -> float:
+    """Last over first of a series sorted by its index (e.g. the speedup by S): its growth."""
+    s = values.dropna().sort_index()
+    return float(s.iloc[-1] / s.iloc[0]) if len(s) >= 2 else np.nan
+
+
+def spread(values: pd.Series) -> float:
+    """max/min of a series (1 = flat); nan with fewer than two values."""
+    s = values.dropna()
+    return float(s.max() / s.min()) if len(s) >= 2 else np.nan
 
 
 def plateau_n(df_impl: pd.DataFrame, frac=0.9):
@@ -20,130 +106,30 @@ def plateau_n(df_impl: pd.DataFrame, frac=0.9):
     return int(s[s >= frac * s.max()].index.min())
 
 
-def k_speedup(df: pd.DataFrame, impl: str, k_lo: int, k_hi: int, *, max_n=None):
-    """Per N: throughput at K = k_hi over K = k_lo for one implementation."""
+def k_speedup(df: pd.DataFrame, impl: str, k_lo: int, k_hi: int, *, max_n=None) -> pd.Series:
+    """Per N: throughput at K = k_hi over K = k_lo for one implementation (S = C = 1 rows)."""
     d = df[df["impl"] == impl]
+    for knob in ("state_factor", "compute_factor"):
+        if knob in d:
+            d = d[d[knob] == 1]
     if max_n is not None:
         d = d[d["num_envs"] <= max_n]
-    lo = d[d["steps"] == k_lo].set_index("num_envs")["samples_per_s"]
-    hi = d[d["steps"] == k_hi].set_index("num_envs")["samples_per_s"]
+    lo = d[d["steps"] == k_lo].groupby("num_envs")["samples_per_s"].median()
+    hi = d[d["steps"] == k_hi].groupby("num_envs")["samples_per_s"].median()
     return (hi / lo).dropna()
-
-
-def verdict(ours, paper, *, kind="speedup") -> str:
-    if ours is None or not np.isfinite(ours):
-        return "not measured"
-    if kind == "speedup":
-        if ours <= 1.05:
-            return "not reproduced (no speedup here)"
-        r = ours / paper
-        if 0.5 <= r <= 2:
-            return "reproduced (within 2×)"
-        return "same direction, smaller" if r < 0.5 else "same direction, larger"
-    if kind == "share":
-        return "reproduced (within 10 points)" if abs(ours - paper) <= 10 else (
-            "CPU share smaller here" if ours < paper else "CPU share larger here")
-    if kind == "ceiling":  # paper: "at most"
-        return "consistent (≤ paper's bound)" if ours <= paper * 1.05 else "exceeds the paper's bound"
-    if kind == "plateau":
-        return "same order (within 4×)" if 0.25 <= ours / paper <= 4 else (
-            "plateaus earlier here" if ours < paper else "plateaus later here")
-    if kind == "flat":  # ours = max/min across N
-        return "flat in N (within 2×)" if ours <= 2 else "varies with N here"
-    if kind == "vanish":
-        return "reproduced (≤ 2×)" if ours <= 2 else "fusion still helps here"
-    return ""
-
-
-def findings(preset=None, data_dir=None) -> pd.DataFrame:
-    """F.1–F.4: the paper's value, ours (computed from the chapters' data), a verdict. Runs the
-    chapters' sweeps (resuming: whatever a chapter already measured is read, not re-measured)."""
-    rows = []
-
-    def add(f, quantity, key, ours, kind, ours_text=None, paper_text=None):
-        pv = PAPER[key]
-        rows.append({
-            "finding": f, "quantity": quantity,
-            "paper": paper_text or (fmt_x(pv.value) if pv.unit == "x" else f"{pv.value:g}%" if pv.unit == "%" else pow2_label(pv.value)),
-            "paper source": pv.where,
-            "ours": ours_text or (fmt_x(ours) if pv.unit == "x" else f"{ours:.0f}%" if pv.unit == "%" else pow2_label(ours) if ours else "n/a"),
-            "verdict": verdict(ours, pv.value, kind=kind),
-        })
-
-    # F.1
-    P = params("vectorization", preset=preset, data_dir=data_dir)
-    v = vectorization_data(P)
-    best = v.groupby(["impl", "num_envs"])["samples_per_s"].max().unstack(0)
-    vec = [i for i in ("torch", "jax", "cuda") if i in best]
-    if "gym" in best and vec:
-        sp = (best[vec].max(axis=1) / best["gym"]).dropna()
-        add("F.1", "vectorized (torch/jax) over gym, best N", "f1_gpu_over_gym", sp.max() if len(sp) else None, "speedup")
-    if "gym" in best and "cpp" in best:
-        sp = (best["cpp"] / best["gym"]).dropna()
-        add("F.1", "cpp (multi-core) over gym, best N", "f1_cpp_over_gym", sp.max() if len(sp) else None, "ceiling")
-    # F.2
-    P = params("overheads", preset=preset, data_dir=data_dir)
-    o = overheads_data(P)
-    kmax = max(P.steps)
-    if {"jax", "torch"} <= set(o["impl"]) and kmax > 1:
-        small = o[o["num_envs"] <= 2**13]
-        j = small[(small["impl"] == "jax") & (small["steps"] == kmax)].set_index("num_envs")["samples_per_s"]
-        t = small[small["impl"] == "torch"].groupby("num_envs")["samples_per_s"].max()
-        add("F.2", f"jax (K={kmax}) over torch, mean over N ≤ 2^13", "f2_xla_over_torch", (j / t).dropna().mean(), "speedup")
-        r = k_speedup(o, "jax", 1, kmax, max_n=2**13)
-        add("F.2", f"jax K = 1 → {kmax} (with inference), mean over N ≤ 2^13", "f2_xla_k1_to_k1000", r.mean(), "speedup")
-    prof = profile_data(P)
-    if len(prof) and (prof["impl"] == "jax").any():
-        r = prof[(prof["impl"] == "jax")].sort_values("steps").iloc[0]
-        share = 100 * (r["python_s"] + r["backend_s"]) / r["total_s"]
-        add("F.2", f"CPU-bound share of jax time at K = {int(r['steps'])} (N = {pow2_label(r['num_envs'])})",
-            "f2_cpu_share_k1", share, "share")
-    # F.3
-    P = params("fusion", preset=preset, data_dir=data_dir)
-    f = fusion_data(P)
-    fi = fusion_impl(P)
-    kmax = max(P.steps)
-    if kmax > 1:
-        r = k_speedup(f, fi, 1, kmax)
-        add("F.3", f"fusion alone: {fi} K = 1 → {kmax}, mean over N", "f3_fusion", r.mean() if len(r) else None, "speedup")
-        r = k_speedup(f, "jax", 1, kmax)
-        add("F.3", f"jax K = 1 → {kmax} (simulation only), mean over N", "f3_xla_k1_to_k1000", r.mean() if len(r) else None, "speedup")
-        a = f[(f["impl"] == fi) & (f["steps"] == kmax)].set_index("num_envs")["samples_per_s"]
-        b = f[(f["impl"] == "jax") & (f["steps"] == kmax)].set_index("num_envs")["samples_per_s"]
-        add("F.3", f"{fi} over jax at K = {kmax}, mean over N", "f3_fused_over_xla", (a / b).dropna().mean(), "speedup")
-    # F.4
-    P = params("complexity", preset=preset, data_dir=data_dir)
-    c = complexity_data(P)
-    sp = fusion_speedups(c)
-    if len(sp):
-        kmax = sp["steps"].max()
-        at = sp[(sp["steps"] == kmax) & (sp["compute_factor"] == 1)]
-        by_s = at.groupby("state_factor")["speedup"].median()
-        lo, hi = by_s.iloc[0], by_s.max()
-        rows.append({"finding": "F.4", "quantity": f"fusion speedup at K = {kmax}, C = 1: at S = {by_s.index[0]} → "
-                     f"at the best S measured (S = {by_s.idxmax()}), median over N",
-                     "paper": "2^4 → 2^10", "paper source": PAPER["f4_speedup_s_high"].where,
-                     "ours": f"{fmt_x(lo)} → {fmt_x(hi)}",
-                     "verdict": ("grows with S" if hi > 1.5 * lo else "does not grow with S here")
-                     + (", smaller than the paper" if hi < PAPER["f4_speedup_s_high"].value / 2 else "")})
-        flat = at.groupby("state_factor")["speedup"].agg(lambda s: s.max() / s.min()).max() if at["num_envs"].nunique() > 1 else None
-        if flat is not None:
-            rows.append({"finding": "F.4", "quantity": f"spread of the K = {kmax} speedup across N (max/min, worst S)",
-                         "paper": "≈ 1× (flat in N)", "paper source": "§4.2, Fig 9", "ours": fmt_x(flat),
-                         "verdict": verdict(flat, 1, kind="flat")})
-        cmax = sp["compute_factor"].max()
-        if cmax > 1:
-            v_c = sp[(sp["steps"] == kmax) & (sp["compute_factor"] == cmax) & (sp["state_factor"] == sp["state_factor"].min())]["speedup"].median()
-            add("F.4", f"fusion speedup at K = {kmax}, largest C = {cmax}, smallest S", "f4_speedup_c_max", v_c, "vanish")
-    return pd.DataFrame(rows)
 
 
 def fusion_speedups(df: pd.DataFrame) -> pd.DataFrame:
     """Throughput at each K over throughput at K = 1 with the same (impl, N, S, C): paper Fig 9's y."""
-    if df.empty:
-        return pd.DataFrame(columns=["impl", "num_envs", "state_factor", "compute_factor", "steps", "speedup"])
     keys = ["impl", "num_envs", "state_factor", "compute_factor"]
-    base = df[df["steps"] == 1].set_index(keys)["samples_per_s"].rename("base")
+    if df.empty:
+        return pd.DataFrame(columns=[*keys, "steps", "speedup"])
+    base = df[df["steps"] == 1].groupby(keys)["samples_per_s"].median().rename("base")
     out = df.join(base, on=keys)
     out["speedup"] = out["samples_per_s"] / out["base"]
     return out.dropna(subset=["speedup"])
+
+
+def seconds_per_call(df: pd.DataFrame) -> pd.Series:
+    """Seconds one rollout call takes, per row: N·K / samples per second."""
+    return df["num_envs"] * df["steps"] / df["samples_per_s"]

@@ -30,6 +30,24 @@ def fmt_x(v) -> str:
     return f"{v:.3g}×" if v < 1000 else f"{v:,.0f}×"
 
 
+def fmt_time(seconds) -> str:
+    """A duration with its unit: ns, µs, ms or s, 3 significant digits."""
+    if seconds is None or not np.isfinite(seconds):
+        return "n/a"
+    for unit, scale in (("s", 1), ("ms", 1e-3), ("µs", 1e-6)):
+        if abs(seconds) >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def fmt_bytes(n) -> str:
+    """A size in KiB, MiB or GiB (binary units, as caches are sized)."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n:.0f} B"
+
+
 def fmt_rate(v) -> str:
     if v is None or not np.isfinite(v):
         return "n/a"

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import os
 import sys
 import tempfile
 
 import pandas as pd
 
+from .. import costs
 from ..harness.sweep import Keying, keyed_by, run, sweep
 from ..settings import PEERS, EnvSettings, MeasurePoint
 from .brax import brax_data
@@ -83,10 +85,55 @@ def fusion_impl(P: ChapterParams) -> str:
     return "cuda" if "cuda" in P.impls else "cpp"
 
 
+ASSUMED_LLC_BYTES = 32 * 2**20  # where neither sysfs nor the snapshot's provenance gives the cache size
+
+
+def last_level_cache(P: ChapterParams) -> tuple[int, bool]:
+    """(bytes, measured) of the last-level cache of the machine whose data the chapter shows: read
+    from sysfs here, from the snapshot's provenance for another machine; ``ASSUMED_LLC_BYTES``
+    (measured False) where neither says."""
+    from ..harness.provenance import last_level_cache_bytes
+
+    if P.machine is None:
+        size = last_level_cache_bytes()
+    else:
+        import json
+
+        info = P.data_dir / P.machine / "machine.json"
+        size = json.loads(info.read_text()).get("llc_bytes") if info.exists() else None
+    return (int(size), True) if size else (ASSUMED_LLC_BYTES, False)
+
+
+def memory_num_envs(state_factor: int, llc_bytes: int, multiple: float) -> int:
+    """The smallest power-of-2 N whose unfused working set at ``state_factor`` (the state and the
+    counters, ``costs.unfused_bytes / 2`` per environment) is at least ``multiple`` x the cache."""
+    per_env = costs.unfused_bytes(state_factor) // 2
+    return 2 ** max(0, math.ceil(math.log2(multiple * llc_bytes / per_env)))
+
+
+def memory_regime(P: ChapterParams) -> dict:
+    """The complexity chapter's memory-bound configurations: {"num_envs", "state_factor" (all S),
+    "steps", "llc_bytes", "llc_measured", "working_set" {S: bytes}}."""
+    llc, measured = last_level_cache(P)
+    n = memory_num_envs(max(P.state_factor), llc, P.memory_cache_multiple)
+    return {"num_envs": n, "state_factor": P.state_factor, "steps": P.memory_steps, "llc_bytes": llc,
+            "llc_measured": measured, "working_set": {s: n * costs.unfused_bytes(s) // 2 for s in P.state_factor}}
+
+
 def complexity_data(P: ChapterParams) -> pd.DataFrame:
-    """Fig 9: the fused implementation over N x K x S x C, simulation only."""
-    return _chapter_sweep("complexity", P, [fusion_impl(P)], "none", state_factors=P.state_factor,
-                          compute_factors=P.compute_factor)
+    """Fig 9: the fused implementation over N x K x S x C, simulation only, plus the memory regime
+    (``memory_regime``: one N whose working set leaves the cache, each S, C = 1, one repeat, no
+    work cap). ``df.attrs["memory"]``: the ``memory_regime`` dict."""
+    impl = fusion_impl(P)
+    points, dropped = capped_points(P, [impl], "none", state_factors=P.state_factor, compute_factors=P.compute_factor)
+    regime = memory_regime(P)
+    in_grid = {(p.env.num_envs, p.steps, p.env.state_factor, p.env.compute_factor) for p in points}
+    points += [MeasurePoint.of(impl, regime["num_envs"], k, state_factor=s, policy="none", repeats=1,
+                               min_seconds=P.min_seconds)
+               for s in P.state_factor for k in P.memory_steps if (regime["num_envs"], k, s, 1) not in in_grid]
+    df = _measured(SWEEP_NAMES["complexity"], P, points, dropped)
+    df.attrs["memory"] = regime
+    return df
 
 
 def cartpole_fig2_data(P: ChapterParams) -> pd.DataFrame:
@@ -109,11 +156,12 @@ def beyond_data(P: ChapterParams) -> pd.DataFrame:
 
 
 def roofline_data(P: ChapterParams) -> dict:
-    """This machine's ceilings (``harness.roofline``), measured once per machine into
+    """This machine's ceilings (``harness.roofline``: memory bandwidth, peak FMA throughput, and
+    in the Beyond chapter the GEMM reference at its N), measured once per machine into
     ``beyond_roofline.json``; later builds read the file."""
     from ..harness import roofline
 
-    items = roofline.ceiling_items(set(P.num_envs) | set(P.peer_num_envs))
+    items = roofline.ceiling_items(set(P.num_envs) | set(P.peer_num_envs) if P.chapter == "beyond" else ())
     keying = Keying(dict, keyed_by(*roofline.CEILING_KEYS), lambda i: f"ceiling {i}")
     result = run("beyond_roofline", items, roofline.measure_ceiling, keying, data_dir=P.data_dir, progress=False,
                  log=_quiet, machine=P.machine)

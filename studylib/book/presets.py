@@ -40,7 +40,7 @@ PRESETS: dict[str, dict[str, dict]] = {
                       "profile_steps": [1, 4]},
         "fusion": {"num_envs": [4, 64], "steps": [1, 4], "cap": {"*": 2**12}},
         "complexity": {"num_envs": [4, 64], "steps": [1, 4], "state_factor": [1, 4], "compute_factor": [1, 4],
-                       "cap": {"*": 2**14}},
+                       "cap": {"*": 2**14}, "memory_steps": [1, 4], "memory_cache_multiple": 1 / 16},
         "beyond": {"num_envs": [16, 64], "steps": [1, 4], "peer_num_envs": [16], "peer_steps": 4,
                    "cap": {"*": 2**12}, "rollout_steps": 8},
     },
@@ -56,7 +56,8 @@ PRESETS: dict[str, dict[str, dict]] = {
         "fusion": {"num_envs": _pow2(6, 18, 4), "steps": [1, 10, 100, 1000],
                    "cap": {"cpp": 2**26, "cuda": 2**30, "jax": 2**24, "torch": 2**20}},
         "complexity": {"num_envs": [2**8, 2**14], "steps": [1, 10, 100, 1000], "state_factor": [1, 8, 64],
-                       "compute_factor": [1, 8, 64], "cap": {"*": 2**26}},
+                       "compute_factor": [1, 8, 64], "cap": {"*": 2**26}, "memory_steps": [1, 100],
+                       "memory_cache_multiple": 8},
         "beyond": {"num_envs": [2**10, 2**13, 2**16], "steps": [1, 100], "peer_num_envs": [2**12, 2**16],
                    "peer_steps": 100, "cap": {"torch": 2**20, "torch-compile": 2**20, "gym": 2**12, "envpool": 2**19,
                                              "*": 2**24}, "rollout_steps": 256},
@@ -71,7 +72,8 @@ PRESETS: dict[str, dict[str, dict]] = {
                       "profile_num_envs": 2**16, "profile_steps": [1, 10, 100, 1000], "profile_cap": {"*": 2**30}},
         "fusion": {"num_envs": _pow2(0, 26, 2), "steps": [1, 10, 100, 1000], "cap": {"*": 2**36}},
         "complexity": {"num_envs": _pow2(10, 20, 5), "steps": [1, 10, 100, 1000],
-                       "state_factor": _pow2(0, 12, 2), "compute_factor": _pow2(0, 10, 2), "cap": {"*": 2**38}},
+                       "state_factor": _pow2(0, 12, 2), "compute_factor": _pow2(0, 10, 2), "cap": {"*": 2**38},
+                       "memory_steps": [1, 1000], "memory_cache_multiple": 8},
         "beyond": {"num_envs": _pow2(10, 20, 2), "steps": [1, 1000], "peer_num_envs": _pow2(10, 20, 2),
                    "peer_steps": 1000, "cap": {"envpool": 2**26, "gym": 2**22, "*": 2**34}, "rollout_steps": 1000},
     },
@@ -99,6 +101,11 @@ class ChapterParams:
     # complexity
     state_factor: tuple[int, ...] | None = None  # S
     compute_factor: tuple[int, ...] | None = None  # C
+    # the memory regime: at the largest S, N environments whose unfused working set (state and
+    # counters) is at least this multiple of the last-level cache, each S, C = 1, K in memory_steps,
+    # one timed repeat (exempt from the work cap: these calls are long by design)
+    memory_steps: tuple[int, ...] | None = None
+    memory_cache_multiple: float | None = None
     # cartpole
     brax_envs: tuple[str, ...] | None = None
     brax_num_envs: tuple[int, ...] | None = None
@@ -124,6 +131,9 @@ class ChapterParams:
             parts.append(f"S = {fmt_list(self.state_factor)}")
         if self.compute_factor is not None:
             parts.append(f"C = {fmt_list(self.compute_factor)}")
+        if self.memory_steps is not None:
+            parts.append(f"memory regime: working set ≥ {self.memory_cache_multiple:g}× the last-level cache at "
+                         f"S = {max(self.state_factor)}, K = {fmt_list(self.memory_steps)}, C = 1, one timed repeat")
         caps = ", ".join(f"{k if k != '*' else 'others'} ≤ {pow2_label(v)}" for k, v in self.cap.items()
                          if k == "*" or k in self.impls)
         if caps:
@@ -134,9 +144,11 @@ class ChapterParams:
         return "; ".join(parts) + f". Data: `{display_path(self.data_dir)}`."
 
 
-_INT_LISTS = {"num_envs", "steps", "state_factor", "compute_factor", "brax_num_envs", "profile_steps", "peer_num_envs"}
+_INT_LISTS = {"num_envs", "steps", "state_factor", "compute_factor", "brax_num_envs", "profile_steps", "peer_num_envs",
+              "memory_steps"}
 _STR_LISTS = {"brax_envs"}
 _INTS = {"brax_steps", "conformance_envs", "profile_num_envs", "peer_steps", "rollout_steps"}
+_FLOATS = {"memory_cache_multiple"}
 _CHAPTER_FIELDS = {f.name for f in fields(ChapterParams)} - {"chapter", "preset", "data_dir", "impls", "repeats",
                                                                "min_seconds", "cap", "machine"}
 
@@ -154,14 +166,38 @@ def _parse(value) -> list:
     return list(value)
 
 
+def _positive_int(v) -> int:
+    if isinstance(v, bool) or not (isinstance(v, int) or (isinstance(v, str) and v.strip().isdigit())):
+        raise ValueError(v)
+    if int(v) < 1:
+        raise ValueError(v)
+    return int(v)
+
+
+_KINDS = {**dict.fromkeys(_INT_LISTS, "a list of positive integers"), **dict.fromkeys(_STR_LISTS, "a list of names"),
+          **dict.fromkeys(_INTS, "a positive integer"), **dict.fromkeys(_FLOATS, "a positive number"),
+          "profile_cap": "a dict of implementation -> integer"}
+
+
 def _typed(name: str, value):
-    if name in _INT_LISTS:
-        return tuple(int(v) for v in _parse(value))
-    if name in _STR_LISTS:
-        return tuple(str(v) for v in _parse(value))
-    if name in _INTS:
-        return int(value)
-    return dict(value)  # profile_cap
+    """``value`` as parameter ``name``'s type; ConfigError (one line) when it is not one."""
+    try:
+        if name in _INT_LISTS:
+            out = tuple(_positive_int(v) for v in _parse(value))
+            if not out:
+                raise ValueError(value)
+            return out
+        if name in _STR_LISTS:
+            return tuple(str(v) for v in _parse(value))
+        if name in _INTS:
+            return _positive_int(value)
+        if name in _FLOATS:
+            if isinstance(value, bool) or float(value) <= 0:
+                raise ValueError(value)
+            return float(value)
+        return {str(k): int(v) for k, v in dict(value).items()}  # profile_cap
+    except (TypeError, ValueError, SyntaxError):
+        raise ConfigError(f"parameter {name!r} must be {_KINDS.get(name, 'a literal')}, got {value!r}") from None
 
 
 def repo_root() -> Path:
@@ -256,6 +292,11 @@ def params(chapter: str, *, preset=None, data_dir=None, impls=None, num_envs=Non
     machine, machine_root, machine_impls = _another_machine(machine, data_dir)
     chosen_impls = machine_impls or available_impls()
     if impls is not None:
+        from ..settings import IMPLEMENTATIONS
+
+        unknown_impls = [i for i in _parse(impls) if i not in IMPLEMENTATIONS]
+        if unknown_impls:
+            raise ConfigError(f"unknown implementation {unknown_impls[0]!r}; valid: {', '.join(IMPLEMENTATIONS)}")
         chosen_impls = [i for i in _parse(impls) if i in chosen_impls]
     unknown = set(extra) - (set(base) & _CHAPTER_FIELDS)
     if unknown:
@@ -267,6 +308,8 @@ def params(chapter: str, *, preset=None, data_dir=None, impls=None, num_envs=Non
             chosen[k] = v
     typed = {k: _typed(k, v) for k, v in chosen.items()}
     typed["num_envs"], typed["steps"] = tuple(sorted(typed["num_envs"])), tuple(sorted(typed["steps"]))
+    for k in ("steps", "memory_steps") if chapter == "complexity" else ():
+        typed[k] = tuple(sorted({1, *typed[k]}))  # K = 1: the unfused baseline every fusion speedup divides by
     return ChapterParams(chapter=chapter, preset=name, data_dir=machine_root or resolve_data_dir(data_dir),
                          impls=tuple(chosen_impls), repeats=int(repeats or timing["repeats"]),
                          min_seconds=float(min_seconds or timing["min_seconds"]), cap=dict(base.get("cap", {})),

@@ -1,23 +1,72 @@
 """Rerun one chapter with new parameters: ``python -m studylib.book rerun <chapter> -p NAME VALUE``.
 
-papermill executes ``book/<chapter>.md`` with the parameters (its measurements are saved in
-data/), the parameters are recorded in the chapter as a visible ``injected-parameters`` cell, and
-the book is rebuilt (only that chapter re-executes, reading the points papermill just measured).
+The parameters are checked first (``check_parameters``: a name the chapter's ``parameters`` cell
+does not declare, or a value of the wrong type, is refused with one line naming the chapter's
+parameters, and nothing is run or written). Then papermill executes ``book/<chapter>.md`` with them
+(its measurements are saved in data/), the parameters are recorded in the chapter as a visible
+``injected-parameters`` cell, and the book is rebuilt (only that chapter re-executes, reading the
+points papermill just measured).
 """
 
 from __future__ import annotations
 
 import ast
 import re
+import sys
 from pathlib import Path
 
-from .presets import CHAPTERS, repo_root
+from ..errors import ConfigError, StudyError
+from .presets import PRESETS, params, repo_root, resolve_preset
 
 INJECTED_TAG = "injected-parameters"
+PARAMETERS_CELL = re.compile(r"```\{code-cell\}[^\n]*\n:tags: \[parameters\]\n(.*?)\n```\n", flags=re.S)
 
 
 def _code_cell(tag: str, body: str) -> str:
     return f"```{{code-cell}} ipython3\n:tags: [{tag}]\n\n{body.rstrip()}\n```\n"
+
+
+def chapter_path(chapter: str) -> Path:
+    return repo_root() / "book" / f"{chapter}.md"
+
+
+def rerunnable_chapters() -> list[str]:
+    """The chapters (``book/*.md``) that have a ``parameters`` cell."""
+    return sorted(p.stem for p in (repo_root() / "book").glob("*.md") if PARAMETERS_CELL.search(p.read_text()))
+
+
+def declared_parameters(text: str) -> dict:
+    """Name -> default of each assignment in a chapter's ``parameters`` cell."""
+    m = PARAMETERS_CELL.search(text)
+    if not m:
+        raise ConfigError("the chapter has no cell tagged 'parameters'")
+    out = {}
+    for node in ast.parse(m.group(1)).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            out[node.targets[0].id] = ast.literal_eval(node.value)
+    return out
+
+
+def check_parameters(chapter: str, parameters: dict) -> dict:
+    """``parameters`` if chapter ``chapter`` declares every name and accepts every value; else
+    ConfigError, one line naming the chapter's parameters."""
+    path = chapter_path(chapter)
+    if not path.exists():
+        raise ConfigError(f"no chapter {chapter!r}; chapters with parameters: {', '.join(rerunnable_chapters())}")
+    declared = declared_parameters(path.read_text())
+    unknown = [k for k in parameters if k not in declared]
+    if unknown:
+        raise ConfigError(f"chapter {chapter!r} has no parameter {unknown[0]!r}; its parameters: {', '.join(declared)}")
+    try:
+        if parameters.get("data_dir") is not None and not isinstance(parameters["data_dir"], str):
+            raise ConfigError(f"parameter 'data_dir' must be a folder (a string), got {parameters['data_dir']!r}")
+        if chapter in PRESETS["default"]:  # the chapter's own typed parameters (book.params) check the values
+            params(chapter, **{k: v for k, v in parameters.items() if k != "data_dir"})
+        elif "preset" in parameters and parameters["preset"] is not None:
+            resolve_preset(parameters["preset"])
+    except ConfigError as e:
+        raise ConfigError(f"chapter {chapter!r}: {e}; its parameters: {', '.join(declared)}") from None
+    return parameters
 
 
 def inject_parameters(text: str, parameters: dict) -> str:
@@ -26,32 +75,28 @@ def inject_parameters(text: str, parameters: dict) -> str:
     text = re.sub(r"\n```\{code-cell\}[^\n]*\n:tags: \[" + INJECTED_TAG + r"\]\n.*?\n```\n", "", text, flags=re.S)
     if not parameters:
         return text
-    m = re.search(r"```\{code-cell\}[^\n]*\n:tags: \[parameters\]\n.*?\n```\n", text, flags=re.S)
+    m = PARAMETERS_CELL.search(text)
     if not m:
-        raise ValueError("the chapter has no cell tagged 'parameters'")
+        raise ConfigError("the chapter has no cell tagged 'parameters'")
     body = "# Injected by `python -m studylib.book rerun` (papermill); `--reset` removes this cell\n"
     body += "\n".join(f"{k} = {v!r}" for k, v in parameters.items())
     return text[: m.end()] + "\n" + _code_cell(INJECTED_TAG, body) + text[m.end():]
 
 
 def rerun(chapter: str, parameters: dict, *, build: bool = True, reset: bool = False) -> Path:
-    """Execute ``book/<chapter>.md`` with papermill and ``parameters`` (saving its measurements in
-    data/), record the parameters in the chapter as an ``injected-parameters`` cell, and rebuild
-    the book (only this chapter re-executes; it reads the points papermill just measured)."""
+    """Check ``parameters``, execute ``book/<chapter>.md`` with papermill and them (saving its
+    measurements in data/), record them in the chapter as an ``injected-parameters`` cell, and
+    rebuild the book (only this chapter re-executes; it reads the points papermill just measured)."""
     import subprocess
-    import sys
-
-    import jupytext
-    import papermill
 
     root = repo_root()
-    src = root / "book" / f"{chapter}.md"
-    if not src.exists():
-        raise SystemExit(f"no chapter {src}")
+    parameters = {} if reset else check_parameters(chapter, parameters)
+    src = chapter_path(chapter)
     text = src.read_text()
-    if reset:
-        parameters = {}
-    else:
+    if parameters:
+        import jupytext
+        import papermill
+
         out = root / "_build" / "reruns" / f"{chapter}.ipynb"
         out.parent.mkdir(parents=True, exist_ok=True)
         nb = jupytext.reads(inject_parameters(text, {}), fmt="md:myst")
@@ -72,18 +117,27 @@ def _literal(v: str):
         return v
 
 
-def main(argv=None) -> int:
+def build_parser():
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m studylib.book",
                                  description="Rerun one chapter of the book with new parameters (papermill), then rebuild.")
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("rerun", help="papermill one chapter with parameters, keep them in the chapter, rebuild the book")
-    r.add_argument("chapter", choices=[*CHAPTERS, "beyond", "intro"])
+    r.add_argument("chapter", choices=rerunnable_chapters())
     r.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
                    help='e.g. -p num_envs "[1, 64, 4096]" -p preset paper (values are Python literals)')
     r.add_argument("--no-build", action="store_true", help="do not run jupyter-book build afterwards")
     r.add_argument("--reset", action="store_true", help="remove injected parameters (back to the preset) and rebuild")
-    a = ap.parse_args(argv)
-    rerun(a.chapter, {k: _literal(v) for k, v in a.parameter}, build=not a.no_build, reset=a.reset)
+    return ap
+
+
+def main(argv=None) -> int:
+    """The command line; exit status 0, or 2 with one line on stderr for parameters refused."""
+    a = build_parser().parse_args(argv)
+    try:
+        rerun(a.chapter, {k: _literal(v) for k, v in a.parameter}, build=not a.no_build, reset=a.reset)
+    except StudyError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     return 0

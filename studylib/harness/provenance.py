@@ -41,6 +41,32 @@ def cpu_cores() -> int:
         return os.cpu_count() or 1
 
 
+def _size_bytes(text: str) -> int | None:
+    """"32768K", "1024K", "32M" (sysfs cache sizes) in bytes; None if unreadable."""
+    m = re.fullmatch(r"\s*(\d+)\s*([KMG]?)i?B?\s*", text, flags=re.I)
+    if not m:
+        return None
+    return int(m.group(1)) * {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}[m.group(2).upper()]
+
+
+@lru_cache(maxsize=1)
+def last_level_cache_bytes(cpu_dir: str = "/sys/devices/system/cpu/cpu0/cache") -> int | None:
+    """Size of the CPU's last-level (highest-level unified or data) cache, from sysfs; None where
+    sysfs does not say (then the chapters assume a size and say so). The complexity chapter sizes
+    its memory-bound configurations from it."""
+    best = None
+    for index in sorted(Path(cpu_dir).glob("index*")):
+        try:
+            level = int((index / "level").read_text())
+            kind = (index / "type").read_text().strip()
+            size = _size_bytes((index / "size").read_text())
+        except (OSError, ValueError):
+            continue
+        if kind != "Instruction" and size and (best is None or level > best[0]):
+            best = (level, size)
+    return best[1] if best else None
+
+
 @lru_cache(maxsize=1)
 def gpu_name() -> str | None:
     """Name of CUDA device 0, or None when there is none (never raises)."""
@@ -103,13 +129,15 @@ def now_utc() -> str:
 def machine_info() -> dict:
     """Provenance of a measurement: hardware, OS, Python, package versions, code version, date.
 
-    Keys: cpu_model, cores, gpu (name or None), os, python, packages {numpy, torch, jax, jaxlib,
-    gymnasium, cupy}, commit, dirty, date (UTC, ISO 8601), machine_key, torch_threads.
+    Keys: cpu_model, cores, llc_bytes (last-level cache, None if unknown), gpu (name or None), os,
+    python, packages {numpy, torch, jax, jaxlib, gymnasium, cupy}, commit, dirty, date (UTC, ISO
+    8601), machine_key, torch_threads.
     """
     commit, dirty = git_state()
     info = {
         "cpu_model": cpu_model(),
         "cores": cpu_cores(),
+        "llc_bytes": last_level_cache_bytes(),
         "gpu": gpu_name(),
         "os": platform.platform(),
         "python": platform.python_version(),

@@ -1,47 +1,44 @@
-"""Roofline: this machine's ceilings, and each measurement as a fraction of the one that binds it.
+"""Roofline: this machine's ceilings, measured here by code that is none of the implementations,
+and each measurement placed against them.
 
-Three ceilings, measured here (never typed in), each in CartPole steps (samples) per second:
+Two ceilings, each measured by ``harness.timing`` (best timed region: a ceiling is what the
+machine can do), and the work of one step, counted once in ``studylib.costs``:
 
-``memory``   one pass over the state per step: the stream bandwidth (numpy copy of arrays far
-             larger than the caches, bytes read + written per second) divided by the bytes a step
-             must move when the state is not kept in cache between steps: the 4*S float32 state
-             read and written, plus the int32/uint32 episode counters read and written
-             (16*S + 16 bytes).
-``physics``  the dynamics' math with no memory traffic: the cpp kernel itself (all cores, SIMD)
-             on so few environments that their state never leaves L1/L2 (16*S*N bytes <= 64 KiB),
-             K=1000 steps per call, hashed actions: the compute-bound corner of the same code.
-``gemm``     the policy's GEMMs alone: PyTorch ``mm`` of the shapes (n,4)x(4,64), (n,64)x(64,64),
-             (n,64)x(64,2), n = min(N, 4096) rows at a time so the activations stay in cache, no
-             bias/tanh/argmax. An implementation that fuses the whole forward pass per environment
-             (``fused``) is not bound by a library GEMM's call and blocking overheads and can pass it.
+``fma``     peak FP32 multiply-add throughput, flops/s: ``cuda/fma_peak.cpp`` (independent FMA
+            chains on SIMD vectors, every core, no memory traffic; ``native.library("fma_peak")``).
+``memory``  stream bandwidth, bytes/s (read + written): a numpy copy of arrays far larger than
+            the caches.
 
-Which bound applies to a measurement (``bound_for``):
-  * policy "mlp": min(gemm, physics). Inference is part of every sample (a lower bound on time:
-    an unfused implementation also pays the memory passes, so this bound is optimistic).
-  * policy "none", unfused (an implementation that passes over memory every step: torch, jax,
-    gym, peers, and cpp/cuda/fused with K=1): min(memory, physics).
-  * policy "none", fused (cpp/cuda/fused with K>1 per call: the state stays in cache): physics.
-On a GPU these ceilings would be the GPU's; this module measures the CPU only and says so.
-Each ceiling is the best timed region of ``harness.timing`` (a ceiling is what the machine can do).
+A step's ceiling in steps/s (``bound_for``):
+  compute  fma / ``costs.step_flops(S, C, policy)`` (the MLP's flops included with the MLP)
+  memory   memory / ``costs.unfused_bytes(S)``, for an implementation that passes over its state
+           in memory every step: every one except cpp/cuda/fused running K > 1 steps per call
+           without a policy between them, and ``fused`` with K > 1 (state kept in cache)
+and the binding one is the smaller. The flop count leaves out sin, cos and divisions (see
+``studylib.costs``), so the compute ceiling is an upper bound no step reaches; how far below it a
+measurement stays is what the chapters read.
 
-Saved ceilings are rows ``{"ceiling": "memory" | "physics" | "gemm", "value": ..., and
-state_factor, compute_factor (physics) or num_envs (gemm)}``, one data file per machine
-(``harness.store``); ``ceiling_items`` names those a build needs, ``measure_ceiling`` measures one
-and ``from_rows`` turns the rows into the dict ``bound_for`` reads.
+``gemm`` (``gemm_steps_per_s``) is not a ceiling but a reference the Beyond chapter compares
+inference with: the MLP's three GEMMs alone through PyTorch ``mm`` at the same shapes.
+
+Saved rows: ``{"ceiling": "memory" | "fma" | "gemm", "value": ..., "num_envs" (gemm)}``, one data
+file per machine (``harness.store``); ``ceiling_items`` names those a build needs,
+``measure_ceiling`` measures one, ``from_rows`` turns rows into the dict ``bound_for`` reads.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .. import costs
 from ..policy import mlp_weights
-from ..registry import make
 from .provenance import now_utc
 from .timing import time_regions
 
 FUSED_IMPLEMENTATIONS = ("cpp", "cuda", "fused")
 MIN_SECONDS = 0.02  # per timed region: long enough for the timer, short enough to repeat
 CEILING_KEYS = ("ceiling", "state_factor", "compute_factor", "num_envs")
+FMA_ITERATIONS = 2**20  # per call of fma_peak: ~10 ms at 100 GFLOP/s
 
 
 def _best_rate(call, work_per_call: float, repeats: int) -> float:
@@ -55,11 +52,16 @@ def memory_bandwidth(nbytes: int = 512 * 2**20) -> float:
     return _best_rate(lambda: np.copyto(dst, src), 2 * nbytes, 5)
 
 
-def physics_steps_per_s(state_factor: int = 1, compute_factor: int = 1, steps: int = 1000) -> float:
-    """Steps/s of the cpp kernel on a cache-resident set of environments (see module doc)."""
-    num_envs = max(32, 4096 // state_factor)  # 16 * S * N bytes of state: 64 KiB
-    env = make("cpp", num_envs, state_factor=state_factor, compute_factor=compute_factor)
-    return _best_rate(lambda: env.rollout(steps, policy="none").episodes_finished, num_envs * steps, 3)
+def fma_flops_per_s(iterations: int = FMA_ITERATIONS) -> float:
+    """Peak FP32 flops/s of this CPU (``cuda/fma_peak.cpp``, all cores), best of 5 timed regions."""
+    from ..native import library
+
+    lib = library("fma_peak")
+
+    def call():
+        lib.fma_peak(iterations)  # its result only keeps the chains alive; nothing to count
+
+    return _best_rate(call, lib.fma_peak_flops(iterations), 5)
 
 
 def gemm_steps_per_s(num_envs: int, chunk: int = 4096) -> float:
@@ -84,53 +86,58 @@ def gemm_steps_per_s(num_envs: int, chunk: int = 4096) -> float:
     return _best_rate(run, reps * rows, 5)
 
 
-def bytes_per_step(state_factor: int) -> int:
-    return 2 * (16 * state_factor + 8)  # state + two 4-byte counters, read and written
-
-
-def ceiling_items(num_envs_list) -> list[dict]:
-    """The ceilings a build needs: memory, physics at S = C = 1, the GEMMs at each N of interest."""
-    return ([{"ceiling": "memory"}, {"ceiling": "physics", "state_factor": 1, "compute_factor": 1}]
-            + [{"ceiling": "gemm", "num_envs": int(n)} for n in sorted(set(num_envs_list))])
+def ceiling_items(gemm_num_envs=()) -> list[dict]:
+    """The ceilings a build needs: memory, fma, and the GEMM reference at each N given."""
+    return [{"ceiling": "memory"}, {"ceiling": "fma"}] + [{"ceiling": "gemm", "num_envs": int(n)}
+                                                        for n in sorted(set(gemm_num_envs))]
 
 
 def measure_ceiling(item: dict) -> dict:
-    """One saved row: ``item`` with its measured ``value`` (bytes/s for memory, else steps/s)."""
-    if item["ceiling"] == "memory":
-        value = memory_bandwidth()
-    elif item["ceiling"] == "physics":
-        value = physics_steps_per_s(item["state_factor"], item["compute_factor"])
-    else:
-        value = gemm_steps_per_s(item["num_envs"])
+    """One saved row: ``item`` with its measured ``value`` (bytes/s, flops/s or steps/s)."""
+    measure = {"memory": memory_bandwidth, "fma": fma_flops_per_s}.get(item["ceiling"])
+    value = measure() if measure else gemm_steps_per_s(item["num_envs"])
     return {**item, "value": value, "date": now_utc()}
 
 
 def from_rows(rows) -> dict:
-    """The ceilings of saved rows, as ``bound_for`` reads them."""
-    ceil = {"memory_bytes_per_s": None, "physics_steps_per_s": {}, "gemm_steps_per_s": {}}
+    """The ceilings of saved rows, as ``bound_for`` reads them. Rows of a ceiling this module no
+    longer uses (``physics``: the cpp kernel itself, in files written before) are left out."""
+    ceil = {"memory_bytes_per_s": None, "fma_flops_per_s": None, "gemm_steps_per_s": {}}
     for r in rows:
         if r["ceiling"] == "memory":
             ceil["memory_bytes_per_s"] = r["value"]
-        elif r["ceiling"] == "physics":
-            ceil["physics_steps_per_s"][(r["state_factor"], r["compute_factor"])] = r["value"]
-        else:
+        elif r["ceiling"] == "fma":
+            ceil["fma_flops_per_s"] = r["value"]
+        elif r["ceiling"] == "gemm":
             ceil["gemm_steps_per_s"][int(r["num_envs"])] = r["value"]
     return ceil
 
 
-def bound_for(row: dict, ceil: dict) -> tuple[str, float]:
-    """(name, steps/s) of the ceiling that applies to one measurement row (see module doc)."""
+def balance(ceil: dict) -> float:
+    """The machine balance: flops it can do per byte it can move (fma / memory)."""
+    return ceil["fma_flops_per_s"] / ceil["memory_bytes_per_s"]
+
+
+def keeps_state_in_cache(row: dict) -> bool:
+    """True for a measurement whose K steps per call run on a block of environments held in cache
+    (the fused kernels); False for one that passes over memory every step."""
+    k = int(row["steps"])
+    if row["impl"] == "fused":
+        return k > 1
+    return row["impl"] in FUSED_IMPLEMENTATIONS and k > 1 and row["policy"] == "none"
+
+
+def ceilings_for(row: dict, ceil: dict) -> dict:
+    """Steps/s of each ceiling that applies to one measurement row: {"compute": ..., and "memory"
+    when the state goes to memory every step}."""
     s, c = int(row["state_factor"]), int(row["compute_factor"])
-    physics_by_knobs = ceil["physics_steps_per_s"]
-    if (s, c) not in physics_by_knobs:  # measured on first use for these knobs
-        physics_by_knobs[(s, c)] = physics_steps_per_s(s, c)
-    physics = physics_by_knobs[(s, c)]
-    if row["policy"] == "mlp":
-        gemms = ceil["gemm_steps_per_s"]
-        n = min(gemms, key=lambda k: abs(np.log2(k) - np.log2(row["num_envs"])))
-        return ("gemm", gemms[n]) if gemms[n] < physics else ("physics", physics)
-    fused = row["impl"] in FUSED_IMPLEMENTATIONS and int(row["steps"]) > 1
-    memory = ceil["memory_bytes_per_s"] / bytes_per_step(s)
-    if fused or physics < memory:
-        return "physics", physics
-    return "memory", memory
+    out = {"compute": ceil["fma_flops_per_s"] / costs.step_flops(s, c, row["policy"])}
+    if not keeps_state_in_cache(row):
+        out["memory"] = ceil["memory_bytes_per_s"] / costs.unfused_bytes(s)
+    return out
+
+
+def bound_for(row: dict, ceil: dict) -> tuple[str, float]:
+    """(name, steps/s) of the ceiling that binds one measurement row: the smaller that applies."""
+    name, value = min(ceilings_for(row, ceil).items(), key=lambda kv: kv[1])
+    return name, value

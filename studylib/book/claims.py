@@ -1,0 +1,342 @@
+"""F.1–F.4, row by row: the paper's number, ours (computed from the chapters' data), the rule that
+compares them (``analysis.RULES``), the verdict and, for every verdict but "reproduced", the reason
+in this machine's numbers. Each chapter shows its own rows in its conclusion; the introduction's
+table (``findings``) gathers them all.
+
+    rows = vectorization_rows(P, df)          # a chapter, from the frame it already has
+    F = findings(preset="default")            # every row, through the plans (resuming: reads saved points)
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from .. import costs
+from .analysis import (NOT_MEASURED, REPRODUCED, RULES, fusion_speedups, k_speedup, seconds_per_call, spread, trend,
+                       trend_direction, verdict)
+from .format import fmt_bytes, fmt_time, fmt_x, pow2_label
+from .paper import PAPER
+from .plans import (complexity_data, fusion_data, fusion_impl, overheads_data, profile_data, roofline_data,
+                    vectorization_data)
+from .presets import ChapterParams, params
+
+COLUMNS = ["finding", "rule", "quantity", "paper", "paper source", "ours", "verdict", "reason", "paper_value",
+           "ours_value"]
+SMALL_N = 2**13  # the paper's F.2 comparisons are over N <= 2^13
+
+
+def machine_facts(P: ChapterParams) -> dict:
+    """cores, gpu and cpu of the machine whose data ``P`` reads (its snapshot's provenance, or here)."""
+    if P.machine is not None:
+        path = P.data_dir / P.machine / "machine.json"
+        return json.loads(path.read_text()) if path.exists() else {}
+    from ..harness.provenance import machine_info
+
+    return machine_info()
+
+
+def _paper_text(pv) -> str:
+    return {"x": fmt_x(pv.value), "%": f"{pv.value:g} %"}.get(pv.unit, pow2_label(pv.value))
+
+
+def row(finding, rule, quantity, paper_key, ours, reason, *, ours_text=None, paper_value=None, paper_text=None):
+    """One findings row; ``reason`` is kept for every verdict but "reproduced" (a row "not measured"
+    without one says that this build has no data for it)."""
+    pv = PAPER[paper_key]
+    value = pv.value if paper_value is None else paper_value
+    v = verdict(rule, ours, value)
+    if ours_text is None:
+        ours_text = "n/a" if v == NOT_MEASURED else fmt_x(ours) if pv.unit == "x" else f"{ours:.0f} %"
+    if v == NOT_MEASURED and not reason:
+        reason = "this build has no measurement for it"
+    return {"finding": finding, "rule": f"{rule}: {RULES[rule].compares}", "quantity": quantity,
+            "paper": paper_text or _paper_text(pv), "paper source": pv.where, "ours": ours_text, "verdict": v,
+            "reason": "" if v == REPRODUCED else reason, "paper_value": float(value),
+            "ours_value": float(ours) if ours is not None and np.isfinite(ours) else np.nan}
+
+
+def _per_env_step(df, impl, n=None, steps=None) -> float:
+    """Seconds per environment-step (1 / samples per s) of ``impl``'s best row, at N = ``n`` if given."""
+    d = df[df["impl"] == impl]
+    d = d if n is None else d[d["num_envs"] == n]
+    d = d if steps is None else d[d["steps"] == steps]
+    return 1 / d["samples_per_s"].max() if len(d) else np.nan
+
+
+# ---- F.1 ------------------------------------------------------------------------------------------
+
+def vectorization_rows(P: ChapterParams, v: pd.DataFrame) -> list[dict]:
+    best = v.groupby(["impl", "num_envs"])["samples_per_s"].max().unstack(0)
+    if "gym" not in best:
+        return []
+    facts, rows = machine_facts(P), []
+    vec = [i for i in ("torch", "jax", "cuda") if i in best]
+    if vec:
+        sp = (best[vec].max(axis=1) / best["gym"]).dropna()
+        n = sp.idxmax() if len(sp) else None
+        top = best.loc[n, vec].idxmax() if n is not None else None
+        steps = (f"{fmt_time(_per_env_step(v, 'gym', n))} per environment-step in gym against "
+                 f"{fmt_time(_per_env_step(v, top, n))} in {top} at N = {pow2_label(n)}, inference included")
+        paper = fmt_x(PAPER["f1_gpu_over_gym"].value)
+        if n is None:
+            reason = ""
+        elif facts.get("gpu"):
+            reason = (f"{steps}; gym is measured up to N = {pow2_label(best['gym'].dropna().index.max())} (its work "
+                      f"cap), the paper's {paper} is at N up to {pow2_label(PAPER['plateau_torch'].value)}")
+        else:
+            reason = (f"{top} runs on the same {facts.get('cores', '?')} CPU cores as gym's one: vectorizing removes "
+                      f"gym's per-environment Python calls ({steps}) but adds no parallel hardware; the paper's "
+                      f"{paper} is a GPU's")
+        rows.append(row("F.1", "speedup", "best vectorized (torch/jax) over gym, at the N where it is largest",
+                        "f1_gpu_over_gym", sp.max() if len(sp) else None, reason))
+    if "cpp" in best:
+        sp = (best["cpp"] / best["gym"]).dropna()
+        n = sp.idxmax() if len(sp) else None
+        ours = sp.max() if len(sp) else None
+        if ours is not None and ours <= 1.05:
+            reason = f"cpp is not faster than gym at any N measured (at best {fmt_x(ours)})"
+        else:
+            reason = (f"our cpp steps all N environments in one native call per step, in SIMD lanes on every core "
+                      f"(gym: one Python call per environment): {fmt_time(_per_env_step(v, 'cpp', n))} per "
+                      f"environment-step against gym's {fmt_time(_per_env_step(v, 'gym', n))} at N = {pow2_label(n)}, "
+                      "the MLP in PyTorch for both; the paper's C++ used threads over shared memory and is not "
+                      "described as vectorized") if n is not None else ""
+        rows.append(row("F.1", "at most", "cpp (multi-core C++) over gym, at the N where it is largest",
+                        "f1_cpp_over_gym", ours, reason))
+    return rows
+
+
+# ---- F.2 ------------------------------------------------------------------------------------------
+
+def k_overhead(df: pd.DataFrame, impl: str, k_hi: int, n: int) -> tuple[float, float]:
+    """(fixed cost per call, compute per step) in seconds at N = n: a call of K = 1 minus one step
+    of a K = k_hi call, and that step. Their sum over the step bounds what K can gain."""
+    d = df[(df["impl"] == impl) & (df["num_envs"] == n)]
+    t1 = seconds_per_call(d[d["steps"] == 1]).median()
+    tk = (seconds_per_call(d[d["steps"] == k_hi]) / k_hi).median()
+    return t1 - tk, tk
+
+
+def _k_reason(df, impl, kmax, max_n=None) -> str:
+    r = k_speedup(df, impl, 1, kmax, max_n=max_n)
+    if not len(r):
+        return ""
+    parts = []
+    for n in sorted({r.index.min(), r.index.max()}):
+        fixed, step = k_overhead(df, impl, kmax, n)
+        fixed_text = f"{fmt_time(fixed)} fixed per call" if fixed > 0 else "no fixed cost measurable"
+        parts.append(f"N = {pow2_label(n)}: {fixed_text}, {fmt_time(step)} per step")
+    return (f"{impl} amortizes only a call's fixed cost (Python, dispatch) over K, and here a step's own CPU "
+            f"compute is large against it ({'; '.join(parts)}); with a GPU computing the step, the paper's K = 1 "
+            f"calls were mostly that fixed cost ({PAPER['f2_cpu_share_k1'].value:g} % CPU-bound, Fig 5)")
+
+
+def overheads_rows(P: ChapterParams, o: pd.DataFrame, prof: pd.DataFrame) -> list[dict]:
+    rows, kmax = [], max(P.steps)
+    if {"jax", "torch"} <= set(o["impl"]) and kmax > 1:
+        small = o[o["num_envs"] <= SMALL_N]
+        j = small[(small["impl"] == "jax") & (small["steps"] == kmax)].set_index("num_envs")["samples_per_s"]
+        t = small[small["impl"] == "torch"].groupby("num_envs")["samples_per_s"].max()
+        ratio = (j / t).dropna()
+        tp = prof[prof["impl"] == "torch"] if len(prof) else prof
+        calls = f", {tp['backend_calls_per_step'].median():.0f} Python→backend calls per torch step" if len(tp) else ""
+        reason = (f"both compute on the same CPU cores, so what jax saves is torch's per-operation dispatch{calls}: "
+                  f"{fmt_time(_per_env_step(small, 'torch'))} per environment-step in torch at best, "
+                  f"{fmt_time(_per_env_step(small, 'jax', steps=kmax))} in jax")
+        rows.append(row("F.2", "speedup", f"jax (K = {kmax}) over torch (its best K), mean over N ≤ 2^13",
+                        "f2_xla_over_torch", ratio.mean() if len(ratio) else None, reason))
+        r = k_speedup(o, "jax", 1, kmax, max_n=SMALL_N)
+        rows.append(row("F.2", "speedup", f"jax K = 1 → {kmax} (with inference), mean over N ≤ 2^13",
+                        "f2_xla_k1_to_k1000", r.mean() if len(r) else None, _k_reason(o, "jax", kmax, SMALL_N)))
+    jp = prof[prof["impl"] == "jax"].sort_values("steps") if len(prof) else prof
+    if len(jp):
+        r = jp.iloc[0]
+        share = 100 * (r["python_s"] + r["backend_s"]) / r["total_s"]
+        reason = (f"the profile is of N = {pow2_label(r['num_envs'])} (paper: "
+                  f"{pow2_label(PAPER['f2_profile_num_envs'].value)}) and the 'device' is "
+                  + ("this CPU" if r.get("device", "cpu") == "cpu" else "the GPU") + ": "
+                  f"its kernels take {r['device_s'] / r['total_s']:.0%} of a K = {int(r['steps'])} collection "
+                  f"({fmt_time(r['device_s'])} of {fmt_time(r['total_s'])}), Python {r['python_s'] / r['total_s']:.0%} "
+                  f"and the backend {r['backend_s'] / r['total_s']:.0%} (paper: "
+                  f"{PAPER['f2_python_share_k1'].value:g} % and {PAPER['f2_backend_share_k1'].value:g} %)")
+        rows.append(row("F.2", "majority share", f"CPU-bound share of jax time at K = {int(r['steps'])} "
+                        f"(N = {pow2_label(r['num_envs'])})", "f2_cpu_share_k1", share, reason))
+    return rows
+
+
+# ---- F.3 ------------------------------------------------------------------------------------------
+
+def fusion_rows(P: ChapterParams, f: pd.DataFrame) -> list[dict]:
+    fi, kmax, rows = fusion_impl(P), max(P.steps), []
+    if kmax <= 1:
+        return rows
+    r = k_speedup(f, fi, 1, kmax)
+    reason = ""
+    if len(r):
+        fixed, step = k_overhead(f, fi, kmax, r.index.min())
+        reason = (f"fusing K steps saves a call's fixed cost ({fmt_time(fixed)} at N = {pow2_label(r.index.min())}: "
+                  + ("the launch" if fi == "cuda" else "the native call and its OpenMP parallel region")
+                  + ") and the state's trip to memory between steps; the gain ranges "
+                  f"{fmt_x(r.min())}–{fmt_x(r.max())} over N"
+                  + (", largest at the smallest N, where a call's work is smallest" if r.idxmax() == r.index.min() else ""))
+    rows.append(row("F.3", "speedup", f"fusion alone: {fi} K = 1 → {kmax}, mean over N", "f3_fusion",
+                    r.mean() if len(r) else None, reason))
+    r = k_speedup(f, "jax", 1, kmax)
+    rows.append(row("F.3", "speedup", f"jax K = 1 → {kmax} (simulation only), mean over N", "f3_xla_k1_to_k1000",
+                    r.mean() if len(r) else None, _k_reason(f, "jax", kmax)))
+    a = f[(f["impl"] == fi) & (f["steps"] == kmax)].set_index("num_envs")["samples_per_s"]
+    b = f[(f["impl"] == "jax") & (f["steps"] == kmax)].set_index("num_envs")["samples_per_s"]
+    over = (a / b).dropna()
+    reason = (f"{fi} and jax run on the same hardware here; at K = {kmax} jax needs "
+              f"{fmt_time(_per_env_step(f, 'jax', steps=kmax))} per environment-step and {fi} "
+              f"{fmt_time(_per_env_step(f, fi, steps=kmax))}; the paper's {fmt_x(PAPER['f3_fused_over_xla'].value)} "
+              "sets a fused CUDA kernel against XLA's per-step GPU kernels") if len(over) else ""
+    rows.append(row("F.3", "speedup", f"{fi} over jax at K = {kmax}, mean over N", "f3_fused_over_xla",
+                    over.mean() if len(over) else None, reason))
+    return rows
+
+
+# ---- F.4 ------------------------------------------------------------------------------------------
+
+def memory_regime_table(c: pd.DataFrame, ceil: dict) -> pd.DataFrame:
+    """Per S, at the memory regime's N and C = 1: unfused (K = 1) and fused (largest K) throughput in
+    copy-steps/s (N·S·K per second), each ceiling in the same unit, and the fusion speedup."""
+    regime = c.attrs.get("memory")
+    if not regime:
+        return pd.DataFrame()
+    d = c[(c["num_envs"] == regime["num_envs"]) & (c["compute_factor"] == 1)]
+    k = max(regime["steps"])
+    out = []
+    for s, g in d.groupby("state_factor"):
+        u = g[g["steps"] == 1]["samples_per_s"].median() * s
+        f = g[g["steps"] == k]["samples_per_s"].median() * s
+        memory = ceil["memory_bytes_per_s"] / (costs.unfused_bytes(s) / s)
+        compute = ceil["fma_flops_per_s"] / costs.physics_flops(1, 1)
+        out.append({"state_factor": int(s), "working_set": regime["working_set"].get(s, np.nan),
+                    "cache_multiple": regime["working_set"].get(s, np.nan) / regime["llc_bytes"],
+                    "unfused": u, "fused": f, "speedup": f / u, "memory_ceiling": memory, "compute_ceiling": compute,
+                    "unfused_of_memory": u / memory, "fused_of_compute": f / compute,
+                    "unfused_bandwidth": u * costs.unfused_bytes(s) / s})
+    return pd.DataFrame(out)
+
+
+def _f4_trend_reason(t: pd.DataFrame, ceil: dict, regime: dict) -> str:
+    """Why the fusion speedup does not grow with S here, in the memory regime's numbers."""
+    lo, hi = t.iloc[0], t.iloc[-1]
+    s_lo, s_hi = int(lo["state_factor"]), int(hi["state_factor"])
+    share = hi["unfused_of_memory"]
+    bound = ("bound by memory bandwidth" if share >= 0.8 else "partly bound by memory bandwidth" if share >= 0.3
+             else "not bound by memory bandwidth")
+    return (f"at S = {s_hi} the unfused working set is {fmt_bytes(hi['working_set'])}, {hi['cache_multiple']:.3g}× the "
+            f"{fmt_bytes(regime['llc_bytes'])} cache, and the unfused step is {bound}: it streams "
+            f"{hi['unfused_bandwidth'] / 1e9:.3g} GB/s of the {ceil['memory_bytes_per_s'] / 1e9:.3g} GB/s measured "
+            f"and costs {fmt_time(1 / hi['unfused'])} per copy against the fused step's {fmt_time(1 / hi['fused'])} "
+            f"({hi['fused_of_compute']:.0%} of the FMA ceiling: sin, cos and divisions are not multiply-adds). At S = "
+            f"{s_lo} ({lo['cache_multiple']:.3g}× the cache) the unfused step costs {fmt_time(1 / lo['unfused'])} per "
+            f"copy, its per-environment work (episode counters, termination, moving rows into SIMD lanes) carried by "
+            f"one copy, against {fmt_time(1 / lo['fused'])} fused. What fusion saves is about the same multiple of the "
+            f"fused step at both ends, so the speedup does not grow with S. This machine's balance is "
+            f"{ceil['fma_flops_per_s'] / ceil['memory_bytes_per_s']:.3g} flop/byte: fusion could lift a bandwidth-bound "
+            f"step at most {hi['compute_ceiling'] / hi['memory_ceiling']:.3g}× here (compute ceiling over memory ceiling)")
+
+
+def complexity_rows(P: ChapterParams, c: pd.DataFrame, ceil: dict) -> list[dict]:
+    rows = []
+    regime = c.attrs.get("memory")
+    t = memory_regime_table(c, ceil) if regime else pd.DataFrame()
+    if len(t) >= 2:
+        g = trend(t.set_index("state_factor")["speedup"])
+        lo, hi = t.iloc[0], t.iloc[-1]
+        paper_growth = PAPER["f4_speedup_s_high"].value / PAPER["f4_speedup_s_low"].value
+        direction = trend_direction(g)
+        in_cache = hi["cache_multiple"] < 1
+        if in_cache:  # no memory-bound point: the rule has nothing to judge
+            reason = (f"at S = {int(hi['state_factor'])} the unfused working set is {fmt_bytes(hi['working_set'])}, "
+                      f"{hi['cache_multiple']:.3g}× the {fmt_bytes(regime['llc_bytes'])} cache: this run never leaves "
+                      "the cache, so it cannot show the memory-bound regime F.4 is about")
+        elif direction == "grows":
+            reason = f"the speedup grows {fmt_x(g)} where the paper's grows {fmt_x(paper_growth)}"
+        else:
+            reason = _f4_trend_reason(t, ceil, regime)
+        rows.append(row(
+            "F.4", "grows",
+            f"fusion speedup (K = {max(regime['steps'])} over K = 1, C = 1) from S = {int(lo['state_factor'])} to "
+            f"S = {int(hi['state_factor'])} at N = {pow2_label(regime['num_envs'])} (the memory regime: "
+            f"{hi['cache_multiple']:.3g}× the cache at S = {int(hi['state_factor'])}), growth",
+            "f4_speedup_s_high", None if in_cache else g, reason, paper_value=paper_growth,
+            ours_text=f"{fmt_x(lo['speedup'])} → {fmt_x(hi['speedup'])} ({direction}, ×{g:.3g})",
+            paper_text=f"{pow2_label(PAPER['f4_speedup_s_low'].value)} → {pow2_label(PAPER['f4_speedup_s_high'].value)} "
+                       f"(grows, ×{paper_growth:g}; K = 10³)"))
+    sp = fusion_speedups(c[c["num_envs"].isin(P.num_envs)])
+    if len(sp):
+        kmax = int(sp["steps"].max())
+        at = sp[(sp["steps"] == kmax) & (sp["compute_factor"] == 1)]
+        per_s = at.groupby("state_factor")["speedup"].agg(spread)
+        worst = per_s.max() if per_s.notna().any() else None
+        if worst is not None:
+            s_worst = int(per_s.idxmax())
+            d = at[at["state_factor"] == s_worst].set_index("num_envs")["speedup"].sort_index()
+            base = c[(c["steps"] == 1) & (c["state_factor"] == s_worst) & (c["compute_factor"] == 1)
+                     & c["num_envs"].isin(P.num_envs)].sort_values("num_envs")
+            t = seconds_per_call(base).to_numpy()
+            n = base["num_envs"].to_numpy()
+            reason = (f"a K = 1 call takes {fmt_time(t[0])} at N = {pow2_label(n[0])} and {fmt_time(t[-1])} at "
+                      f"N = {pow2_label(n[-1])}: {n[-1] / n[0]:.3g}× the environments for {t[-1] / t[0]:.3g}× the "
+                      "time, " + ("so most of a small call is its fixed cost, which fusing K steps pays once instead "
+                                  "of K times" if t[-1] / t[0] < 0.5 * n[-1] / n[0] else
+                                  "so a call's time is mostly proportional to N and its fixed cost does not explain it")
+                      + f"; the speedup at S = {s_worst} goes from {fmt_x(d.iloc[0])} at N = {pow2_label(d.index[0])} "
+                      f"to {fmt_x(d.iloc[-1])} at N = {pow2_label(d.index[-1])}") if len(base) >= 2 else ""
+            rows.append(row("F.4", "flat", f"spread of the K = {kmax}, C = 1 speedup across N (max/min, worst S)",
+                            "f4_flat_in_n", worst, reason, paper_text="≈ 1× (flat in N)"))
+        cmax = int(sp["compute_factor"].max())
+        if cmax > 1:
+            smin = sp["state_factor"].min()
+            d = sp[(sp["steps"] == kmax) & (sp["compute_factor"] == cmax) & (sp["state_factor"] == smin)]
+            v = d["speedup"].median() if len(d) else None
+            reason = ""
+            if len(d):
+                n = int(d.loc[d["speedup"].idxmax(), "num_envs"])
+                c_rows = c[(c["state_factor"] == smin) & (c["compute_factor"] == cmax)]
+                fixed, step = k_overhead(c_rows, fusion_impl(P), kmax, n)
+                reason = (f"at C = {cmax} (the step's arithmetic {cmax}× larger) and N = {pow2_label(n)}, a K = 1 call "
+                          f"takes {fmt_time(fixed + step)} and a step of a K = {kmax} call {fmt_time(step)}: fusion "
+                          f"still saves {fmt_time(fixed)} per step there"
+                          + (f"; over the N measured the speedup ranges {fmt_x(d['speedup'].min())}–"
+                             f"{fmt_x(d['speedup'].max())}" if len(d) > 1 else
+                             " (the only N measured at this C: the work cap drops the others)"))
+            rows.append(row("F.4", "vanishes", f"fusion speedup at K = {kmax}, largest C = {cmax}, S = {smin}, "
+                            "median over N", "f4_speedup_c_max", v, reason))
+    return rows
+
+
+def findings(preset=None, data_dir=None, machine=None) -> pd.DataFrame:
+    """F.1–F.4 of one machine (``machine``: a folder under the data folder; None: this one, whose
+    missing points are measured, resuming) as a frame of ``COLUMNS``."""
+    from ..harness.provenance import machine_key
+
+    kw = {} if machine in (None, machine_key()) else {"machine": machine}
+
+    def P(chapter):
+        return params(chapter, preset=preset, data_dir=data_dir, **kw)
+
+    p_o, p_c = P("overheads"), P("complexity")
+    rows = (vectorization_rows(P("vectorization"), vectorization_data(P("vectorization")))
+            + overheads_rows(p_o, overheads_data(p_o), profile_data(p_o))
+            + fusion_rows(P("fusion"), fusion_data(P("fusion")))
+            + complexity_rows(p_c, complexity_data(p_c), roofline_data(p_c)))
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def findings_md(rows) -> str:
+    """The rows as the Markdown a chapter's conclusion ends with: quantity, ours and the paper's,
+    the verdict and its reason."""
+    lines = []
+    for r in (rows.to_dict("records") if isinstance(rows, pd.DataFrame) else rows):
+        reason = f" — {r['reason']}." if r["reason"] else "."
+        lines.append(f"* **{r['finding']}**, {r['quantity']}: **{r['ours']}** here, {r['paper']} in the paper "
+                     f"({r['paper source']}): *{r['verdict']}*{reason}")
+    return "\n".join(lines)
