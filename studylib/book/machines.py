@@ -11,11 +11,6 @@ measured with ``paper`` are each shown with their own points.
 
 from __future__ import annotations
 
-import inspect
-import math
-import re
-import shutil
-import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -83,23 +78,7 @@ def best_preset(key: str, folder: Path) -> tuple[str, float]:
 def _findings_of(key: str, folder: Path, preset: str) -> pd.DataFrame:
     """``book.findings`` of one machine's snapshot, measuring nothing."""
     with session(engine=READ_ONLY):
-        if "machine" in inspect.signature(findings).parameters:
-            return findings(preset=preset, data_dir=folder.parent, machine=key)
-        # A findings() without ``machine`` reads this machine's folder: give it a copy of the
-        # snapshot under this machine's key (the check in tests/test_book.py does the same).
-        with tempfile.TemporaryDirectory() as tmp:
-            shutil.copytree(folder, Path(tmp) / machine_key())
-            return findings(preset=preset, data_dir=tmp)
-
-
-def _number(text) -> float:
-    """The value of a findings cell: "12.3×", "87%", "2^10", "1.2× → 3.4×" (the last), "≈ 1×"."""
-    text = str(text).split("→")[-1]
-    m = re.search(r"2\^(-?\d+)", text)
-    if m:
-        return float(2 ** int(m.group(1)))
-    m = re.search(r"\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?", text)
-    return float(m.group(0).replace(",", "")) if m else math.nan
+        return findings(preset=preset, data_dir=folder.parent, machine=key)
 
 
 def findings_by_machine(folders: dict) -> pd.DataFrame:
@@ -111,9 +90,6 @@ def findings_by_machine(folders: dict) -> pd.DataFrame:
         if share == 0:
             continue  # a folder without the chapters' sweeps (a custom sweep, say)
         F = _findings_of(key, folder, preset).copy()
-        for column, text in (("paper_value", "paper"), ("ours_value", "ours")):
-            if column not in F:
-                F[column] = F[text].map(_number)
         F.insert(0, "machine", key)
         F.insert(1, "preset", preset)
         F.insert(2, "coverage", share)
