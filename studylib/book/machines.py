@@ -18,7 +18,7 @@ import pandas as pd
 from ..harness import store
 from ..harness.provenance import machine_key
 from ..harness.sweep import READ_ONLY, session
-from .analysis import findings
+from .claims import findings
 from .plans import complexity_data, fusion_data, overheads_data, vectorization_data
 from .presets import PRESETS, machine_info_of, params
 
