@@ -88,7 +88,13 @@ def test_no_chapter_output_is_discarded(chapter):
     assert not bad, f"{chapter}: outputs computed and thrown away (wrap them in display()): {bad}"
 
 
-@pytest.mark.parametrize("chapter", CHAPTERS)
+# Every chapter executes in ``built_book`` (warnings as errors); nbval checks, on two chapters of
+# different kinds (a measuring one, the training one), that the root conftest.py's collection of
+# jupytext .md chapters works, without executing all of them a second time (the suite's budget).
+NBVAL_CHAPTERS = ["vectorization", "training"]
+
+
+@pytest.mark.parametrize("chapter", NBVAL_CHAPTERS)
 def test_chapter_executes_under_nbval(chapter, tmp_path):
     """``pytest --nbval-lax book/<chapter>.md`` (collected by the root conftest.py) at the tiny preset."""
     r = subprocess.run(
