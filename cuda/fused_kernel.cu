@@ -31,16 +31,19 @@ __device__ __forceinline__ int fused_action(int policy, const float obs[MLP_IN],
     return CP_LDG(actions + i);
 }
 
+// The whole MLP (MLP_NUM_PARAMS floats, 18 KiB) into the block's shared memory, every thread of
+// the block helping; then a barrier. Call it from every thread of a block (before any early return).
+__device__ __forceinline__ void load_weights_shared(float* w, const float* __restrict__ weights) {
+    for (int j = threadIdx.x; j < MLP_NUM_PARAMS; j += blockDim.x) w[j] = CP_LDG(weights + j);
+    __syncthreads();
+}
+
 // a.policy: CP_POLICY_MLP (the MLP on a.weights, MLP_NUM_PARAMS floats), CP_POLICY_HASH or
 // CP_POLICY_ACTIONS (a.actions, K == 1).
 extern "C" __global__ void fused_rollout(const RolloutArgs a) {
     __shared__ float w[MLP_NUM_PARAMS];  // 18 KiB: the whole MLP, once per block
     const int32_t policy = a.policy;
-    if (policy == CP_POLICY_MLP) {  // uniform across the block: no divergent barrier
-        const float* __restrict__ weights = a.weights;
-        for (int j = threadIdx.x; j < MLP_NUM_PARAMS; j += blockDim.x) w[j] = CP_LDG(weights + j);
-        __syncthreads();
-    }
+    if (policy == CP_POLICY_MLP) load_weights_shared(w, a.weights);  // uniform across the block: no divergent barrier
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= a.n) return;  // after the barrier: every thread of the block helped load the weights
     const CartPoleParams p = cp_args_params(a);
@@ -84,9 +87,7 @@ __device__ __forceinline__ unsigned int fused_collect_steps(float* row, const fl
 // steps, the weights in shared memory; what goes to global memory is the trajectory itself.
 extern "C" __global__ void fused_collect(const RolloutArgs a, const TrajectoryArgs t) {
     __shared__ float w[MLP_NUM_PARAMS];
-    const float* __restrict__ weights = a.weights;
-    for (int j = threadIdx.x; j < MLP_NUM_PARAMS; j += blockDim.x) w[j] = CP_LDG(weights + j);
-    __syncthreads();
+    load_weights_shared(w, a.weights);
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= a.n) return;  // after the barrier: every thread of the block helped load the weights
     const CartPoleParams p = cp_args_params(a);
@@ -128,8 +129,7 @@ extern "C" __global__ void fused_restart(const RolloutArgs a) {
 extern "C" __global__ void fused_mlp_logits(const float* __restrict__ obs, float* __restrict__ logits,
                                             const float* __restrict__ weights, long long n) {
     __shared__ float w[MLP_NUM_PARAMS];
-    for (int j = threadIdx.x; j < MLP_NUM_PARAMS; j += blockDim.x) w[j] = weights[j];
-    __syncthreads();
+    load_weights_shared(w, weights);
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     const float o[MLP_IN] = {obs[i * 4], obs[i * 4 + 1], obs[i * 4 + 2], obs[i * 4 + 3]};
