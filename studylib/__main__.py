@@ -5,6 +5,7 @@
     python -m studylib measure [--chapters fusion,complexity] [--preset paper] [--ray ADDRESS]
     python -m studylib profile --impl jax,torch --num-envs 4096 --steps 1,10,100
     python -m studylib peers [--log2-num-envs 20 --steps 1000 --peer-steps 50]
+    python -m studylib atari --games breakout,pong --impl ale-vector,envpool --num-envs 1,4,16 [--policy none,cnn]
     python -m studylib machine
     python -m studylib train --collector fused --num-envs 4096 --seed 0 [--json] [--save policy.npz]
 
@@ -161,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("measure", help="run the book's measurement plans into data/<machine>/ (no book toolchain)")
     m.add_argument("--chapters", default="all", help="comma list of cartpole, vectorization, overheads, fusion, "
-                                                     "complexity, beyond (default: all)")
+                                                     "complexity, beyond, atari (default: all)")
     m.add_argument("--preset", default=None, help="tiny, default or paper (default: $STUDYLIB_PRESET, else default)")
     _add_run_options(m)
 
@@ -173,6 +174,16 @@ def build_parser() -> argparse.ArgumentParser:
     pe.add_argument("--log2-num-envs", default="20", help="N = 2^this")
     pe.add_argument("--steps", default="1000", help="K per call for cpp")
     pe.add_argument("--peer-steps", default="50", help="K per call for the (slower) peer")
+
+    a = sub.add_parser("atari", help="Atari frames/s (emulator frames) into data/<machine>/<name>.json (resumable)")
+    a.add_argument("--games", default="breakout,pong", help="comma list of ALE game ids (breakout, pong, ...)")
+    a.add_argument("--impl", default="ale-vector,envpool", help="comma list of gym, gym-async, ale-vector, envpool")
+    a.add_argument("--num-envs", default="1,4,16", help="N: 1,4,16 or 2^0..2^8 (gym: 1 only)")
+    a.add_argument("--policy", default="none,cnn", help="none (random actions), cnn (Nature CNN) or both")
+    a.add_argument("--repeats", default="3")
+    a.add_argument("--min-seconds", default="0.2")
+    a.add_argument("--name", default="atari_cli", help="data file name under the machine's data folder")
+    _add_run_options(a)
 
     sub.add_parser("machine", help="print this machine's provenance (JSON)")
     sub.add_parser("train", help="train PPO on CartPole-v1 with one collector until solved (see train --help)",
@@ -344,6 +355,32 @@ def _cmd_peers(args, out) -> int:
     return 0
 
 
+def _cmd_atari(args, out) -> int:
+    """Atari frames per second (``studylib.atari``): every point is checked (game id, ROM, envpool
+    task) before the first measurement, so bad input writes nothing."""
+    from . import atari
+    from .book.plans import atari_sweep
+    from .harness.store import check_name
+
+    check_name(args.name)
+    games = [g.strip() for g in args.games.split(",") if g.strip()]
+    impls = parse_names("--impl", args.impl, atari.IMPLS)
+    policies = parse_names("--policy", args.policy, atari.POLICIES)
+    sizes = parse_ints("--num-envs", args.num_envs)
+    repeats, min_seconds = _positive("--repeats", args.repeats), _positive_float("--min-seconds", args.min_seconds)
+    points = [atari.AtariPoint(g, i, n, p, repeats=repeats, min_seconds=min_seconds) for g in games
+              for i in impls for n in ((1,) if i == "gym" else sizes) for p in policies]
+    if not points:
+        raise ConfigError("--games names no game")
+    df = atari_sweep(args.name, points, _data_dir(args))
+    for r in df.to_dict("records"):
+        out.write(f"{r['game']:>12} {r['impl']:>10} N={r['num_envs']:<5} policy={r['policy']:<4} "
+                  f"{r['frames_per_s']:10.4g} frames/s ({r['frames_per_s_min']:.3g}..{r['frames_per_s_max']:.3g})\n")
+    out.write(f"atari {args.name}: {len(df)} point(s) measured or resumed (frames = emulator frames, 4 per agent "
+              f"step) -> {df.attrs.get('path')}\n")
+    return 0
+
+
 def _cmd_machine(args, out) -> int:
     from .harness.provenance import machine_info
 
@@ -362,10 +399,10 @@ def main(argv=None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.command is None:
-            raise UsageError("python -m studylib: choose a command: bench, sweep, measure, profile, peers, machine, "
+            raise UsageError("python -m studylib: choose a command: bench, sweep, measure, profile, peers, atari, machine, "
                              "train (see --help)")
         return {"bench": _cmd_bench, "sweep": _cmd_sweep, "measure": _cmd_measure, "profile": _cmd_profile,
-                "peers": _cmd_peers, "machine": _cmd_machine}[args.command](args, out)
+                "peers": _cmd_peers, "atari": _cmd_atari, "machine": _cmd_machine}[args.command](args, out)
     except SystemExit as e:  # --help
         return e.code if isinstance(e.code, int) else 0
     except StudyError as e:

@@ -43,6 +43,8 @@ PRESETS: dict[str, dict[str, dict]] = {
                        "cap": {"*": 2**14}, "memory_steps": [1, 4], "memory_cache_multiple": 1 / 16},
         "beyond": {"num_envs": [16, 64], "steps": [1, 4], "peer_num_envs": [16], "peer_steps": 4,
                    "cap": {"*": 2**12}, "rollout_steps": 8},
+        "atari": {"games": ["pong"], "num_envs": [1, 2], "steps": [1], "async_num_envs": [1],
+                  "breakdown_num_envs": [2], "breakdown_seconds": 0.05},
     },
     "default": {
         "_timing": {"repeats": 3, "min_seconds": 0.1},
@@ -61,6 +63,8 @@ PRESETS: dict[str, dict[str, dict]] = {
         "beyond": {"num_envs": [2**10, 2**13, 2**16], "steps": [1, 100], "peer_num_envs": [2**12, 2**16],
                    "peer_steps": 100, "cap": {"torch": 2**20, "torch-compile": 2**20, "gym": 2**12, "envpool": 2**19,
                                              "*": 2**24}, "rollout_steps": 256},
+        "atari": {"games": ["breakout", "pong"], "num_envs": [1, 4, 16], "steps": [1], "async_num_envs": [1, 4],
+                  "breakdown_num_envs": [16], "breakdown_seconds": 0.5},
     },
     "paper": {
         "_timing": {"repeats": 5, "min_seconds": 0.5},
@@ -76,6 +80,8 @@ PRESETS: dict[str, dict[str, dict]] = {
                        "memory_steps": [1, 1000], "memory_cache_multiple": 8},
         "beyond": {"num_envs": _pow2(10, 20, 2), "steps": [1, 1000], "peer_num_envs": _pow2(10, 20, 2),
                    "peer_steps": 1000, "cap": {"envpool": 2**26, "gym": 2**22, "*": 2**34}, "rollout_steps": 1000},
+        "atari": {"games": ["breakout", "pong"], "num_envs": _pow2(0, 8, 1), "steps": [1],
+                  "async_num_envs": _pow2(0, 5, 1), "breakdown_num_envs": [1, 16, 64, 256], "breakdown_seconds": 2.0},
     },
 }
 
@@ -119,6 +125,11 @@ class ChapterParams:
     peer_num_envs: tuple[int, ...] | None = None
     peer_steps: int | None = None
     rollout_steps: int | None = None
+    # atari (K is 1: one agent step of all N environments per call)
+    games: tuple[str, ...] | None = None  # ALE game ids
+    async_num_envs: tuple[int, ...] | None = None  # N of gymnasium's AsyncVectorEnv (one process each)
+    breakdown_num_envs: tuple[int, ...] | None = None  # N of the time breakdown (CNN policy)
+    breakdown_seconds: float | None = None  # length of each breakdown's timed region
 
     def cap_for(self, impl, cap=None):
         cap = self.cap if cap is None else cap
@@ -145,10 +156,10 @@ class ChapterParams:
 
 
 _INT_LISTS = {"num_envs", "steps", "state_factor", "compute_factor", "brax_num_envs", "profile_steps", "peer_num_envs",
-              "memory_steps"}
-_STR_LISTS = {"brax_envs"}
+              "memory_steps", "async_num_envs", "breakdown_num_envs"}
+_STR_LISTS = {"brax_envs", "games"}
 _INTS = {"brax_steps", "conformance_envs", "profile_num_envs", "peer_steps", "rollout_steps"}
-_FLOATS = {"memory_cache_multiple"}
+_FLOATS = {"memory_cache_multiple", "breakdown_seconds"}
 _CHAPTER_FIELDS = {f.name for f in fields(ChapterParams)} - {"chapter", "preset", "data_dir", "impls", "repeats",
                                                                "min_seconds", "cap", "machine"}
 
