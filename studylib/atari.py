@@ -499,6 +499,7 @@ def measure_breakdown(point: BreakdownPoint) -> dict:
             one_step()
             steps += 1
         wall = time.perf_counter() - t0
+        inference_one_thread = _inference_seconds(model, policy_input(batch_of(n)), threads=1)
     finally:
         if vec is not None:
             vec.close()
@@ -511,12 +512,40 @@ def measure_breakdown(point: BreakdownPoint) -> dict:
     return {**point.columns(), "steps": steps, "wall_s": wall, "step_s": wall / steps, "env_step_s": env_step,
             "emulation_s": per_step[0] if point.loop == "python-loop" else None,
             "preprocessing_s": per_step[1] if point.loop == "python-loop" else None,
-            "host_copies_s": per_step[2], "inference_s": per_step[3],
+            "host_copies_s": per_step[2], "inference_s": per_step[3], "inference_one_thread_s": inference_one_thread,
             "share_env_step": env_step / timed, **{f"share_{k.replace(' ', '_')}": v for k, v in shares.items()},
             "frames_per_s": n * FRAMESKIP * steps / wall, "timer_calls_per_step": timer_calls,
             "instrument_share": timer_calls * timer_cost_s() / (wall / steps), "threads": cores(),
             "torch_threads": torch.get_num_threads(), "min_seconds": point.min_seconds, "seed": point.seed,
             "versions": versions()}
+
+
+def batch_of(n: int) -> np.ndarray:
+    """A batch of n observations (their content does not change the CNN's cost)."""
+    return np.zeros((n, STACK, SCREEN, SCREEN), np.uint8)
+
+
+def _inference_seconds(model, x, threads: int, calls: int = 3) -> float:
+    """Median seconds of one forward pass + greedy action with torch on ``threads`` threads (the
+    thread count is restored after). The breakdown records it beside the step's inference time
+    (torch's default, threads = cores): where other work shares the cores, torch's threads wait for
+    one another at every parallel region, and the one-thread time shows how much of the
+    inference time is that waiting."""
+    import torch
+
+    saved = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        times = []
+        with torch.inference_mode():
+            greedy_actions(model, x)
+            for _ in range(calls):
+                t0 = time.perf_counter()
+                greedy_actions(model, x)
+                times.append(time.perf_counter() - t0)
+    finally:
+        torch.set_num_threads(saved)
+    return statistics.median(times)
 
 
 def limiting_phase(row: dict) -> str:

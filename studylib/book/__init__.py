@@ -39,14 +39,15 @@ from .claims import (complexity_rows, findings, findings_md, fusion_rows, memory
 from .format import fmt_bytes, fmt_list, fmt_rate, fmt_time, fmt_x, md, pow2_label, table
 from .notes import coverage_note, machine_note, params_note
 from .paper import PAPER, PAPER_GPU, PaperValue
-from .plans import (beyond_data, cartpole_fig2_data, complexity_data, fusion_data, fusion_impl, overheads_data,
-                    profile_data, roofline_data, vectorization_data)
+from .plans import (atari_breakdown_data, atari_data, beyond_data, cartpole_fig2_data, complexity_data, fusion_data,
+                    fusion_impl, overheads_data, profile_data, roofline_data, vectorization_data)
 from .presets import (CHAPTERS, IMPL_ORDER, PRESETS, ChapterParams, available_impls, display_path, params,
                       resolve_data_dir, resolve_preset)
 
 __all__ = [
     "CHAPTERS", "IMPL_ORDER", "PAPER", "PAPER_GPU", "POW2_LABEL", "PRESETS", "RULES", "VERDICTS", "ChapterParams",
-    "PaperValue", "available_impls", "beyond_data", "brax_available", "brax_data", "cartpole_fig2_data",
+    "PaperValue", "atari_breakdown_data", "atari_data", "available_impls", "beyond_data", "brax_available", "brax_data",
+    "cartpole_fig2_data",
     "complexity_data", "complexity_rows", "coverage_note", "display_path", "findings", "findings_md", "finish",
     "fmt_bytes", "fmt_list", "fmt_rate", "fmt_time", "fmt_x", "fusion_data", "fusion_impl", "fusion_rows",
     "fusion_speedups", "impl_color", "k_speedup", "line_points", "machine_note", "md", "memory_regime_table",
