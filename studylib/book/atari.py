@@ -115,7 +115,7 @@ def fps_chart(df: pd.DataFrame):
     base = alt.Chart(d).encode(
         x_n(), alt.Y("frames_per_s:Q", scale=alt.Scale(type="log"),
                      axis=alt.Axis(title="emulator frames per second (log)", format="~s")),
-        alt.Color("implementation:N", legend=alt.Legend(orient="bottom", columns=1)),
+        alt.Color("implementation:N", legend=alt.Legend(orient="bottom", columns=1, labelLimit=400)),
         alt.StrokeDash("policy_label:N", title="policy"),
         tooltip=[alt.Tooltip("implementation:N"), alt.Tooltip("num_envs:Q", title="N"), alt.Tooltip("policy_label:N"),
                  alt.Tooltip("frames_per_s:Q", title="frames/s", format=".3s"),
