@@ -43,7 +43,7 @@ PRESETS: dict[str, dict[str, dict]] = {
                        "cap": {"*": 2**14}, "memory_steps": [1, 4], "memory_cache_multiple": 1 / 16},
         "beyond": {"num_envs": [16, 64], "steps": [1, 4], "peer_num_envs": [16], "peer_steps": 4,
                    "cap": {"*": 2**12}, "rollout_steps": 8},
-        "atari": {"games": ["pong"], "num_envs": [1, 2], "steps": [1], "async_num_envs": [1],
+        "atari": {"games": ["pong"], "num_envs": [2], "steps": [1], "async_num_envs": [1],
                   "breakdown_num_envs": [2], "breakdown_seconds": 0.05},
     },
     "default": {
