@@ -361,6 +361,7 @@ def _cmd_atari(args, out) -> int:
     from . import atari
     from .book.plans import atari_sweep
     from .harness.store import check_name
+    from .harness.sweep import session
 
     check_name(args.name)
     games = [g.strip() for g in args.games.split(",") if g.strip()]
@@ -372,7 +373,9 @@ def _cmd_atari(args, out) -> int:
               for i in impls for n in ((1,) if i == "gym" else sizes) for p in policies]
     if not points:
         raise ConfigError("--games names no game")
-    df = atari_sweep(args.name, points, _data_dir(args))
+    data_dir = _data_dir(args)
+    with _engine(args) as engine, session(engine=engine, progress=not args.no_progress):
+        df = atari_sweep(args.name, points, data_dir)
     for r in df.to_dict("records"):
         out.write(f"{r['game']:>12} {r['impl']:>10} N={r['num_envs']:<5} policy={r['policy']:<4} "
                   f"{r['frames_per_s']:10.4g} frames/s ({r['frames_per_s_min']:.3g}..{r['frames_per_s_max']:.3g})\n")
