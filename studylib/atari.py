@@ -548,9 +548,10 @@ def _inference_seconds(model, x, threads: int, calls: int = 3) -> float:
     return statistics.median(times)
 
 
-def limiting_phase(row: dict) -> str:
+def limiting_phase(row: dict, inference: str = "inference_s") -> str:
     """The phase that takes the largest share of a breakdown row's step: "env step" (emulation and
-    preprocessing together), "host copies" or "inference"."""
-    parts = {"env step": row["env_step_s"], "host copies": row["host_copies_s"], "inference": row["inference_s"]}
+    preprocessing together), "host copies" or "inference" (its time from column ``inference``: the
+    loop's, or "inference_one_thread_s", the same forward pass on one thread)."""
+    parts = {"env step": row["env_step_s"], "host copies": row["host_copies_s"], "inference": row[inference]}
     return max(parts, key=parts.get)
 

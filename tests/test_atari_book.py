@@ -51,3 +51,11 @@ def test_cnn_bounds_only_where_inference_is_the_largest_phase():
 def test_cule_figures_are_labelled_as_published_gpu_measurements():
     assert all("GPU measurement" in c["kind"] for c in ab.CULE)
     assert ab.CULE[0]["frames_per_s"] == pytest.approx(155e6 / 3600)
+
+
+def test_what_binds_follows_the_largest_phase_and_the_one_thread_check_can_disagree():
+    bd = _breakdown(0.05).assign(inference_one_thread_s=0.001)
+    b = ab.cnn_bounds(bd)
+    assert ab.what_binds(b) == "the CNN's inference"  # 0.05 s inference > 0.03 and 0.01 s env steps
+    assert list(b["cnn_bound_one_thread"]) == [False, False]
+    assert ab.what_binds(b.assign(limiting=b["limiting_one_thread"])) == "the emulator (stepping and preprocessing)"

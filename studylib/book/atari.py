@@ -79,13 +79,29 @@ def cnn_cost(df: pd.DataFrame) -> pd.DataFrame:
 
 def cnn_bounds(breakdown: pd.DataFrame) -> pd.DataFrame:
     """Per breakdown row: the phase with the largest share (``atari.limiting_phase``) and whether it
-    is the CNN ("inference"), i.e. whether the CNN, not the emulator, bounds throughput there."""
+    is the CNN ("inference"), i.e. whether the CNN, not the emulator, bounds throughput there; the
+    same with the inference time of one thread (``limiting_one_thread``, ``cnn_bound_one_thread``),
+    which differs where torch's threads waited for one another on a busy machine."""
     from ..atari import limiting_phase
 
     out = breakdown[["game", "loop", "num_envs"]].copy()
-    out["limiting"] = [limiting_phase(r) for r in breakdown.to_dict("records")]
+    rows = breakdown.to_dict("records")
+    out["limiting"] = [limiting_phase(r) for r in rows]
     out["cnn_bound"] = out["limiting"] == "inference"
+    if "inference_one_thread_s" in breakdown.columns:
+        out["limiting_one_thread"] = [limiting_phase(r, "inference_one_thread_s") for r in rows]
+        out["cnn_bound_one_thread"] = out["limiting_one_thread"] == "inference"
     return out
+
+
+def what_binds(bounds: pd.DataFrame) -> str:
+    """Which part bounds a CNN-driven step in most breakdowns, "the CNN's inference" or "the
+    emulator (stepping and preprocessing)" (or host copies where they are the largest phase most
+    often), by the loop's own inference time."""
+    counts = bounds["limiting"].value_counts()
+    top = counts.idxmax() if len(counts) else None
+    return {"inference": "the CNN's inference", "env step": "the emulator (stepping and preprocessing)",
+            "host copies": "the host copies"}.get(top, "not measured")
 
 
 def shares_long(breakdown: pd.DataFrame) -> pd.DataFrame:
