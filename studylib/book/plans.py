@@ -26,6 +26,7 @@ from .. import costs
 from ..harness.sweep import Keying, keyed_by, run, sweep
 from ..settings import PEERS, EnvSettings, MeasurePoint
 from .brax import brax_data
+from .model import model_calibration
 from .presets import ChapterParams
 
 SWEEP_NAMES = {"cartpole": "fig2_cartpole", "vectorization": "fig4", "overheads": "fig4_k",
@@ -207,4 +208,4 @@ def profile_data(P: ChapterParams) -> pd.DataFrame:
 
 PLANS = {"cartpole": (cartpole_fig2_data, brax_data), "vectorization": (vectorization_data,),
          "overheads": (overheads_data, profile_data), "fusion": (fusion_data,), "complexity": (complexity_data,),
-         "beyond": (beyond_data, roofline_data)}
+         "beyond": (beyond_data, roofline_data), "model": (model_calibration,)}

@@ -43,6 +43,7 @@ PRESETS: dict[str, dict[str, dict]] = {
                        "cap": {"*": 2**14}, "memory_steps": [1, 4], "memory_cache_multiple": 1 / 16},
         "beyond": {"num_envs": [16, 64], "steps": [1, 4], "peer_num_envs": [16], "peer_steps": 4,
                    "cap": {"*": 2**12}, "rollout_steps": 8},
+        "model": {"num_envs": [2**10, 2**20], "steps": [1, 1000], "gpu_flops_per_s": None, "gpu_bytes_per_s": None},
     },
     "default": {
         "_timing": {"repeats": 3, "min_seconds": 0.1},
@@ -61,6 +62,7 @@ PRESETS: dict[str, dict[str, dict]] = {
         "beyond": {"num_envs": [2**10, 2**13, 2**16], "steps": [1, 100], "peer_num_envs": [2**12, 2**16],
                    "peer_steps": 100, "cap": {"torch": 2**20, "torch-compile": 2**20, "gym": 2**12, "envpool": 2**19,
                                              "*": 2**24}, "rollout_steps": 256},
+        "model": {"num_envs": [2**10, 2**20], "steps": [1, 1000], "gpu_flops_per_s": None, "gpu_bytes_per_s": None},
     },
     "paper": {
         "_timing": {"repeats": 5, "min_seconds": 0.5},
@@ -76,6 +78,8 @@ PRESETS: dict[str, dict[str, dict]] = {
                        "memory_steps": [1, 1000], "memory_cache_multiple": 8},
         "beyond": {"num_envs": _pow2(10, 20, 2), "steps": [1, 1000], "peer_num_envs": _pow2(10, 20, 2),
                    "peer_steps": 1000, "cap": {"envpool": 2**26, "gym": 2**22, "*": 2**34}, "rollout_steps": 1000},
+        "model": {"num_envs": [2**10, 2**16, 2**20, 2**26], "steps": [1, 1000], "gpu_flops_per_s": None,
+                  "gpu_bytes_per_s": None},
     },
 }
 
@@ -119,6 +123,9 @@ class ChapterParams:
     peer_num_envs: tuple[int, ...] | None = None
     peer_steps: int | None = None
     rollout_steps: int | None = None
+    # model: the reader's GPU for the cost model's projection (published figures; None: none entered)
+    gpu_flops_per_s: float | None = None  # peak FP32, flops/s
+    gpu_bytes_per_s: float | None = None  # memory bandwidth, bytes/s
 
     def cap_for(self, impl, cap=None):
         cap = self.cap if cap is None else cap
@@ -148,7 +155,7 @@ _INT_LISTS = {"num_envs", "steps", "state_factor", "compute_factor", "brax_num_e
               "memory_steps"}
 _STR_LISTS = {"brax_envs"}
 _INTS = {"brax_steps", "conformance_envs", "profile_num_envs", "peer_steps", "rollout_steps"}
-_FLOATS = {"memory_cache_multiple"}
+_FLOATS = {"memory_cache_multiple", "gpu_flops_per_s", "gpu_bytes_per_s"}
 _CHAPTER_FIELDS = {f.name for f in fields(ChapterParams)} - {"chapter", "preset", "data_dir", "impls", "repeats",
                                                                "min_seconds", "cap", "machine"}
 
@@ -306,7 +313,7 @@ def params(chapter: str, *, preset=None, data_dir=None, impls=None, num_envs=Non
     for k, v in (("num_envs", num_envs), ("steps", steps)):
         if v is not None:
             chosen[k] = v
-    typed = {k: _typed(k, v) for k, v in chosen.items()}
+    typed = {k: _typed(k, v) for k, v in chosen.items() if v is not None or k not in _FLOATS}
     typed["num_envs"], typed["steps"] = tuple(sorted(typed["num_envs"])), tuple(sorted(typed["steps"]))
     for k in ("steps", "memory_steps") if chapter == "complexity" else ():
         typed[k] = tuple(sorted({1, *typed[k]}))  # K = 1: the unfused baseline every fusion speedup divides by
