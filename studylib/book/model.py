@@ -39,12 +39,14 @@ def model_calibration(P: ChapterParams) -> tuple[list, list]:
 
 def host_facts(P: ChapterParams, calibration_rows) -> tuple[float, int]:
     """(clock in Hz, cores) of the machine whose calibration P reads."""
-    from .claims import machine_facts
+    from ..harness.provenance import cpu_cores
+    from .presets import machine_info_of
 
     hz = next((r["value"] for r in calibration_rows if r.get("quantity") == "host_clock_hz"), None)
     if not hz:
         raise ConfigError("the calibration has no host clock; the paper's machine cannot be scaled from it")
-    return float(hz), int(machine_facts(P).get("cores") or 1)
+    cores = machine_info_of(P.data_dir / P.machine).get("cores") if P.machine else cpu_cores()
+    return float(hz), int(cores or 1)
 
 
 def model_machine(P: ChapterParams) -> costmodel.Machine:
