@@ -28,9 +28,10 @@ Assumptions (each a term of ``Prediction.terms``, seconds per call):
            with the MLP's activations, plus 8 bytes per kernel (one float32 read and one written
            per environment: the intermediates an unfused framework passes between its kernels). Fused (a native call of K steps without policy: cpp on the
            CPU, cuda on a GPU): the state goes to memory once per call, (32·S + 16)·N bytes.
-  Per step the device does the larger of compute and memory (a roofline). On a CPU, host and
-  device work add up (one core runs both); on a GPU the host issues work asynchronously, so per
-  step the larger of host time and device time counts.
+  Per step the device does the larger of compute and memory (a roofline). Host and device work
+  add up, except for a vectorized framework (torch, jax) on a GPU, whose host issues the steps
+  asynchronously: per step the larger of host time and device time counts. gym and cpp wait for
+  the policy's actions every step, and on a CPU one set of cores runs both.
 
 What it leaves out (the chapter says where it shows): caches (the memory term uses DRAM bandwidth
 even for a working set that fits in cache), SIMD and thread efficiency below peak, episode resets,
@@ -141,12 +142,13 @@ def _device_work(proc: Processor, n: int, flops: float, trans: float, nbytes: fl
 
 
 def _combine(fixed_python: float, host: dict, device: dict, k: int, overlap: bool) -> tuple[float, dict]:
-    """Seconds per call and its terms from the fixed cost and the per-step host and device terms
-    (disjoint keys). ``overlap`` (a GPU): per step only the larger of host and device counts."""
+    """Seconds per call and its terms from the fixed cost and the per-step host and device terms.
+    ``overlap`` (a vectorized framework on a GPU: nothing waits for the device between steps): per
+    step only the larger of host and device counts; else they add up."""
     if overlap:
-        host, device = (host, dict.fromkeys(device, 0.0)) if sum(host.values()) >= sum(device.values()) \
-            else (dict.fromkeys(host, 0.0), device)
-    per_step = {**host, **device}
+        per_step = host if sum(host.values()) >= sum(device.values()) else device
+    else:
+        per_step = {t: host.get(t, 0.0) + device.get(t, 0.0) for t in TERMS}
     terms = {t: k * per_step.get(t, 0.0) + (fixed_python if t == "python" else 0.0) for t in TERMS}
     return sum(terms.values()), terms
 
@@ -192,22 +194,20 @@ def predict(impl: str, machine: Machine, *, num_envs: int, steps: int, state_fac
             host = {"python": 0.0, "launch": ops("kernels_per_step") * (dev.launch_s if dev.is_gpu else h.xla_kernel_s)}
         return _prediction(impl, n, k, fixed, host, {"compute": compute, "memory": memory}, on_gpu)
 
-    if impl == "gym":  # C gymnasium steps per environment in Python, the policy batched
+    if impl == "gym":  # C gymnasium steps per environment in Python, the policy batched; no overlap: the
+        # actions come back to the host every step
         host = {"python": n * c * h.gym_env_step_s + ops("calls_per_step") * h.torch_op_s,
                 "launch": ops("kernels_per_step") * machine.device.launch_s}
         compute, memory = _device_work(machine.device, n, pol_flops, pol_trans,
                                        n * (costs.policy_bytes(policy) + between())) if policy == "mlp" else (0.0, 0.0)
-        return _prediction(impl, n, k, 0.0, host, {"compute": compute, "memory": memory}, on_gpu)
+        return _prediction(impl, n, k, 0.0, host, {"compute": compute, "memory": memory}, False)
 
     if impl == "cpp" and policy == "mlp" and not fused_kernel:  # one native call per step, the policy between steps
         sim_c, sim_m = _device_work(machine.cpu, n, sim_flops, sim_trans, n * state_bytes)
         pol_c, pol_m = _device_work(machine.device, n, pol_flops, pol_trans, n * (costs.policy_bytes(policy) + between()))
-        host = {"python": h.native_call_s + max(0.0, ops("calls_per_step") - 1) * h.torch_op_s + sim_c + sim_m,
-                "launch": ops("kernels_per_step") * machine.device.launch_s}
-        if not on_gpu:  # the CPU's simulation work is device work on a CPU-only machine
-            host["python"] -= sim_c + sim_m
-            pol_c, pol_m = pol_c + sim_c, pol_m + sim_m
-        return _prediction(impl, n, k, 0.0, host, {"compute": pol_c, "memory": pol_m}, on_gpu)
+        host = {"python": h.native_call_s + max(0.0, ops("calls_per_step") - 1) * h.torch_op_s,
+                "launch": ops("kernels_per_step") * machine.device.launch_s, "compute": sim_c, "memory": sim_m}
+        return _prediction(impl, n, k, 0.0, host, {"compute": pol_c, "memory": pol_m}, False)
 
     # fused (cpp on the CPU without a policy; cuda on the GPU, the policy inside when "fused"):
     # one call of K steps, the state to memory once per call.
@@ -216,7 +216,7 @@ def predict(impl: str, machine: Machine, *, num_envs: int, steps: int, state_fac
     memory = n * state_bytes / proc.bytes_per_s  # per call
     fixed = (h.torch_op_s + proc.launch_s) if impl == "cuda" else h.native_call_s
     device = {"compute": compute, "memory": 0.0} if k * compute >= memory else {"compute": 0.0, "memory": memory / k}
-    return _prediction(impl, n, k, fixed, {"python": 0.0, "launch": 0.0}, device, on_gpu)
+    return _prediction(impl, n, k, fixed, {}, device, False)
 
 
 def _prediction(impl, n, k, fixed, host, device, overlap) -> Prediction:

@@ -13,9 +13,9 @@ another process taking the core):
 ``native_call_s``     one ctypes call into the C++ library that opens an OpenMP parallel region
                       over every core and does no work (``fma_peak(0)``): what a cpp call pays
                       before its first step
-``xla_kernel_s``      one iteration of a compiled ``lax.scan`` whose body is one op on a scalar:
-                      what XLA pays per kernel inside a compiled loop on the CPU (a lower bound:
-                      the loop-carried copies of a real step cost more)
+``xla_kernel_s``      one kernel inside a compiled ``lax.scan``: chained 8x8 matrix-vector products,
+                      which XLA does not fuse (one kernel each, negligible work): what XLA pays per
+                      kernel inside a compiled loop on the CPU
 ``gym_env_step_s``    one ``CartPoleEnv.step`` of gymnasium in a Python loop over 64 objects
                       (reset when an episode ends): the scalar simulator's cost per environment
 ``transcendental_s``  one float32 sin or cos on this machine (numpy on a cache-resident array,
@@ -80,19 +80,29 @@ def native_call_s() -> float:
     return _best(lambda: lib.fma_peak(0))
 
 
-def xla_kernel_s(iterations: int = 1024) -> float:
-    """(time of a scan of ``iterations`` one-op iterations - time of one) / (iterations - 1)."""
+def xla_kernel_s(iterations: int = 256, kernels: int = 16) -> float:
+    """Per kernel: (a scan of ``iterations`` iterations - a scan of one) / (iterations - 1) /
+    ``kernels``, each iteration ``kernels`` chained 8x8 matrix-vector products (XLA runs each as its
+    own kernel: a dot is not fused with its neighbours; 128 flops, negligible work)."""
     import jax
+    import jax.numpy as jnp
+
+    w = jnp.eye(8, dtype=jnp.float32)
+
+    def body(c, _):
+        for _ in range(kernels):
+            c = w @ c
+        return c, None
 
     def loop(k):
-        return jax.jit(lambda x: jax.lax.scan(lambda c, _: (c * 1.000001 + 1.0, None), x, None, length=k)[0])
+        return jax.jit(lambda x: jax.lax.scan(body, x, None, length=k)[0])
 
     long, short = loop(iterations), loop(1)
-    x = jax.numpy.float32(0)
+    x = jnp.ones(8, jnp.float32)
     long(x).block_until_ready(), short(x).block_until_ready()
     t_long = _best(lambda: long(x).block_until_ready())
     t_short = _best(lambda: short(x).block_until_ready())
-    return max(t_long - t_short, 0.0) / (iterations - 1)
+    return max(t_long - t_short, 0.0) / (iterations - 1) / kernels
 
 
 def gym_env_step_s(num_envs: int = 64, steps: int = 8) -> float:
