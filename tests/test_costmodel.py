@@ -190,3 +190,13 @@ def test_calibration_items_measure_and_key():
     assert 0 < row["value"] < 1e-6
     assert calibrate.count_calls("cpp", "none") == {"calls_per_step": 0, "calls_per_call": 1,
                                                      "kernels_per_step": 0, "kernels_per_call": 1}
+
+
+def test_model_chapter_parameters():
+    from studylib.book import params
+
+    P = params("model", preset="tiny", gpu_flops_per_s="82.6e12", gpu_bytes_per_s=1008e9)
+    assert (P.gpu_flops_per_s, P.gpu_bytes_per_s) == (82.6e12, 1008e9)
+    assert params("model", preset="tiny").gpu_flops_per_s is None  # no GPU entered: no projection for it
+    with pytest.raises(ConfigError, match="gpu_bytes_per_s"):
+        params("model", gpu_bytes_per_s=0)
