@@ -29,7 +29,7 @@ Assumptions (each a term of ``Prediction.terms``, seconds per call):
            per environment: the intermediates an unfused framework passes between its kernels). Fused (a native call of K steps without policy: cpp on the
            CPU, cuda on a GPU): the state goes to memory once per call, (32·S + 16)·N bytes.
   Per step the device does the larger of compute and memory (a roofline). Host and device work
-  add up, except for a vectorized framework (torch, jax) on a GPU, whose host issues the steps
+  add up, except for a vectorized framework (torch, jax) on a GPU, whose host queues the steps
   asynchronously: per step the larger of host time and device time counts. gym and cpp wait for
   the policy's actions every step, and on a CPU one set of cores runs both.
 
