@@ -14,7 +14,7 @@ one CartPole's × C (``costs.step_flops(1, C)``).
 Assumptions (each a term of ``Prediction.terms``, seconds per call):
 
 * python   a fixed cost per call (the Python->backend dispatch of a compiled call, the native call,
-           the final fetch) plus, for eager frameworks, a cost per framework operation times the
+           the final fetch; with its kernels' launches under "launch") plus, for eager frameworks, a cost per framework operation times the
            operations per step, and for gym a Python cost per environment per step (C calls of
            gymnasium's ``CartPoleEnv.step``). Host costs run one after another.
 * launch   per device kernel: on a GPU, each kernel launch costs the launch latency; on a CPU,
@@ -141,15 +141,17 @@ def _device_work(proc: Processor, n: int, flops: float, trans: float, nbytes: fl
     return (compute, 0.0) if compute >= memory else (0.0, memory)
 
 
-def _combine(fixed_python: float, host: dict, device: dict, k: int, overlap: bool) -> tuple[float, dict]:
-    """Seconds per call and its terms from the fixed cost and the per-step host and device terms.
+def _combine(fixed, host: dict, device: dict, k: int, overlap: bool) -> tuple[float, dict]:
+    """Seconds per call and its terms from the fixed cost per call (seconds of Python, or a dict of
+    terms) and the per-step host and device terms.
     ``overlap`` (a vectorized framework on a GPU: nothing waits for the device between steps): per
     step only the larger of host and device counts; else they add up."""
     if overlap:
         per_step = host if sum(host.values()) >= sum(device.values()) else device
     else:
         per_step = {t: host.get(t, 0.0) + device.get(t, 0.0) for t in TERMS}
-    terms = {t: k * per_step.get(t, 0.0) + (fixed_python if t == "python" else 0.0) for t in TERMS}
+    fixed = fixed if isinstance(fixed, dict) else {"python": fixed}
+    terms = {t: k * per_step.get(t, 0.0) + fixed.get(t, 0.0) for t in TERMS}
     return sum(terms.values()), terms
 
 
@@ -185,13 +187,13 @@ def predict(impl: str, machine: Machine, *, num_envs: int, steps: int, state_fac
     if impl in ("torch", "jax"):  # vectorized on the device, the state to memory every step
         dev = machine.device
         compute, memory = _device_work(dev, n, flops, trans, n * (state_bytes + costs.policy_bytes(policy) + between()))
-        if impl == "torch":
-            per_op = h.torch_op_s
-            fixed = ops("calls_per_call") * per_op
-            host = {"python": ops("calls_per_step") * per_op, "launch": ops("kernels_per_step") * dev.launch_s}
-        else:
-            fixed = ops("calls_per_call") * h.jax_call_s
-            host = {"python": 0.0, "launch": ops("kernels_per_step") * (dev.launch_s if dev.is_gpu else h.xla_kernel_s)}
+        if impl == "torch":  # every operation a Python->ATen call; on a CPU its kernel's cost is in it
+            per_op, per_kernel = h.torch_op_s, dev.launch_s
+            host = {"python": ops("calls_per_step") * per_op, "launch": ops("kernels_per_step") * per_kernel}
+        else:  # one XLA call per K steps; each kernel of the loop costs a launch (GPU) or XLA's per-kernel cost
+            per_op, per_kernel = h.jax_call_s, (dev.launch_s if dev.is_gpu else h.xla_kernel_s)
+            host = {"python": 0.0, "launch": ops("kernels_per_step") * per_kernel}
+        fixed = {"python": ops("calls_per_call") * per_op, "launch": ops("kernels_per_call") * per_kernel}
         return _prediction(impl, n, k, fixed, host, {"compute": compute, "memory": memory}, on_gpu)
 
     if impl == "gym":  # C gymnasium steps per environment in Python, the policy batched; no overlap: the
@@ -214,7 +216,7 @@ def predict(impl: str, machine: Machine, *, num_envs: int, steps: int, state_fac
     proc = machine.gpu if impl == "cuda" else machine.cpu
     compute = n * flops / proc.flops_per_s + n * trans * proc.transcendental_s  # per step
     memory = n * state_bytes / proc.bytes_per_s  # per call
-    fixed = (h.torch_op_s + proc.launch_s) if impl == "cuda" else h.native_call_s
+    fixed = {"python": h.torch_op_s, "launch": proc.launch_s} if impl == "cuda" else h.native_call_s
     device = {"compute": compute, "memory": 0.0} if k * compute >= memory else {"compute": 0.0, "memory": memory / k}
     return _prediction(impl, n, k, fixed, {}, device, False)
 

@@ -96,8 +96,12 @@ def test_paper_state_factor_is_memory_only():
 def test_gpu_overlaps_host_and_device():
     r = p("torch", GPU, num_envs=2**24, steps=10)
     host = 80 * HOST.torch_op_s + 70 * 5e-6
-    assert r.seconds_per_call == pytest.approx(2 * HOST.torch_op_s + 10 * max(host, r.terms["memory"] / 10 + r.terms["compute"] / 10))
+    fixed = 2 * HOST.torch_op_s + 1 * 5e-6  # calls and kernel launches per call
+    assert r.seconds_per_call == pytest.approx(fixed + 10 * max(host, r.terms["memory"] / 10 + r.terms["compute"] / 10))
     assert r.terms["python"] == pytest.approx(2 * HOST.torch_op_s)  # the host is hidden behind the device here
+    assert r.terms["launch"] == pytest.approx(5e-6)
+    j = p("jax", GPU, num_envs=1, steps=1)  # per call: 2 XLA calls and 7 launches; per step 100 launches
+    assert j.terms["python"] == pytest.approx(2 * HOST.jax_call_s) and j.terms["launch"] == pytest.approx(107 * 5e-6)
 
 
 def test_bad_input_is_refused():
