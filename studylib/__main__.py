@@ -6,7 +6,8 @@
     python -m studylib profile --impl jax,torch --num-envs 4096 --steps 1,10,100
     python -m studylib peers [--log2-num-envs 20 --steps 1000 --peer-steps 50]
     python -m studylib machine
-    python -m studylib advise --flops-per-step 26 --bytes-per-step 48 --num-envs 2^20 --steps 1000 [--gpu-tflops 67 --gpu-bandwidth-gbs 3350]
+    python -m studylib advise --flops-per-step 26 --bytes-per-step 48 --num-envs 2^20 --steps 1000 \
+        [--gpu-tflops 67 --gpu-bandwidth-gbs 3350]
     python -m studylib train --collector fused --num-envs 4096 --seed 0 [--json] [--save policy.npz]
 
 ``measure`` runs the book's measurement plans (the same points and files as ``jupyter-book build
@@ -394,8 +395,9 @@ def _cmd_advise(args, out) -> int:
     for a in costmodel.advise(machine, flops_per_step=flops, bytes_per_step=nbytes, num_envs=n, steps=k,
                               policy=policy[0]):
         verdict = "pays" if a.pays else "does not pay"
-        out.write(f"  {a.optimization:<14} {verdict:<13} {a.speedup:10.3g}x  ({a.faster.impl}: {a.faster.samples_per_s:.3g} "
-                  f"samples/s, {a.faster.regime}; {a.slower.impl}: {a.slower.samples_per_s:.3g}, {a.slower.regime})\n")
+        out.write(f"  {a.optimization:<14} {verdict:<13} {a.speedup:10.3g}x  "
+                  f"({a.faster.impl}: {a.faster.samples_per_s:.3g} samples/s, {a.faster.regime}; "
+                  f"{a.slower.impl}: {a.slower.samples_per_s:.3g}, {a.slower.regime})\n")
     return 0
 
 

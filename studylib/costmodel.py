@@ -14,9 +14,10 @@ one CartPole's × C (``costs.step_flops(1, C)``).
 Assumptions (each a term of ``Prediction.terms``, seconds per call):
 
 * python   a fixed cost per call (the Python->backend dispatch of a compiled call, the native call,
-           the final fetch; with its kernels' launches under "launch") plus, for eager frameworks, a cost per framework operation times the
-           operations per step, and for gym a Python cost per environment per step (C calls of
-           gymnasium's ``CartPoleEnv.step``). Host costs run one after another.
+           the final fetch; the kernels a call launches once go under "launch") plus, for eager
+           frameworks, a cost per framework operation times the operations per step, and for gym
+           a Python cost per environment per step (C calls of gymnasium's ``CartPoleEnv.step``).
+           Host costs run one after another.
 * launch   per device kernel: on a GPU, each kernel launch costs the launch latency; on a CPU,
            XLA's cost per kernel inside a compiled loop (eager frameworks' per-kernel cost is part
            of their per-operation cost). Operations and kernels per step are counted from our
@@ -26,8 +27,9 @@ Assumptions (each a term of ``Prediction.terms``, seconds per call):
 * memory   bytes ÷ stream bandwidth. Unfused (every eager or compiled framework, and a native
            call with a policy between its steps): 32·S + 16 bytes per environment-step, plus 1040
            with the MLP's activations, plus 8 bytes per kernel (one float32 read and one written
-           per environment: the intermediates an unfused framework passes between its kernels). Fused (a native call of K steps without policy: cpp on the
-           CPU, cuda on a GPU): the state goes to memory once per call, (32·S + 16)·N bytes.
+           per environment: the intermediates an unfused framework passes between its kernels).
+           Fused (a native call of K steps without policy: cpp on the CPU, cuda on a GPU): the
+           state goes to memory once per call, (32·S + 16)·N bytes.
   Per step the device does the larger of compute and memory (a roofline). Host and device work
   add up, except for a vectorized framework (torch, jax) on a GPU, whose host queues the steps
   asynchronously: per step the larger of host time and device time counts. gym and cpp wait for

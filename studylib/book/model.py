@@ -158,9 +158,10 @@ def paper_predictions(m: costmodel.Machine) -> list[dict]:
     add("f1_gpu_over_gym", "best of torch/jax (GPU) over gym, at each one's plateau N", f"N = 2^26 vs 2^16, K = 10^3",
         best.samples_per_s / gym.samples_per_s, f"{best.impl}: {best.regime}; gym: {gym.regime}")
     cpp = _sps("cpp", m, n_cpp, 1000, "mlp")
-    add("f1_cpp_over_gym", "cpp over gym, at each one's plateau N", "N = 2^18 vs 2^16", cpp.samples_per_s / gym.samples_per_s,
-        f"cpp: {cpp.regime}; gym: {gym.regime}")
-    ratios = [_sps("jax", m, n, 1000, "mlp").samples_per_s / _sps("torch", m, n, 1000, "mlp").samples_per_s for n in SMALL_N]
+    add("f1_cpp_over_gym", "cpp over gym, at each one's plateau N", "N = 2^18 vs 2^16",
+        cpp.samples_per_s / gym.samples_per_s, f"cpp: {cpp.regime}; gym: {gym.regime}")
+    ratios = [_sps("jax", m, n, 1000, "mlp").samples_per_s / _sps("torch", m, n, 1000, "mlp").samples_per_s
+              for n in SMALL_N]
     add("f2_xla_over_torch", "jax over torch, mean over N ≤ 2^13", "N = 2^0, 2^2, …, 2^12; K = 10^3",
         statistics.mean(ratios), f"jax: {_sps('jax', m, 2**12, 1000, 'mlp').regime}; "
                                  f"torch: {_sps('torch', m, 2**12, 1000, 'mlp').regime}")
@@ -296,10 +297,13 @@ def parameters_table(m: costmodel.Machine) -> pd.DataFrame:
             ("Python→XLA call", fmt_time(h.jax_call_s), m.sources.get("jax_call_s", "")),
             ("native call (empty OpenMP region)", fmt_time(h.native_call_s), m.sources.get("native_call_s", "")),
             ("XLA:CPU kernel in a compiled loop", fmt_time(h.xla_kernel_s), m.sources.get("xla_kernel_s", "")),
-            ("gymnasium CartPoleEnv.step, per environment", fmt_time(h.gym_env_step_s), m.sources.get("gym_env_step_s", "")),
+            ("gymnasium CartPoleEnv.step, per environment", fmt_time(h.gym_env_step_s),
+             m.sources.get("gym_env_step_s", "")),
             ("CPU sin/cos/tanh (whole CPU)", fmt_time(cpu.transcendental_s), m.sources.get("transcendental_s", "")),
-            ("CPU peak FP32", f"{cpu.flops_per_s / 1e9:.3g} GFLOP/s", m.sources.get("cpu", m.sources.get("cpu.flops_per_s", ""))),
-            ("CPU bandwidth", f"{cpu.bytes_per_s / 1e9:.3g} GB/s", m.sources.get("cpu", m.sources.get("cpu.bytes_per_s", "")))]
+            ("CPU peak FP32", f"{cpu.flops_per_s / 1e9:.3g} GFLOP/s",
+             m.sources.get("cpu", m.sources.get("cpu.flops_per_s", ""))),
+            ("CPU bandwidth", f"{cpu.bytes_per_s / 1e9:.3g} GB/s",
+             m.sources.get("cpu", m.sources.get("cpu.bytes_per_s", "")))]
     if m.gpu is not None:
         rows += [("GPU peak FP32", f"{m.gpu.flops_per_s / 1e12:.3g} TFLOP/s", m.sources.get("gpu", "")),
                  ("GPU bandwidth", f"{m.gpu.bytes_per_s / 1e9:.3g} GB/s", m.sources.get("gpu", "")),
