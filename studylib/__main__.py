@@ -7,6 +7,8 @@
     python -m studylib peers [--log2-num-envs 20 --steps 1000 --peer-steps 50]
     python -m studylib atari --games breakout,pong --impl ale-vector,envpool --num-envs 1,4,16 [--policy none,cnn]
     python -m studylib machine
+    python -m studylib advise --flops-per-step 26 --bytes-per-step 48 --num-envs 2^20 --steps 1000 \
+        [--gpu-tflops 67 --gpu-bandwidth-gbs 3350]
     python -m studylib train --collector fused --num-envs 4096 --seed 0 [--json] [--save policy.npz]
 
 ``measure`` runs the book's measurement plans (the same points and files as ``jupyter-book build
@@ -162,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("measure", help="run the book's measurement plans into data/<machine>/ (no book toolchain)")
     m.add_argument("--chapters", default="all", help="comma list of cartpole, vectorization, overheads, fusion, "
-                                                     "complexity, beyond, atari (default: all)")
+                                                     "complexity, beyond, atari, model (default: all)")
     m.add_argument("--preset", default=None, help="tiny, default or paper (default: $STUDYLIB_PRESET, else default)")
     _add_run_options(m)
 
@@ -186,6 +188,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_options(a)
 
     sub.add_parser("machine", help="print this machine's provenance (JSON)")
+
+    a = sub.add_parser("advise", help="the cost model: which of vectorization, an ML compiler and fusion pays for "
+                                      "a simulator (studylib.costmodel)")
+    a.add_argument("--flops-per-step", required=True, help="flops of one environment-step of the simulator")
+    a.add_argument("--bytes-per-step", required=True, help="bytes of state read and written per environment-step")
+    a.add_argument("--num-envs", required=True, help="N: parallel environments")
+    a.add_argument("--steps", required=True, help="K: steps per call")
+    a.add_argument("--policy", default="none", help="none (simulation only) or mlp (our 4-64-64-2 MLP each step)")
+    a.add_argument("--gpu-tflops", default=None, help="a GPU's published peak FP32 in TFLOP/s (with --gpu-bandwidth-gbs)")
+    a.add_argument("--gpu-bandwidth-gbs", default=None, help="that GPU's memory bandwidth in GB/s")
+    a.add_argument("--data-dir", default=None, help="data folder holding this machine's calibration (measured if absent)")
     sub.add_parser("train", help="train PPO on CartPole-v1 with one collector until solved (see train --help)",
                    add_help=False)
     return parser
@@ -391,6 +404,53 @@ def _cmd_machine(args, out) -> int:
     return 0
 
 
+def _cmd_advise(args, out) -> int:
+    """The cost model's advice for one simulator, on this machine (calibrated by microbenchmarks,
+    measured once into the data folder) or with a GPU's published figures (a projection)."""
+    from . import costmodel
+    from .harness import calibrate
+
+    flops = _nonnegative_float("--flops-per-step", args.flops_per_step)
+    nbytes = _nonnegative_float("--bytes-per-step", args.bytes_per_step)
+    n, k = _positive("--num-envs", args.num_envs), _positive("--steps", args.steps)
+    policy = parse_names("--policy", args.policy, POLICIES)
+    if len(policy) != 1:
+        raise ConfigError(f"--policy takes one of {', '.join(POLICIES)}, got {args.policy!r}")
+    if (args.gpu_tflops is None) != (args.gpu_bandwidth_gbs is None):
+        raise ConfigError("--gpu-tflops and --gpu-bandwidth-gbs go together")
+    gpu = None
+    if args.gpu_tflops is not None:
+        gpu = costmodel.Processor(_positive_float("--gpu-tflops", args.gpu_tflops) * 1e12,
+                                  _positive_float("--gpu-bandwidth-gbs", args.gpu_bandwidth_gbs) * 1e9,
+                                  launch_s=costmodel.LAUNCH_S, is_gpu=True)
+    data_dir = _data_dir(args)
+    machine = costmodel.machine_from_calibration(calibrate.calibration_rows(data_dir), calibrate.ceiling_rows(data_dir))
+    label = "this machine (measured microbenchmarks)"
+    if gpu is not None:
+        machine = costmodel.with_gpu(machine, gpu, "this host with the GPU given", "figures given on the command line")
+        label = (f"this host with a GPU of {args.gpu_tflops} TFLOP/s and {args.gpu_bandwidth_gbs} GB/s: "
+                 "projection (model), not a measurement")
+    out.write(f"simulator: {flops:g} flops and {nbytes:g} bytes per environment-step, N={n}, K={k}, policy {policy[0]}\n"
+              f"on {label}\n")
+    for a in costmodel.advise(machine, flops_per_step=flops, bytes_per_step=nbytes, num_envs=n, steps=k,
+                              policy=policy[0]):
+        verdict = "pays" if a.pays else "does not pay"
+        out.write(f"  {a.optimization:<14} {verdict:<13} {a.speedup:10.3g}x  "
+                  f"({a.faster.impl}: {a.faster.samples_per_s:.3g} samples/s, {a.faster.regime}; "
+                  f"{a.slower.impl}: {a.slower.samples_per_s:.3g}, {a.slower.regime})\n")
+    return 0
+
+
+def _nonnegative_float(flag: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigError(f"{flag} must be a non-negative number, got {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise ConfigError(f"{flag} must be a non-negative number, got {text!r}")
+    return value
+
+
 def main(argv=None) -> int:
     """Run the CLI; return the exit status (0 ok, 2 bad input or a point that cannot run here)."""
     out = sys.stdout
@@ -403,9 +463,10 @@ def main(argv=None) -> int:
         args = build_parser().parse_args(argv)
         if args.command is None:
             raise UsageError("python -m studylib: choose a command: bench, sweep, measure, profile, peers, atari, machine, "
-                             "train (see --help)")
+                             "advise, train (see --help)")
         return {"bench": _cmd_bench, "sweep": _cmd_sweep, "measure": _cmd_measure, "profile": _cmd_profile,
-                "peers": _cmd_peers, "atari": _cmd_atari, "machine": _cmd_machine}[args.command](args, out)
+                "peers": _cmd_peers, "atari": _cmd_atari, "machine": _cmd_machine,
+                "advise": _cmd_advise}[args.command](args, out)
     except SystemExit as e:  # --help
         return e.code if isinstance(e.code, int) else 0
     except StudyError as e:

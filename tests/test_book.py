@@ -21,7 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
 CHAPTERS = sorted(p.stem for p in BOOK.glob("*.md"))
-CHART_PAGES = ["cartpole", "vectorization", "overheads", "fusion", "complexity", "beyond", "training", "machines"]
+CHART_PAGES = ["cartpole", "vectorization", "overheads", "fusion", "complexity", "beyond", "model", "training", "machines"]
 BIN = Path(sys.executable).parent
 
 

@@ -8,6 +8,7 @@
 ``claims``    F.1–F.4 row by row with rule, verdict and reason (``findings``: the introduction's table)
 ``charts``    Altair helpers
 ``format``    numbers, Markdown and HTML tables;  ``notes``: the admonitions atop each chapter
+``model``     the cost model's chapter: calibration, validation against F.1–F.4, the paper's machine
 ``rerun``     ``python -m studylib.book rerun <chapter> -p NAME VALUE`` (papermill, then rebuild)
 
 Each chapter (``book/*.md``) has a ``parameters`` cell (papermill overrides it) and then calls

@@ -26,6 +26,7 @@ from .. import costs
 from ..harness.sweep import Keying, keyed_by, run, sweep
 from ..settings import PEERS, EnvSettings, MeasurePoint
 from .brax import brax_data
+from .model import model_calibration
 from .presets import ChapterParams
 
 SWEEP_NAMES = {"cartpole": "fig2_cartpole", "vectorization": "fig4", "overheads": "fig4_k",
@@ -254,4 +255,5 @@ def atari_breakdown_data(P: ChapterParams) -> pd.DataFrame:
 
 PLANS = {"cartpole": (cartpole_fig2_data, brax_data), "vectorization": (vectorization_data,),
          "overheads": (overheads_data, profile_data), "fusion": (fusion_data,), "complexity": (complexity_data,),
-         "beyond": (beyond_data, roofline_data), "atari": (atari_data, atari_breakdown_data)}
+         "beyond": (beyond_data, roofline_data), "atari": (atari_data, atari_breakdown_data),
+         "model": (model_calibration,)}

@@ -45,6 +45,7 @@ PRESETS: dict[str, dict[str, dict]] = {
                    "cap": {"*": 2**12}, "rollout_steps": 8},
         "atari": {"games": ["pong"], "num_envs": [2], "steps": [1], "async_num_envs": [1],
                   "breakdown_num_envs": [2], "breakdown_seconds": 0.05},
+        "model": {"num_envs": [2**10, 2**20], "steps": [1, 1000], "gpu_flops_per_s": None, "gpu_bytes_per_s": None},
     },
     "default": {
         "_timing": {"repeats": 3, "min_seconds": 0.1},
@@ -65,6 +66,7 @@ PRESETS: dict[str, dict[str, dict]] = {
                                              "*": 2**24}, "rollout_steps": 256},
         "atari": {"games": ["breakout", "pong"], "num_envs": [1, 4, 16], "steps": [1], "async_num_envs": [1, 4],
                   "breakdown_num_envs": [16], "breakdown_seconds": 0.5},
+        "model": {"num_envs": [2**10, 2**20], "steps": [1, 1000], "gpu_flops_per_s": None, "gpu_bytes_per_s": None},
     },
     "paper": {
         "_timing": {"repeats": 5, "min_seconds": 0.5},
@@ -82,6 +84,8 @@ PRESETS: dict[str, dict[str, dict]] = {
                    "peer_steps": 1000, "cap": {"envpool": 2**26, "gym": 2**22, "*": 2**34}, "rollout_steps": 1000},
         "atari": {"games": ["breakout", "pong"], "num_envs": _pow2(0, 8, 1), "steps": [1],
                   "async_num_envs": _pow2(0, 5, 1), "breakdown_num_envs": [1, 16, 64, 256], "breakdown_seconds": 2.0},
+        "model": {"num_envs": [2**10, 2**16, 2**20, 2**26], "steps": [1, 1000], "gpu_flops_per_s": None,
+                  "gpu_bytes_per_s": None},
     },
 }
 
@@ -130,6 +134,9 @@ class ChapterParams:
     async_num_envs: tuple[int, ...] | None = None  # N of gymnasium's AsyncVectorEnv (one process each)
     breakdown_num_envs: tuple[int, ...] | None = None  # N of the time breakdown (CNN policy)
     breakdown_seconds: float | None = None  # length of each breakdown's timed region
+    # model: the reader's GPU for the cost model's projection (published figures; None: none entered)
+    gpu_flops_per_s: float | None = None  # peak FP32, flops/s
+    gpu_bytes_per_s: float | None = None  # memory bandwidth, bytes/s
 
     def cap_for(self, impl, cap=None):
         cap = self.cap if cap is None else cap
@@ -159,7 +166,7 @@ _INT_LISTS = {"num_envs", "steps", "state_factor", "compute_factor", "brax_num_e
               "memory_steps", "async_num_envs", "breakdown_num_envs"}
 _STR_LISTS = {"brax_envs", "games"}
 _INTS = {"brax_steps", "conformance_envs", "profile_num_envs", "peer_steps", "rollout_steps"}
-_FLOATS = {"memory_cache_multiple", "breakdown_seconds"}
+_FLOATS = {"memory_cache_multiple", "breakdown_seconds", "gpu_flops_per_s", "gpu_bytes_per_s"}
 _CHAPTER_FIELDS = {f.name for f in fields(ChapterParams)} - {"chapter", "preset", "data_dir", "impls", "repeats",
                                                                "min_seconds", "cap", "machine"}
 
@@ -317,7 +324,7 @@ def params(chapter: str, *, preset=None, data_dir=None, impls=None, num_envs=Non
     for k, v in (("num_envs", num_envs), ("steps", steps)):
         if v is not None:
             chosen[k] = v
-    typed = {k: _typed(k, v) for k, v in chosen.items()}
+    typed = {k: _typed(k, v) for k, v in chosen.items() if v is not None or k not in _FLOATS}
     typed["num_envs"], typed["steps"] = tuple(sorted(typed["num_envs"])), tuple(sorted(typed["steps"]))
     for k in ("steps", "memory_steps") if chapter == "complexity" else ():
         typed[k] = tuple(sorted({1, *typed[k]}))  # K = 1: the unfused baseline every fusion speedup divides by
