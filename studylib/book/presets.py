@@ -261,7 +261,7 @@ def cuda_ok() -> tuple[bool, str]:
 
 
 def available_impls() -> list[str]:
-    """All five, less ``cuda`` where no CUDA device works (then cpp stands in for fusion)."""
+    """The paper's five (``IMPL_ORDER``), less ``cuda`` where no CUDA device works (then cpp stands in for fusion)."""
     return [i for i in IMPL_ORDER if i != "cuda" or cuda_ok()[0]]
 
 
