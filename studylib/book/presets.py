@@ -47,7 +47,7 @@ PRESETS: dict[str, dict[str, dict]] = {
     "default": {
         "_timing": {"repeats": 3, "min_seconds": 0.1},
         "cartpole": {"num_envs": _pow2(4, 16, 3), "steps": [100], "brax_envs": ["ant", "humanoid"],
-                     "brax_num_envs": [2**4, 2**10], "brax_steps": 10, "conformance_envs": 1024},
+                     "brax_num_envs": [2**10], "brax_steps": 10, "conformance_envs": 1024},
         "vectorization": {"num_envs": _pow2(0, 15, 3), "steps": [1, 100],
                           "cap": {"gym": 2**12, "*": 2**21}},
         "overheads": {"num_envs": _pow2(4, 12, 4), "steps": [1, 10, 100, 1000],
