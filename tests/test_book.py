@@ -355,3 +355,16 @@ def test_pages_name_the_commit_that_measured_their_data(tmp_path):
     assert "`1111111111` (2 points, 2026-11-01)" in text and "`2222222222` + local changes (1 point" in text
     assert "page built by commit" in text
     assert "this build" in provenance_sentence("fusion", tmp_path / "empty", None)
+
+
+def test_one_palette_for_every_implementation():
+    from studylib.book.charts import IMPL_COLORS, impl_color, impl_scale
+    from studylib.settings import IMPLEMENTATIONS, PEERS
+
+    names = set(IMPLEMENTATIONS) | set(PEERS) | {"fused-step"}
+    assert names <= set(IMPL_COLORS), f"no colour for {sorted(names - set(IMPL_COLORS))}"
+    assert len(set(IMPL_COLORS.values())) == len(IMPL_COLORS), "two implementations share a colour"
+    # The same implementation gets the same colour whatever else a chart shows.
+    a, b = impl_scale(["torch", "jax"]).to_dict(), impl_scale(["jax", "cpp", "torch", "sb3"]).to_dict()
+    assert dict(zip(a["domain"], a["range"]))["jax"] == dict(zip(b["domain"], b["range"]))["jax"] == IMPL_COLORS["jax"]
+    assert impl_color(["cpp"], field_="collector").to_dict()["field"] == "collector"

@@ -47,15 +47,18 @@ def y_rate(title="throughput (samples/s, log scale)", field_="samples_per_s"):
 IMPL_COLORS = {"gym": "#7f7f7f", "cpp": "#d62728", "torch": "#ff7f0e", "jax": "#1f77b4", "cuda": "#2ca02c",
                "torch-compile": "#9467bd", "fused": "#8c564b", "fused-step": "#c49c94",
                "gymnasium-vector": "#e377c2", "gymnax": "#17becf", "envpool": "#bcbd22"}
-OTHER_COLOR = "#444444"
+# For names outside the palette (e.g. the training chapter's peer trainers), in order of appearance.
+OTHER_COLORS = ("#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#444444")
 
 
 def impl_scale(domain=None):
-    """An Altair scale mapping each implementation of ``domain`` to its colour in ``IMPL_COLORS``."""
+    """An Altair scale mapping each implementation of ``domain`` to its colour in ``IMPL_COLORS``
+    (other names take ``OTHER_COLORS`` in turn)."""
     alt = _altair()
 
     domain = list(domain or IMPL_ORDER)
-    return alt.Scale(domain=domain, range=[IMPL_COLORS.get(d, OTHER_COLOR) for d in domain])
+    others = iter(OTHER_COLORS * (1 + len(domain) // len(OTHER_COLORS)))
+    return alt.Scale(domain=domain, range=[IMPL_COLORS.get(d) or next(others) for d in domain])
 
 
 def impl_color(domain=None, field_="impl", title="implementation"):
