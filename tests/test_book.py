@@ -368,3 +368,21 @@ def test_one_palette_for_every_implementation():
     a, b = impl_scale(["torch", "jax"]).to_dict(), impl_scale(["jax", "cpp", "torch", "sb3"]).to_dict()
     assert dict(zip(a["domain"], a["range"]))["jax"] == dict(zip(b["domain"], b["range"]))["jax"] == IMPL_COLORS["jax"]
     assert impl_color(["cpp"], field_="collector").to_dict()["field"] == "collector"
+
+
+def printed_snippets(text: str) -> list[str]:
+    """The code cells a page shows as code to copy: neither hidden nor removed nor the parameters."""
+    cells = re.finditer(r"```\{code-cell\}[^\n]*\n(?::tags: \[([^\]]*)\]\n)?(.*?)```", text, flags=re.S)
+    return [body for tags, body in ((m.group(1) or "", m.group(2)) for m in cells)
+            if not any(t in tags for t in ("hide-input", "hide-cell", "remove-", "parameters"))]
+
+
+def test_printed_snippets_run_as_printed(tmp_path):
+    """A snippet a reader copies runs in a fresh interpreter, with nothing the book defined before."""
+    assert printed_snippets("```{code-cell} ipython3\n:tags: [hide-input]\nx = 1\n```\n```{code-cell} ipython3\ny = 2\n```")\
+        == ["y = 2\n"]
+    snippets = [(ch, s) for ch in CHAPTERS for s in printed_snippets((BOOK / f"{ch}.md").read_text())]
+    assert snippets, "the book prints no snippet"
+    for chapter, code in snippets:
+        r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, f"{chapter}: a printed snippet fails outside the book:\n{code}\n{r.stderr[-2000:]}"

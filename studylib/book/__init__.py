@@ -38,7 +38,7 @@ from .charts import (IMPL_COLORS, POW2_LABEL, finish, impl_color, impl_scale, li
 from .claims import (complexity_rows, findings, findings_md, fusion_rows, memory_regime_table, overheads_rows,
                      vectorization_rows)
 from .format import fmt_bytes, fmt_list, fmt_rate, fmt_time, fmt_x, fmt_x_range, md, pow2_label, table
-from .notes import coverage_note, machine_note, params_note
+from .notes import coverage_note, machine_note, params_note, provenance_sentence
 from .paper import PAPER, PAPER_GPU, PaperValue
 from .plans import (beyond_data, cartpole_fig2_data, complexity_data, fusion_data, fusion_impl, overheads_data,
                     profile_data, roofline_data, vectorization_data)
@@ -53,6 +53,6 @@ __all__ = [
     "fmt_bytes", "fmt_list", "fmt_rate", "fmt_time", "fmt_x", "fmt_x_range", "fusion_data", "fusion_impl", "fusion_rows",
     "fusion_speedups", "impl_color", "impl_scale", "k_speedup", "line_points", "machine_note", "md", "memory_regime_table",
     "overheads_data", "overheads_rows", "paper_rules", "params", "params_note", "plateau_n", "pow2_label",
-    "profile_data", "resolve_data_dir", "resolve_preset", "roofline_data", "seconds_per_call", "spread", "table",
+    "profile_data", "provenance_sentence", "resolve_data_dir", "resolve_preset", "roofline_data", "seconds_per_call", "spread", "table",
     "tooltip", "trend", "trend_direction", "vectorization_data", "vectorization_rows", "verdict", "x_n", "y_rate",
 ]
