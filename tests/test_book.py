@@ -340,8 +340,12 @@ def test_cuda_status_is_one_sentence_without_the_raw_error():
     assert cuda_sentence(True, "NVIDIA H100") == "CUDA device: NVIDIA H100."
 
 
-def test_pages_name_the_commit_that_measured_their_data(tmp_path):
+def test_pages_name_the_commit_that_measured_their_data(tmp_path, monkeypatch):
     from studylib.book.notes import measured_by, provenance_sentence
+    from studylib.harness import provenance
+
+    monkeypatch.setattr(provenance, "machine_info", lambda: {"commit": "3" * 40, "dirty": False})
+    monkeypatch.setattr(provenance, "machine_key", lambda: "this-machine")
 
     folder = tmp_path / "some-machine"
     folder.mkdir()
@@ -353,7 +357,7 @@ def test_pages_name_the_commit_that_measured_their_data(tmp_path):
     assert found["`1111111111`"]["rows"] == 2 and found["`2222222222` + local changes"]["rows"] == 1
     text = provenance_sentence("fusion", tmp_path, "some-machine")
     assert "`1111111111` (2 points, 2026-11-01)" in text and "`2222222222` + local changes (1 point" in text
-    assert "page built by commit" in text
+    assert "page built by commit `3333333333`." in text
     assert "this build" in provenance_sentence("fusion", tmp_path / "empty", None)
 
 
