@@ -33,12 +33,13 @@ except ImportError:  # pragma: no cover
 
 from .analysis import (RULES, VERDICTS, fusion_speedups, k_speedup, plateau_n, seconds_per_call, spread, trend,
                        trend_direction, verdict)
-from .brax import brax_available, brax_data
-from .charts import POW2_LABEL, finish, impl_color, line_points, paper_rules, tooltip, x_n, y_rate
+from .brax import CARTPOLE as BRAX_CARTPOLE, brax_available, brax_data, brax_gap
+from .charts import (IMPL_COLORS, POW2_LABEL, finish, impl_color, impl_scale, line_points, paper_rules, tooltip, x_n,
+                     y_rate)
 from .claims import (complexity_rows, findings, findings_md, fusion_rows, memory_regime_table, overheads_rows,
                      vectorization_rows)
-from .format import fmt_bytes, fmt_list, fmt_rate, fmt_time, fmt_x, md, pow2_label, table
-from .notes import coverage_note, machine_note, params_note
+from .format import fmt_bytes, fmt_list, fmt_rate, fmt_time, fmt_x, fmt_x_range, md, pow2_label, table
+from .notes import coverage_note, machine_note, params_note, provenance_sentence
 from .paper import PAPER, PAPER_GPU, PaperValue
 from .plans import (atari_breakdown_data, atari_data, beyond_data, cartpole_fig2_data, complexity_data, fusion_data,
                     fusion_impl, overheads_data, profile_data, roofline_data, vectorization_data)
@@ -46,13 +47,13 @@ from .presets import (CHAPTERS, IMPL_ORDER, PRESETS, ChapterParams, available_im
                       resolve_data_dir, resolve_preset)
 
 __all__ = [
-    "CHAPTERS", "IMPL_ORDER", "PAPER", "PAPER_GPU", "POW2_LABEL", "PRESETS", "RULES", "VERDICTS", "ChapterParams",
-    "PaperValue", "atari_breakdown_data", "atari_data", "available_impls", "beyond_data", "brax_available", "brax_data",
-    "cartpole_fig2_data",
+    "BRAX_CARTPOLE", "CHAPTERS", "IMPL_COLORS", "IMPL_ORDER", "PAPER", "PAPER_GPU", "POW2_LABEL", "PRESETS", "RULES",
+    "VERDICTS", "ChapterParams", "PaperValue", "atari_breakdown_data", "atari_data", "available_impls", "beyond_data",
+    "brax_available", "brax_data", "brax_gap", "cartpole_fig2_data",
     "complexity_data", "complexity_rows", "coverage_note", "display_path", "findings", "findings_md", "finish",
-    "fmt_bytes", "fmt_list", "fmt_rate", "fmt_time", "fmt_x", "fusion_data", "fusion_impl", "fusion_rows",
-    "fusion_speedups", "impl_color", "k_speedup", "line_points", "machine_note", "md", "memory_regime_table",
+    "fmt_bytes", "fmt_list", "fmt_rate", "fmt_time", "fmt_x", "fmt_x_range", "fusion_data", "fusion_impl", "fusion_rows",
+    "fusion_speedups", "impl_color", "impl_scale", "k_speedup", "line_points", "machine_note", "md", "memory_regime_table",
     "overheads_data", "overheads_rows", "paper_rules", "params", "params_note", "plateau_n", "pow2_label",
-    "profile_data", "resolve_data_dir", "resolve_preset", "roofline_data", "seconds_per_call", "spread", "table",
+    "profile_data", "provenance_sentence", "resolve_data_dir", "resolve_preset", "roofline_data", "seconds_per_call", "spread", "table",
     "tooltip", "trend", "trend_direction", "vectorization_data", "vectorization_rows", "verdict", "x_n", "y_rate",
 ]
