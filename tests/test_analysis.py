@@ -14,13 +14,17 @@ from studylib.book.analysis import NOT_MEASURED, NOT_REPRODUCED, PARTLY, REPRODU
 
 # (rule, ours, paper) -> verdict: every verdict each rule can give
 CASES = [
-    ("speedup", 20.0, 13.4, REPRODUCED), ("speedup", 7.0, 13.4, REPRODUCED), ("speedup", 4.35, 53.8, PARTLY),
-    ("speedup", 300.0, 11.3, PARTLY), ("speedup", 1.02, 11.3, NOT_REPRODUCED), ("speedup", 0.5, 11.3, NOT_REPRODUCED),
+    ("speedup", 20.0, 13.4, REPRODUCED), ("speedup", 7.0, 13.4, REPRODUCED), ("speedup", 6.0, 53.8, PARTLY),
+    ("speedup", 3.46, 53.8, NOT_REPRODUCED),  # the paper's direction, but more than 10x below its size
+    ("speedup", 60.0, 11.3, PARTLY), ("speedup", 300.0, 11.3, NOT_REPRODUCED),
+    ("speedup", 1.02, 11.3, NOT_REPRODUCED), ("speedup", 0.5, 11.3, NOT_REPRODUCED),
     ("speedup", None, 11.3, NOT_MEASURED), ("speedup", np.nan, 11.3, NOT_MEASURED),
-    ("at most", 3.0, 4, REPRODUCED), ("at most", 4.1, 4, REPRODUCED), ("at most", 27.6, 4, NOT_REPRODUCED),
+    ("at most", 3.0, 4, REPRODUCED), ("at most", 4.1, 4, REPRODUCED), ("at most", 4.3, 4, NOT_REPRODUCED),
+    ("at most", 27.6, 4, NOT_REPRODUCED),
     ("at most", 0.8, 4, NOT_REPRODUCED),  # slower than gym: the bound holds, the speedup does not
     ("majority share", 80, 87, REPRODUCED), ("majority share", 58, 87, PARTLY), ("majority share", 40, 87, NOT_REPRODUCED),
-    ("grows", 64.0, 64, REPRODUCED), ("grows", 40.0, 64, REPRODUCED), ("grows", 4.0, 64, PARTLY),
+    ("grows", 64.0, 64, REPRODUCED), ("grows", 40.0, 64, REPRODUCED), ("grows", 10.0, 64, PARTLY),
+    ("grows", 4.0, 64, NOT_REPRODUCED),
     ("grows", 1.1, 64, NOT_REPRODUCED), ("grows", 0.5, 64, NOT_REPRODUCED), ("grows", None, 64, NOT_MEASURED),
     ("flat", 1.3, 1, REPRODUCED), ("flat", 6.77, 1, NOT_REPRODUCED),
     ("vanishes", 1.2, 1, REPRODUCED), ("vanishes", 0.7, 1, REPRODUCED), ("vanishes", 5.0, 1, NOT_REPRODUCED),
@@ -78,7 +82,7 @@ def test_cpp_over_gym_is_judged_against_the_bound_both_ways(cpp, expected, tmp_p
     rows = claims.vectorization_rows(_params("vectorization", tmp_path), _vectorization([1e4] * 3, cpp, [1e5] * 3))
     r = next(r for r in rows if r["quantity"].startswith("cpp"))
     assert r["verdict"] == expected and r["ours_value"] == pytest.approx(max(c / 1e4 for c in cpp))
-    assert bool(r["reason"]) == (expected != REPRODUCED)
+    assert bool(r["reason"]) == (expected != REPRODUCED) and r["summary"] == analysis.LARGEST
     if cpp[0] < 1e4:
         assert "not faster than gym" in r["reason"]
 
@@ -102,7 +106,7 @@ def _complexity(speedups_by_s: dict, llc=2**20, n_mem=2**14, grid_speedup=None):
 CEIL = {"memory_bytes_per_s": 2e10, "fma_flops_per_s": 2e11, "gemm_steps_per_s": {}}
 
 
-@pytest.mark.parametrize("speedups, expected", [({1: 4.0, 64: 256.0}, REPRODUCED), ({1: 4.0, 64: 12.0}, PARTLY),
+@pytest.mark.parametrize("speedups, expected", [({1: 4.0, 64: 256.0}, REPRODUCED), ({1: 4.0, 64: 40.0}, PARTLY),
                                                 ({1: 4.6, 64: 4.3}, NOT_REPRODUCED), ({1: 10.6, 64: 5.2}, NOT_REPRODUCED)])
 def test_f4_trend_in_the_memory_regime(speedups, expected, tmp_path):
     P = _params("complexity", tmp_path, state_factor=[1, 64], compute_factor=[1])

@@ -5,7 +5,8 @@
 ``plans``     what each chapter measures, through ``harness.sweep`` into data/<machine>/
 ``brax``      Fig 2's Brax timings
 ``analysis``  plateaus, speedups, trends, and the rules that give a verdict against the paper
-``claims``    F.1–F.4 row by row with rule, verdict and reason (``findings``: the introduction's table)
+``claims``    F.1–F.4 as records (``Finding``: value, spread over N, rule, verdict, reason); ``findings``:
+              the introduction's table
 ``charts``    Altair helpers
 ``format``    numbers, Markdown and HTML tables;  ``notes``: the admonitions atop each chapter
 ``rerun``     ``python -m studylib.book rerun <chapter> -p NAME VALUE`` (papermill, then rebuild)
@@ -30,12 +31,12 @@ try:  # tqdm.auto warns in kernels without ipywidgets; the book shows no progres
 except ImportError:  # pragma: no cover
     pass
 
-from .analysis import (RULES, VERDICTS, fusion_speedups, k_speedup, plateau_n, seconds_per_call, spread, trend,
-                       trend_direction, verdict)
+from .analysis import (RULES, VERDICTS, fusion_speedups, judge, k_speedup, k_speedup_spread, plateau_n,
+                       seconds_per_call, spread, trend, trend_direction, verdict)
 from .brax import brax_available, brax_data
 from .charts import POW2_LABEL, finish, impl_color, line_points, paper_rules, tooltip, x_n, y_rate
-from .claims import (complexity_rows, findings, findings_md, fusion_rows, memory_regime_table, overheads_rows,
-                     vectorization_rows)
+from .claims import (Finding, complexity_rows, finding_records, findings, findings_frame, findings_md, fusion_rows,
+                     memory_regime_table, overheads_rows, vectorization_rows, verdict_text)
 from .format import fmt_bytes, fmt_list, fmt_rate, fmt_time, fmt_x, md, pow2_label, table
 from .notes import coverage_note, machine_note, params_note
 from .paper import PAPER, PAPER_GPU, PaperValue
@@ -46,6 +47,7 @@ from .presets import (CHAPTERS, IMPL_ORDER, PRESETS, ChapterParams, available_im
 
 __all__ = [
     "CHAPTERS", "IMPL_ORDER", "PAPER", "PAPER_GPU", "POW2_LABEL", "PRESETS", "RULES", "VERDICTS", "ChapterParams",
+    "Finding", "finding_records", "findings_frame", "judge", "k_speedup_spread", "verdict_text",
     "PaperValue", "available_impls", "beyond_data", "brax_available", "brax_data", "cartpole_fig2_data",
     "complexity_data", "complexity_rows", "coverage_note", "display_path", "findings", "findings_md", "finish",
     "fmt_bytes", "fmt_list", "fmt_rate", "fmt_time", "fmt_x", "fusion_data", "fusion_impl", "fusion_rows",
