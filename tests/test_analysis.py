@@ -156,3 +156,146 @@ def test_findings_frame_contract(tmp_path, monkeypatch):
         assert (F.loc[F["verdict"] != REPRODUCED, "reason"].str.len() > 20).all()
         assert (F.loc[F["verdict"] == REPRODUCED, "reason"] == "").all()
     assert "F.4" in book.findings_md(F) and "not reproduced here" in book.findings_md(F)
+
+
+# ---- rules: the description is the code --------------------------------------------------------------
+
+@pytest.mark.parametrize("name", list(analysis.RULES))
+def test_each_rule_judges_as_its_description_says(name):
+    """Every limit the description prints is where the code's verdict changes: just below a band's
+    limit the value gets that band's verdict (or an earlier band's, if the band is empty there)."""
+    rule = analysis.RULES[name]
+    paper = 87.0 if name == "majority share" else 13.4
+    text = rule.description
+    limits = []
+    for i, band in enumerate(rule.bands[:-1]):
+        assert band.limit_text(rule.unit) in text and band.verdict in text and band.why in text
+        lim = band.limit(paper)
+        limits.append(lim)
+        if any(lim <= prev for prev in limits[:-1]):
+            continue  # an empty band for this paper value
+        below, above = lim * (1 - 1e-6), lim * (1 + 1e-6)
+        assert rule.level(below, paper) == band.verdict, (name, lim)
+        at = rule.level(lim, paper)
+        assert at == (band.verdict if band.inclusive else rule.level(above, paper)), (name, lim)
+        nxt = next(b for b in rule.bands[i + 1:] if b.limit(paper) > lim)
+        assert rule.level(above, paper) == nxt.verdict, (name, lim)
+
+
+def test_at_most_says_its_noise_allowance():
+    """The bound's allowance for timing noise is in the text as in the code (it once said "≤ the
+    paper's bound" while accepting 1.05x of it)."""
+    rule = analysis.RULES["at most"]
+    assert f"≤ {analysis.NO_SPEEDUP:g} × the paper's" in rule.description
+    assert analysis.verdict("at most", 4 * analysis.NO_SPEEDUP * 0.999, 4) == REPRODUCED
+    assert analysis.verdict("at most", 4 * analysis.NO_SPEEDUP * 1.001, 4) == NOT_REPRODUCED
+
+
+# ---- judging a quantity over N ---------------------------------------------------------------------------
+
+def _n(*values):
+    return pd.Series(values, index=[2**(4 * i + 4) for i in range(len(values))], dtype=float)
+
+
+def test_one_outlying_n_cannot_make_a_finding_reproduced():
+    paper = 13.39
+    per_n = _n(1.6, 1.7, 1.8, 90.0)  # one N far above the rest: its mean, 23.8x, is within 2x of the paper's
+    assert analysis.verdict("speedup", per_n.mean(), paper) == REPRODUCED  # what a mean would have said
+    j = analysis.judge("speedup", paper, per_n)
+    assert j.verdict == PARTLY and j.value == pytest.approx(1.75) and (j.low, j.high) == (1.6, 90.0)
+    j = analysis.judge("speedup", paper, _n(1.2, 1.3, 90.0))  # the same with an odd count
+    assert j.verdict == NOT_REPRODUCED and j.value == 1.3
+
+
+def test_reproduced_needs_every_n():
+    j = analysis.judge("speedup", 11.3, _n(10.0, 12.0, 14.0, 200.0))  # median 13 within 2x; 200x is not
+    assert j.verdict == PARTLY and j.failing_n == (2**16,)
+    r = claims.row("F.3", "speedup", "q", "f3_fusion", _n(10.0, 12.0, 14.0, 200.0), "because")
+    assert r.verdict == PARTLY and "N = 2^16 (200×)" in r.reason and r.reason.endswith("because")
+    assert analysis.judge("speedup", 11.3, _n(10.0, 12.0, 14.0, 20.0)).verdict == REPRODUCED
+    j = analysis.judge("vanishes", 1, _n(1.1, 1.2, 3.0))  # no "partly" in this rule: not reproduced
+    assert j.verdict == NOT_REPRODUCED and j.failing_n == (2**12,)
+
+
+def test_a_verdict_carried_by_one_n_is_borderline():
+    j = analysis.judge("speedup", 13.39, _n(3.0, 5.0, 5.5))  # median 5: partly, and without any one N
+    assert j.verdict == PARTLY and not j.borderline and not j.unstable_n
+    j = analysis.judge("speedup", 13.39, _n(1.0, 1.2, 2.0))  # median 1.2: over 10x below; without 2^4, 1.6: partly
+    assert j.verdict == NOT_REPRODUCED and j.unstable_n == (2**4, 2**8)
+    assert "without N = 2^4: partly reproduced" in j.borderline
+    j = analysis.judge("speedup", 1024, _n(8.0, 120.0), summary=analysis.LARGEST)  # "up to": the largest N carries it
+    assert j.verdict == PARTLY and j.unstable_n == (2**8,) and j.value == 120.0
+
+
+def test_a_value_within_its_repeats_of_a_limit_is_borderline():
+    per_n = _n(6.5, 6.8, 7.0)  # median 6.8: within 2x of 13.39 (limit 6.695)
+    low, high = per_n * 0.95, per_n * 1.05
+    j = analysis.judge("speedup", 13.39, per_n, low=low, high=high)
+    assert j.verdict == PARTLY  # 6.5 at the first N is more than 2x below
+    j = analysis.judge("speedup", 13.39, _n(6.8, 6.9, 7.0), low=_n(6.5, 6.6, 6.6), high=_n(7.0, 7.1, 7.2))
+    assert j.verdict == REPRODUCED and "low end of the repeats" in j.borderline
+    j = analysis.judge("speedup", 13.39, _n(6.8, 6.9, 7.0), low=_n(6.75, 6.8, 6.9), high=_n(7.0, 7.1, 7.2))
+    assert j.verdict == REPRODUCED and not j.borderline
+    j = analysis.judge("majority share", 87, 44.0, margin=analysis.SINGLE_RUN_SHARE_MARGIN)  # one profiled run
+    assert j.verdict == NOT_REPRODUCED and "partly reproduced" in j.borderline
+    assert not analysis.judge("majority share", 87, 20.0, margin=analysis.SINGLE_RUN_SHARE_MARGIN).borderline
+
+
+def test_ratio_by_n_carries_the_repeats():
+    a = pd.DataFrame({"value": [10.0, 20.0], "low": [9.0, 18.0], "high": [11.0, 21.0]}, index=[4, 64])
+    b = pd.DataFrame({"value": [2.0], "low": [1.8], "high": [2.5]}, index=[4])
+    r = analysis.ratio_by_n(a, b)
+    assert r.index.tolist() == [4] and r.iloc[0].tolist() == pytest.approx([5.0, 9.0 / 2.5, 11.0 / 1.8])
+    d = pd.DataFrame(_rows("cpp", {8: 10.0}) + _rows("cpp", {8: 12.0}))  # two rows of one N, no repeats columns
+    assert analysis.rates_by_n(d).loc[8].tolist() == [11.0, 10.0, 12.0]
+
+
+# ---- the committed snapshots: no verdict carried by one N, unmarked ---------------------------------------
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+SNAPSHOTS = sorted(p.parent.name for p in (ROOT / "data").glob("*/machine.json"))
+
+
+@pytest.fixture(scope="module")
+def snapshot_frames():
+    """Each committed snapshot's chapter frames, read once without measuring."""
+    from studylib.harness.sweep import READ_ONLY, session
+
+    out = {}
+    with session(engine=READ_ONLY):
+        for key in SNAPSHOTS:
+            P = {ch: book.params(ch, preset="default", data_dir=ROOT / "data", machine=key)
+                 for ch in ("vectorization", "overheads", "fusion", "complexity")}
+            out[key] = (P, {"v": book.vectorization_data(P["vectorization"]), "o": book.overheads_data(P["overheads"]),
+                            "prof": book.profile_data(P["overheads"]), "f": book.fusion_data(P["fusion"]),
+                            "c": book.complexity_data(P["complexity"]), "ceil": book.roofline_data(P["complexity"])})
+    return out
+
+
+def _records(P, d, drop_n=None):
+    def cut(df):
+        if drop_n is None or not len(df):
+            return df
+        out = df[df["num_envs"] != drop_n]
+        out.attrs = df.attrs
+        return out
+
+    return {r.key: r for r in (claims.vectorization_rows(P["vectorization"], cut(d["v"]))
+                               + claims.overheads_rows(P["overheads"], cut(d["o"]), d["prof"])
+                               + claims.fusion_rows(P["fusion"], cut(d["f"]))
+                               + claims.complexity_rows(P["complexity"], cut(d["c"]), d["ceil"]))}
+
+
+@pytest.mark.parametrize("key", SNAPSHOTS)
+def test_dropping_one_n_changes_no_unmarked_verdict(key, snapshot_frames):
+    """Leave each N out of the snapshot's data in turn and recompute every finding from the rest: a
+    verdict that changes must be one the table marks borderline, naming that N."""
+    P, d = snapshot_frames[key]
+    full = _records(P, d)
+    assert full and all(isinstance(r, claims.Finding) for r in full.values())
+    ns = sorted(set().union(*(set(d[k]["num_envs"]) for k in ("v", "o", "f", "c") if len(d[k]))))
+    for n in ns:
+        for k, r in _records(P, d, drop_n=n).items():
+            if k in full and r.verdict != full[k].verdict and r.verdict != NOT_MEASURED:
+                assert full[k].borderline, f"{key}: {k} is {full[k].verdict}, without N = {n} {r.verdict}"
+                assert n in full[k].judgement.unstable_n or full[k].judgement.summary == analysis.ONE_VALUE, (k, n)
