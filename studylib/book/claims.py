@@ -119,14 +119,13 @@ def _failing_text(j: Judgement, per_n: pd.Series, unit: str) -> str:
 
 
 def row(finding, rule, quantity, paper_key, ours, reason, *, ours_text=None, paper_value=None, paper_text=None,
-        summary=MEDIAN, margin=0.0) -> Finding:
+        summary=MEDIAN, margin=0.0, low=None, high=None) -> Finding:
     """One finding. ``ours``: a number (one value), a Series indexed by N, or a frame indexed by N
     with ``value``, ``low`` and ``high`` (the repeats' ends: ``analysis.ratio_by_n``). ``reason`` is
     kept for every verdict but "reproduced" (a row "not measured" without one says that this build
-    has no data for it)."""
+    has no data for it). ``low``/``high``: a single value's range over its repeats."""
     pv = PAPER[paper_key]
     value = pv.value if paper_value is None else paper_value
-    low = high = None
     if isinstance(ours, pd.DataFrame):
         ours, low, high = ours["value"], ours["low"], ours["high"]
     if not isinstance(ours, pd.Series):
@@ -346,6 +345,24 @@ def _f4_trend_reason(t: pd.DataFrame, ceil: dict, regime: dict) -> str:
             f"step at most {hi['compute_ceiling'] / hi['memory_ceiling']:.3g}× here (compute ceiling over memory ceiling)")
 
 
+def _growth_range(c: pd.DataFrame, impl, n, k, s_lo, s_hi) -> dict:
+    """The speedup's growth from S = s_lo to s_hi at N = n, at the ends of the repeats."""
+    at = c[c["num_envs"] == n]
+    a = k_speedup_spread(at, impl, 1, k, state_factor=s_lo)
+    b = k_speedup_spread(at, impl, 1, k, state_factor=s_hi)
+    if a.empty or b.empty:
+        return {}
+    return {"low": float(b["low"].iloc[0] / a["high"].iloc[0]), "high": float(b["high"].iloc[0] / a["low"].iloc[0])}
+
+
+def _spread_range(c: pd.DataFrame, impl, k, s) -> dict:
+    """The speedup's max/min over N at S = s, C = 1, at the ends of the repeats (at least 1)."""
+    r = k_speedup_spread(c, impl, 1, k, state_factor=s)
+    if len(r) < 2:
+        return {}
+    return {"low": max(1.0, float(r["low"].max() / r["high"].min())), "high": float(r["high"].max() / r["low"].min())}
+
+
 def complexity_rows(P: ChapterParams, c: pd.DataFrame, ceil: dict) -> list[Finding]:
     rows = []
     regime = c.attrs.get("memory")
@@ -370,6 +387,8 @@ def complexity_rows(P: ChapterParams, c: pd.DataFrame, ceil: dict) -> list[Findi
             f"S = {int(hi['state_factor'])} at N = {pow2_label(regime['num_envs'])} (the memory regime: "
             f"{hi['cache_multiple']:.3g}× the cache at S = {int(hi['state_factor'])}), growth",
             "f4_speedup_s_high", None if in_cache else g, reason, paper_value=paper_growth,
+            **_growth_range(c, fusion_impl(P), regime["num_envs"], max(regime["steps"]), int(lo["state_factor"]),
+                            int(hi["state_factor"])),
             ours_text=f"{fmt_x(lo['speedup'])} → {fmt_x(hi['speedup'])} ({direction}, ×{g:.3g})",
             paper_text=f"{pow2_label(PAPER['f4_speedup_s_low'].value)} → {pow2_label(PAPER['f4_speedup_s_high'].value)} "
                        f"(grows, ×{paper_growth:g}; K = 10³)"))
@@ -394,7 +413,8 @@ def complexity_rows(P: ChapterParams, c: pd.DataFrame, ceil: dict) -> list[Findi
                       + f"; the speedup at S = {s_worst} goes from {fmt_x(d.iloc[0])} at N = {pow2_label(d.index[0])} "
                       f"to {fmt_x(d.iloc[-1])} at N = {pow2_label(d.index[-1])}") if len(base) >= 2 else ""
             rows.append(row("F.4", "flat", f"spread of the K = {kmax}, C = 1 speedup across N (max/min, worst S)",
-                            "f4_flat_in_n", worst, reason, paper_text="≈ 1× (flat in N)"))
+                            "f4_flat_in_n", worst, reason, paper_text="≈ 1× (flat in N)",
+                            **_spread_range(c[c["num_envs"].isin(P.num_envs)], fusion_impl(P), kmax, s_worst)))
         cmax = int(sp["compute_factor"].max())
         if cmax > 1:
             smin = sp["state_factor"].min()
