@@ -476,7 +476,7 @@ def findings_md(rows) -> str:
     lines = []
     for r in (rows.to_dict("records") if isinstance(rows, pd.DataFrame) else [x.as_row() for x in rows]):
         reason = f" — {r['reason']}" if r["reason"] else ""
-        over = f" ({r['summary']}; {r['over N']})" if r["over N"] else ""
+        over = f" ({r['over N']})" if r["over N"] else ""
         border = f" Borderline: {r['borderline']}." if r["borderline"] else ""
         lines.append(f"* **{r['finding']}**, {r['quantity']}: **{r['ours']}** here{over}, {r['paper']} in the paper "
                      f"({r['paper source']}): *{r['verdict']}*{reason}.{border}")
