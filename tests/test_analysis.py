@@ -225,6 +225,8 @@ def test_a_verdict_carried_by_one_n_is_borderline():
     assert "without N = 2^4: partly reproduced" in j.borderline
     j = analysis.judge("speedup", 1024, _n(8.0, 120.0), summary=analysis.LARGEST)  # "up to": the largest N carries it
     assert j.verdict == PARTLY and j.unstable_n == (2**8,) and j.value == 120.0
+    j = analysis.judge("vanishes", 1, _n(1.46))  # a quantity over N measured at one N: nothing backs it
+    assert j.verdict == REPRODUCED and j.borderline == "measured at one N only (N = 2^4)"
 
 
 def test_a_value_within_its_repeats_of_a_limit_is_borderline():

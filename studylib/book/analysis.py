@@ -17,8 +17,9 @@ read from those bands, so the text the book prints is the code that judges.
 A quantity measured at several N is summarized by its **median over N** (``MEDIAN``), shown with
 its min–max; a claim the paper states as "up to" or "at most" is summarized by the **largest
 value over N** (``LARGEST``), as the paper's own number is. ``judge`` also says when a verdict is
-*borderline*: when leaving out any one N changes it, or when moving every ratio to the low or the
-high end of its repeats changes it (two builds of one commit can then disagree).
+*borderline*: when leaving out any one N changes it, when moving every ratio to the low or the
+high end of its repeats changes it (two builds of one commit can then disagree), or when a
+quantity meant over N was measured at one N only.
 """
 
 from __future__ import annotations
@@ -231,6 +232,8 @@ def judge(rule: str, paper, values, *, summary: str = MEDIAN, low=None, high=Non
     if s.empty:
         return Judgement(NOT_MEASURED, np.nan, np.nan, np.nan, summary, 0)
     why, unstable = [], []
+    if summary != ONE_VALUE and len(s) == 1:  # nothing to check it against: one N carries it
+        why.append(f"measured at one N only (N = {pow2_label(s.index[0])})")
     if summary != ONE_VALUE and len(s) >= 2:
         for n in s.index:
             other, _ = _verdict_over_n(r, paper, s.drop(n), summary)
