@@ -31,7 +31,7 @@ try:  # tqdm.auto warns in kernels without ipywidgets; the book shows no progres
 except ImportError:  # pragma: no cover
     pass
 
-from .analysis import (RULES, VERDICTS, fusion_speedups, judge, k_speedup, k_speedup_spread, plateau_n,
+from .analysis import (BORDERLINE, RULES, VERDICTS, fusion_speedups, judge, k_speedup, k_speedup_spread, plateau_n,
                        seconds_per_call, spread, trend, trend_direction, verdict)
 from .brax import brax_available, brax_data
 from .charts import POW2_LABEL, finish, impl_color, line_points, paper_rules, tooltip, x_n, y_rate
@@ -47,7 +47,7 @@ from .presets import (CHAPTERS, IMPL_ORDER, PRESETS, ChapterParams, available_im
 
 __all__ = [
     "CHAPTERS", "IMPL_ORDER", "PAPER", "PAPER_GPU", "POW2_LABEL", "PRESETS", "RULES", "VERDICTS", "ChapterParams",
-    "Finding", "finding_records", "findings_frame", "judge", "k_speedup_spread", "verdict_text",
+    "BORDERLINE", "Finding", "finding_records", "findings_frame", "judge", "k_speedup_spread", "verdict_text",
     "PaperValue", "available_impls", "beyond_data", "brax_available", "brax_data", "cartpole_fig2_data",
     "complexity_data", "complexity_rows", "coverage_note", "display_path", "findings", "findings_md", "finish",
     "fmt_bytes", "fmt_list", "fmt_rate", "fmt_time", "fmt_x", "fusion_data", "fusion_impl", "fusion_rows",

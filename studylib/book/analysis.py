@@ -45,6 +45,12 @@ MAJORITY = 50.0  # a share above this is a majority (the paper's direction for "
 # limit is borderline.
 SINGLE_RUN_SHARE_MARGIN = 16.0
 
+BORDERLINE = ("a verdict that leaving out any one N changes, that moving every ratio to the slow or the fast end "
+              "of its repeats changes, that rests on one N of a quantity meant over N, or (a share from one "
+              f"profiled run, which has no repeats) that moving the share by ±{SINGLE_RUN_SHARE_MARGIN:g} points "
+              "changes (a margin set from two earlier cold builds of one commit on one machine, whose profiles "
+              f"put jax's CPU-bound share {SINGLE_RUN_SHARE_MARGIN:g} points apart)")
+
 MEDIAN, LARGEST, ONE_VALUE = "median over N", "largest over N", "one value"
 SUMMARIES = (MEDIAN, LARGEST, ONE_VALUE)
 
