@@ -302,6 +302,7 @@ def test_dropping_one_n_changes_no_unmarked_verdict(key, snapshot_frames):
             for r in rows(P, d, _without(d[name], n)):
                 checked += 1
                 if r.verdict != full[r.key].verdict and r.verdict != NOT_MEASURED:
-                    assert full[r.key].borderline, f"{key}: {r.key} is {full[r.key].verdict}, without N = {n} {r.verdict}"
+                    was = full[r.key].verdict
+                    assert full[r.key].borderline, f"{key}: {r.key} is {was}, without N = {n} {r.verdict}"
                     assert n in full[r.key].judgement.unstable_n or full[r.key].judgement.summary == analysis.ONE_VALUE
     assert checked > 20

@@ -297,7 +297,8 @@ def plateau_n(df_impl: pd.DataFrame, frac=0.9):
     return int(s[s >= frac * s.max()].index.min())
 
 
-def _knobs(d: pd.DataFrame, state_factor=1, compute_factor=1) -> pd.DataFrame:
+def at_knobs(d: pd.DataFrame, state_factor=1, compute_factor=1) -> pd.DataFrame:
+    """The rows at state factor S and compute factor C (S = C = 1: CartPole itself)."""
     for knob, v in (("state_factor", state_factor), ("compute_factor", compute_factor)):
         if knob in d:
             d = d[d[knob] == v]
@@ -338,7 +339,7 @@ def k_speedup_spread(df: pd.DataFrame, impl: str, k_lo: int, k_hi: int, *, max_n
                      compute_factor=1) -> pd.DataFrame:
     """Per N: throughput at K = k_hi over K = k_lo for one implementation at (S, C), with the
     range over the repeats (``ratio_by_n``)."""
-    d = _knobs(df[df["impl"] == impl], state_factor, compute_factor)
+    d = at_knobs(df[df["impl"] == impl], state_factor, compute_factor)
     if max_n is not None:
         d = d[d["num_envs"] <= max_n]
     return ratio_by_n(rates_by_n(d[d["steps"] == k_hi]), rates_by_n(d[d["steps"] == k_lo]))

@@ -39,8 +39,8 @@ import pandas as pd
 
 from .. import costs
 from .analysis import (LARGEST, MEDIAN, NOT_MEASURED, ONE_VALUE, REPRODUCED, RULES, SINGLE_RUN_SHARE_MARGIN,
-                       SIZE_FACTOR, Judgement, best_rates_by_n, fusion_speedups, judge, k_speedup, k_speedup_spread,
-                       rates_by_n, ratio_by_n, seconds_per_call, spread, trend, trend_direction)
+                       SIZE_FACTOR, Judgement, at_knobs, best_rates_by_n, fusion_speedups, judge, k_speedup,
+                       k_speedup_spread, rates_by_n, ratio_by_n, seconds_per_call, spread, trend, trend_direction)
 from .format import fmt_bytes, fmt_time, fmt_x, pow2_label
 from .paper import PAPER
 from .plans import (complexity_data, fusion_data, fusion_impl, overheads_data, profile_data, roofline_data,
@@ -260,14 +260,6 @@ def overheads_rows(P: ChapterParams, o: pd.DataFrame, prof: pd.DataFrame) -> lis
 
 # ---- F.3 ------------------------------------------------------------------------------------------
 
-def _knobs1(d: pd.DataFrame) -> pd.DataFrame:
-    """The S = C = 1 rows (CartPole itself)."""
-    for knob in ("state_factor", "compute_factor"):
-        if knob in d:
-            d = d[d[knob] == 1]
-    return d
-
-
 def fusion_rows(P: ChapterParams, f: pd.DataFrame) -> list[Finding]:
     """F.3: the fused implementation's K = max over K = 1 (the paper's "fusion alone"), jax's, and
     the fused over jax at the largest K, each the median over N."""
@@ -287,7 +279,8 @@ def fusion_rows(P: ChapterParams, f: pd.DataFrame) -> list[Finding]:
             splits.append(f"at N = {pow2_label(n)} a K = 1 call takes {fmt_time(saved + step)} and a step of a "
                           f"K = {kmax} call {fmt_time(step)} ({fmt_x(r[n])})")
         reason = ("as in the paper, the gain is what a K = 1 call costs besides its step, which a fused call pays "
-                  "once per K steps: " + ("the launch" if fi == "cuda" else "the native call and its OpenMP parallel region")
+                  "once per K steps: "
+                  + ("the launch" if fi == "cuda" else "the native call and its OpenMP parallel region")
                   + ", and the state's trip to memory between steps; " + "; ".join(splits)
                   + (": the gain is largest at the smallest N, where a call's own work is smallest"
                      if r.idxmax() == r.index.min() else ""))
@@ -296,8 +289,8 @@ def fusion_rows(P: ChapterParams, f: pd.DataFrame) -> list[Finding]:
     rows.append(row("F.3", "speedup", f"jax K = 1 → {kmax} (simulation only), median over N", "f3_xla_k1_to_k1000",
                     k_speedup_spread(f, "jax", 1, kmax), _k_reason(f, "jax", kmax)))
     at_kmax = f[f["steps"] == kmax]
-    ratios = ratio_by_n(rates_by_n(_knobs1(at_kmax[at_kmax["impl"] == fi])),
-                        rates_by_n(_knobs1(at_kmax[at_kmax["impl"] == "jax"])))
+    ratios = ratio_by_n(rates_by_n(at_knobs(at_kmax[at_kmax["impl"] == fi])),
+                        rates_by_n(at_knobs(at_kmax[at_kmax["impl"] == "jax"])))
     over = ratios["value"]
     reason = (f"{fi} and jax run on the same hardware here; at K = {kmax} jax needs "
               f"{fmt_time(_per_env_step(f, 'jax', steps=kmax))} per environment-step and {fi} "
