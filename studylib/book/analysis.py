@@ -96,11 +96,13 @@ class Rule:
     def __post_init__(self):
         assert math.isinf(self.bands[-1].offset), f"rule {self.name}: the last band must be unbounded"
 
+    def band(self, value: float, paper: float) -> Band:
+        """The first band that contains ``value``."""
+        return next(b for b in self.bands if b.contains(value, paper))
+
     def level(self, value: float, paper: float) -> str:
-        """The verdict of one value (no N, no repeats): the first band that contains it."""
-        if _missing(value):
-            return NOT_MEASURED
-        return next(b.verdict for b in self.bands if b.contains(value, paper))
+        """The verdict of one value (no N, no repeats): its band's."""
+        return NOT_MEASURED if _missing(value) else self.band(value, paper).verdict
 
     @property
     def description(self) -> str:
@@ -132,16 +134,16 @@ INF = float("inf")
 RULES = {
     "speedup": Rule("speedup", (
         Band(0, NO_SPEEDUP, NOT_REPRODUCED, "no speedup"),
-        Band(1 / PARTLY_FACTOR, 0, NOT_REPRODUCED, f"faster, but over {PARTLY_FACTOR:g}× below the paper's",
+        Band(1 / PARTLY_FACTOR, 0, NOT_REPRODUCED, f"faster, but more than {PARTLY_FACTOR:g}× short of the paper's",
              inclusive=False),
-        Band(1 / SIZE_FACTOR, 0, PARTLY, f"faster, within {PARTLY_FACTOR:g}× below the paper's", inclusive=False),
+        Band(1 / SIZE_FACTOR, 0, PARTLY, f"faster, but {SIZE_FACTOR:g}–{PARTLY_FACTOR:g}× short of the paper's", inclusive=False),
         Band(SIZE_FACTOR, 0, REPRODUCED, f"within {SIZE_FACTOR:g}× of the paper's"),
-        Band(PARTLY_FACTOR, 0, PARTLY, f"within {PARTLY_FACTOR:g}× above the paper's"),
-        Band(0, INF, NOT_REPRODUCED, f"over {PARTLY_FACTOR:g}× above the paper's"))),
+        Band(PARTLY_FACTOR, 0, PARTLY, f"{SIZE_FACTOR:g}–{PARTLY_FACTOR:g}× above the paper's"),
+        Band(0, INF, NOT_REPRODUCED, f"more than {PARTLY_FACTOR:g}× above the paper's"))),
     "at most": Rule("at most", (
         Band(0, NO_SPEEDUP, NOT_REPRODUCED, "no speedup"),
         Band(NO_SPEEDUP, 0, REPRODUCED, f"a speedup within the paper's bound, {NO_SPEEDUP:g}× for timing noise"),
-        Band(0, INF, NOT_REPRODUCED, "above the paper's bound: the bound does not hold"))),
+        Band(0, INF, NOT_REPRODUCED, "above the paper's bound"))),
     "majority share": Rule("majority share", (
         Band(0, MAJORITY, NOT_REPRODUCED, "not a majority"),
         Band(1, -SHARE_POINTS, PARTLY, "a majority, further from the paper's", inclusive=False),
@@ -149,12 +151,12 @@ RULES = {
         Band(0, INF, PARTLY, "a majority, further from the paper's")), unit=" %"),
     "grows": Rule("grows", (
         Band(0, TREND_FACTOR, NOT_REPRODUCED, "flat or falls"),
-        Band(1 / PARTLY_FACTOR, 0, NOT_REPRODUCED, f"grows, over {PARTLY_FACTOR:g}× less than the paper's",
+        Band(1 / PARTLY_FACTOR, 0, NOT_REPRODUCED, f"grows, but more than {PARTLY_FACTOR:g}× less than the paper's",
              inclusive=False),
-        Band(1 / SIZE_FACTOR, 0, PARTLY, f"grows, within {PARTLY_FACTOR:g}× of the paper's growth", inclusive=False),
+        Band(1 / SIZE_FACTOR, 0, PARTLY, f"grows, but {SIZE_FACTOR:g}–{PARTLY_FACTOR:g}× less than the paper's", inclusive=False),
         Band(SIZE_FACTOR, 0, REPRODUCED, f"grows within {SIZE_FACTOR:g}× of the paper's growth"),
-        Band(PARTLY_FACTOR, 0, PARTLY, f"grows, within {PARTLY_FACTOR:g}× more than the paper's"),
-        Band(0, INF, NOT_REPRODUCED, f"grows over {PARTLY_FACTOR:g}× more than the paper's")),
+        Band(PARTLY_FACTOR, 0, PARTLY, f"grows {SIZE_FACTOR:g}–{PARTLY_FACTOR:g}× more than the paper's"),
+        Band(0, INF, NOT_REPRODUCED, f"grows more than {PARTLY_FACTOR:g}× more than the paper's")),
         measures="growth (last/first)"),
     "flat": Rule("flat", (
         Band(0, SIZE_FACTOR, REPRODUCED, f"flat: the same within {SIZE_FACTOR:g}×"),

@@ -38,9 +38,10 @@ import numpy as np
 import pandas as pd
 
 from .. import costs
-from .analysis import (LARGEST, MEDIAN, NOT_MEASURED, ONE_VALUE, REPRODUCED, RULES, SINGLE_RUN_SHARE_MARGIN,
-                       SIZE_FACTOR, Judgement, at_knobs, best_rates_by_n, fusion_speedups, judge, k_speedup,
-                       k_speedup_spread, rates_by_n, ratio_by_n, seconds_per_call, spread, trend, trend_direction)
+from .analysis import (LARGEST, MEDIAN, NOT_MEASURED, NOT_REPRODUCED, ONE_VALUE, PARTLY, REPRODUCED, RULES,
+                       SINGLE_RUN_SHARE_MARGIN, SIZE_FACTOR, Judgement, at_knobs, best_rates_by_n, fusion_speedups,
+                       judge, k_speedup, k_speedup_spread, rates_by_n, ratio_by_n, seconds_per_call, spread, trend,
+                       trend_direction)
 from .format import fmt_bytes, fmt_time, fmt_x, pow2_label
 from .paper import PAPER
 from .plans import (complexity_data, fusion_data, fusion_impl, overheads_data, profile_data, roofline_data,
@@ -136,6 +137,8 @@ def row(finding, rule, quantity, paper_key, ours, reason, *, ours_text=None, pap
         ours_text = _value_text(j.value, unit)
     if j.failing_n:
         reason = _failing_text(j, ours, unit) + (f"; {reason}" if reason else "")
+    elif j.verdict in (PARTLY, NOT_REPRODUCED):  # the rule's band that decided, then why in this machine's numbers
+        reason = RULES[rule].band(j.value, value).why + (f": {reason}" if reason else "")
     if j.verdict == NOT_MEASURED and not reason:
         reason = "this build has no measurement for it"
     return Finding(finding, paper_key, quantity, rule, float(value), paper_text or _paper_text(pv), pv.where, j,
