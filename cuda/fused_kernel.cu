@@ -107,7 +107,7 @@ extern "C" __global__ void fused_collect(const RolloutArgs a, const TrajectoryAr
     a.elapsed[i] = el;
     a.episode[i] = ep;
     a.flags_out[i] = (uint8_t)flags;
-    if (done) atomicAdd(a.episodes_done, (unsigned long long)done);
+    cp_count_episodes(a.episodes_done, done);
 }
 
 // Reset every environment to episode 0's draws (the same draws as cartpole_reset and the CPU build).
