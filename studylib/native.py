@@ -350,3 +350,34 @@ def library_trajectory_layout() -> list[int]:
     out = (ctypes.c_longlong * capacity)()
     count = library("fused_cpu").trajectory_args_layout(out, capacity)
     return list(out[:min(count, capacity)])
+
+
+def included_files(source: Path) -> tuple[Path, ...]:
+    """Every file ``source`` includes with ``#include "..."``, directly or through another, found
+    next to it (cuda/), in first-seen order. System headers (<...>) are not followed."""
+    seen: dict[Path, None] = {}
+
+    def visit(path: Path) -> None:
+        for line in path.read_text().splitlines():
+            text = line.strip()
+            if not text.startswith("#include") or '"' not in text:
+                continue
+            name = text.split('"')[1]
+            found = path.parent / name
+            if found.exists() and found not in seen:
+                seen[found] = None
+                visit(found)
+
+    visit(source)
+    return tuple(seen)
+
+
+def source_with_header_digest(source: Path) -> str:
+    """The text of kernel ``source`` as handed to NVRTC (CuPy's RawModule), ending with a comment
+    that carries the SHA-256 of every file it includes. CuPy keys its kernel cache on the source
+    string (with the options and its own version), not on the headers it pulls in: without the
+    digest, an edit of cartpole.cuh, mlp.cuh or rollout_args.h would load the old cubin."""
+    h = hashlib.sha256()
+    for path in included_files(source):
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return source.read_text() + f"\n// included headers, sha256: {h.hexdigest()}\n"
