@@ -56,6 +56,25 @@ extern "C" __global__ void fused_rollout(const RolloutArgs a) {
                       });
 }
 
+// fused_rollout for the policies without the MLP (CP_POLICY_HASH, CP_POLICY_ACTIONS), which the
+// GPU backend launches for them. A kernel gets the registers of its most demanding path:
+// fused_rollout keeps ~130 (the MLP's) even for policy "none", 18.75% occupancy where
+// cartpole_rollout's ~46 give 62.5%, which would make a fused-against-cuda comparison without a
+// policy measure the register file instead of the simulation. No shared memory either.
+extern "C" __global__ void fused_rollout_no_mlp(const RolloutArgs a) {
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= a.n) return;
+    const CartPoleParams p = cp_args_params(a);
+    const RolloutConfig cfg = cp_args_config(a);
+    const int32_t* __restrict__ actions = a.actions;
+    const uint32_t seed = a.seed;
+    const bool hashed = a.policy == CP_POLICY_HASH;
+    cp_thread_rollout(a.state, a.elapsed, a.episode, a.flags_out, a.final_obs, a.episodes_done, i, cfg, p,
+                      [&](const float*, uint32_t ep, int32_t el) {
+                          return hashed ? cp_hash_action(seed, (uint32_t)i, ep, (uint32_t)el) : CP_LDG(actions + i);
+                      });
+}
+
 // The shared-memory weights' address, as a value the compiler cannot prove the same from one step
 // to the next. Without it, ptxas hoists the MLP's shared-memory loads (weights that do not change
 // during the T steps) out of fused_collect's step loop and keeps them live across it: 255

@@ -14,6 +14,12 @@ const char* host_fused_rollout(unsigned int grid, unsigned int block, const Roll
     return error;
 }
 
+const char* host_fused_rollout_no_mlp(unsigned int grid, unsigned int block, const RolloutArgs* a) {
+    const char* error = nullptr;
+    cuda_host::launch(grid, block, [&] { fused_rollout_no_mlp(*a); }, &error);
+    return error;
+}
+
 const char* host_fused_reset(unsigned int grid, unsigned int block, const RolloutArgs* a) {
     const char* error = nullptr;
     cuda_host::launch(grid, block, [&] { fused_reset(*a); }, &error);

@@ -304,6 +304,9 @@ class CudaModuleBackend(_NativeBackend):
         self._stream_cache = (None, None)  # (the stream handle last asked for, its CuPy stream)
         super().__init__(pair, num_envs, state_factor, compute_factor, params, weights, cp)
         self._rollout_kernel = module.get_function(self.rollout_entry)
+        # The policies without the MLP get a kernel without its registers (fused_kernel.cu).
+        self._simulate_kernel = (module.get_function(f"{self.rollout_entry}_no_mlp") if spec.has_mlp
+                                 else self._rollout_kernel)
         self._reset_kernel = module.get_function(self.reset_entry)
         self._restart_kernel = module.get_function(self.restart_entry)
         self._logits_kernel = module.get_function("fused_mlp_logits") if spec.has_mlp else None
@@ -377,7 +380,8 @@ class CudaModuleBackend(_NativeBackend):
         if actions is not None:
             actions = self._cp.ascontiguousarray(actions)  # the caller gave int32 on the device
         self._prepare(actions, num_steps, policy, seed, final_obs)
-        self._call(self.rollout_entry, self._rollout_kernel, self._grid, self._block, (self._args_value,))
+        kernel = self._rollout_kernel if policy == native.POLICY_MLP else self._simulate_kernel
+        self._call(self.rollout_entry, kernel, self._grid, self._block, (self._args_value,))
 
     @_on_stream
     def collect(self, num_steps: int, seed: int) -> CollectedSteps:

@@ -39,7 +39,11 @@ class HostKernelBackend(CpuLibraryBackend):
         self._done = np.zeros(1, dtype=np.uint64)  # the kernels' episodes_done counter
         self._args.episodes_done = self._done.ctypes.data
         prefix = f"host_{self.pair.name}"
-        self._rollout_fn = self._counted(getattr(self._host, f"{prefix}_rollout"))
+        rollout = self._counted(getattr(self._host, f"{prefix}_rollout"))
+        if self.pair.has_mlp:  # as CudaModuleBackend: the kernel without the MLP for other policies
+            simulate = self._counted(getattr(self._host, f"{prefix}_rollout_no_mlp"))
+            rollout = self._by_policy(rollout, simulate)
+        self._rollout_fn = rollout
         self._reset_fn = self._launcher(getattr(self._host, f"{prefix}_reset"))
         self._restart_fn = self._launcher(getattr(self._host, f"{prefix}_restart"))
 
@@ -61,6 +65,9 @@ class HostKernelBackend(CpuLibraryBackend):
             self._launch(fn, self.num_envs, args_ref)
             return int(self._done[0])
         return launch
+
+    def _by_policy(self, with_mlp, without_mlp):
+        return lambda args_ref: (with_mlp if self._args.policy == native.POLICY_MLP else without_mlp)(args_ref)
 
     def collect(self, num_steps: int, seed: int) -> CollectedSteps:
         bufs, t = self._prepare_collect(num_steps, seed, np)

@@ -196,7 +196,7 @@ def _declare_cartpole_kernel_host(lib: ctypes.CDLL) -> None:
 
 
 def _declare_fused_kernel_host(lib: ctypes.CDLL) -> None:
-    _declare_kernel_host(lib, "fused", ("rollout", "reset", "restart", "collect"))
+    _declare_kernel_host(lib, "fused", ("rollout", "rollout_no_mlp", "reset", "restart", "collect"))
 
 
 def _declare_fma_peak(lib: ctypes.CDLL) -> None:

@@ -162,7 +162,7 @@ def test_launches_go_to_the_stream_the_source_names(cupy):
     handle[0] = 0xB2  # torch switched streams: the next launch follows
     gpu.reset(3)
     assert [(name, stream) for name, _, _, stream in cupy.launches] == [
-        ("fused_rollout", 0xA1), ("fused_collect", 0xA1), ("fused_reset", 0xB2)]
+        ("fused_rollout_no_mlp", 0xA1), ("fused_collect", 0xA1), ("fused_reset", 0xB2)]
     assert cupy.current_streams == [None]  # restored after each call
 
 

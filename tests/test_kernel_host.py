@@ -65,6 +65,17 @@ def test_reset_and_no_policy_rollout_match_the_cpu_build(pair, n, state_factor):
     _assert_same(host, cpu)
 
 
+def test_fused_rollout_runs_the_policies_without_the_mlp_as_its_lighter_sibling():
+    """The GPU backend launches fused_rollout_no_mlp for policy "none" and the caller's actions;
+    fused_rollout itself still takes them (the entry point's contract): the same results."""
+    host, cpu = _pair("fused", 300)
+    host._rollout_fn = host._counted(host._host.host_fused_rollout)  # the MLP kernel, whatever the policy
+    assert host.rollout(None, 200, native.POLICY_HASH, 5) == cpu.rollout(None, 200, native.POLICY_HASH, 5)
+    actions = np.arange(300, dtype=np.int32) % 2
+    assert host.rollout(actions, 1, native.POLICY_ACTIONS, 5) == cpu.rollout(actions, 1, native.POLICY_ACTIONS, 5)
+    _assert_same(host, cpu)
+
+
 @pytest.mark.parametrize("pair", ["cartpole", "fused"])
 def test_one_step_with_the_callers_actions_matches_the_reference(pair):
     """POLICY_ACTIONS, one step from states on both sides of the thresholds: the flags and the
