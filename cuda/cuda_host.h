@@ -8,7 +8,7 @@
 // fused_kernel_host.cpp); studylib/native.py builds those like the CPU twins and
 // studylib/kernel_host.py drives them. What it maps:
 //   __global__ / __device__ / __forceinline__  plain (inline) functions
-//   __shared__                                 static storage: one copy, reused block after block
+//   __shared__                                 static storage, NaN-filled at every block's start
 //   blockIdx, blockDim, threadIdx, gridDim     set by cuda_host::launch for the running thread
 //   __syncthreads()                            a barrier over the block's threads (below)
 //   __activemask(), __reduce_add_sync()        warp collectives over the lanes still running
@@ -38,7 +38,13 @@
 #define __device__
 #define __host__
 #define __forceinline__ inline
-#define __shared__ static
+// Every __shared__ array goes to one ELF section, which the linker brackets with
+// __start_/__stop_ symbols: each block starts with that memory filled with NaNs, as a GPU block's
+// shared memory starts with whatever was there, so a read before the block's own writes and its
+// barrier shows up in the results instead of finding the previous block's data.
+#define __shared__ static __attribute__((section("cuda_host_shared")))
+extern "C" char __start_cuda_host_shared[] __attribute__((weak, visibility("hidden")));  // null without a __shared__ array
+extern "C" char __stop_cuda_host_shared[] __attribute__((weak, visibility("hidden")));
 
 struct dim3 {
     unsigned int x = 1, y = 1, z = 1;
@@ -135,6 +141,8 @@ inline bool launch(unsigned int grid_dim, unsigned int block_dim, std::function<
     blockDim.x = block_dim;
     for (unsigned int bx = 0; bx < grid_dim && !b.failed; ++bx) {
         blockIdx.x = bx;
+        if (__start_cuda_host_shared)
+            memset(__start_cuda_host_shared, 0xFF, (size_t)(__stop_cuda_host_shared - __start_cuda_host_shared));
         for (unsigned int tx = 0; tx < block_dim; ++tx) {
             Thread& t = b.threads[tx];
             t = Thread{};
