@@ -20,6 +20,7 @@
 // of the warp that has not returned is at one (the warp fully converged, which the GPU may but need
 // not do: the kernels must be, and are, correct either way). A thread that returns before a
 // barrier the others reach is the GPU's undefined behaviour; here the launch fails with an error.
+// One-dimensional grids and blocks only (x), the kernels' launch shape; a warp is 32 consecutive x.
 #pragma once
 #if defined(__CUDACC__)
 #error "cuda_host.h is the host build of the kernels: compile with the host C++ compiler, not nvcc"
