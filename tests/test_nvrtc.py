@@ -40,7 +40,7 @@ REGISTER_BUDGET = {
     "fused_restart": 40,  # [28 / 30]
     "fused_mlp_logits": 112,  # [96 / 96]
     "fused_rollout": 136,  # [130 / 131]
-    "fused_rollout_no_mlp": 64,  # policy "none" and the caller's actions
+    "fused_rollout_no_mlp": 64,  # [46 / 48]: policy "none" and the caller's actions
     "fused_collect": 136,  # [128 / 132]
 }
 
