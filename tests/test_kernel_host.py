@@ -65,6 +65,28 @@ def test_reset_and_no_policy_rollout_match_the_cpu_build(pair, n, state_factor):
     _assert_same(host, cpu)
 
 
+@pytest.mark.parametrize("pair", ["cartpole", "fused"])
+def test_no_policy_rollout_matches_the_python_episode_step(pair):
+    """K hashed-action steps in one launch against studylib.episodes.advance stepped K times in
+    float64 with the same hashed actions and reset draws: counters identical, states close."""
+    from studylib.episodes import advance, hash_actions
+
+    n, k, seed = 37, 40, 5
+    host, _ = _pair(pair, n)
+    state = host.get_state().astype(np.float64)
+    env, elapsed, episode = np.arange(n, dtype=np.uint32), np.zeros(n, np.int64), np.zeros(n, np.int64)
+    done = 0
+    for _ in range(k):
+        actions = hash_actions(np.full(n, seed, np.uint32), env, episode.astype(np.uint32), elapsed.astype(np.uint32))
+        fresh = reset_values_numpy(seed, env, episode + 1, state.shape[1]).astype(np.float64)
+        out = advance(state, elapsed, episode, actions.astype(np.int64), fresh, state_factor=1, compute_factor=1)
+        state, elapsed, episode, done = out.state, out.elapsed, out.episode, done + int(out.done.sum())
+    assert host.rollout(None, k, native.POLICY_HASH, seed) == done > 0
+    np.testing.assert_array_equal(host._elapsed, elapsed)
+    np.testing.assert_array_equal(host._episode, episode)
+    np.testing.assert_allclose(host.get_state(), state, rtol=0, atol=1e-4)
+
+
 def test_fused_rollout_runs_the_policies_without_the_mlp_as_its_lighter_sibling():
     """The GPU backend launches fused_rollout_no_mlp for policy "none" and the caller's actions;
     fused_rollout itself still takes them (the entry point's contract): the same results."""
