@@ -8,6 +8,22 @@
 #include "cartpole.cuh"
 #include "rollout_args.h"
 
+// Adds this thread's `done` episodes to the launch's counter with one 64-bit atomic per warp
+// instead of one per thread (N atomics on one address serialize in L2): the lanes that arrive
+// together (__activemask: after the kernels' `i >= n` returns, the live lanes of a partial warp)
+// sum their counts (__reduce_add_sync, sm_80+) and their lowest lane adds the sum. Correct however
+// the warp is split, since each converged group adds its own sum. A warp's sum fits 32 bits while
+// K < 2^27 steps per launch. Before sm_80 (no __reduce_add_sync) a thread adds its own count.
+__device__ __forceinline__ void cp_count_episodes(unsigned long long* counter, unsigned int done) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+    if (done) atomicAdd(counter, (unsigned long long)done);
+#else
+    const unsigned int lanes = __activemask();
+    const unsigned int total = __reduce_add_sync(lanes, done);
+    if (total && (int)(threadIdx.x % 32) == __ffs(lanes) - 1) atomicAdd(counter, (unsigned long long)total);
+#endif
+}
+
 // Runs environment i's K steps; choose_action(const float obs[4], uint32_t episode,
 // int32_t elapsed) -> 0 or 1 picks each step's action from copy 0 of the state. The kernels pass
 // RolloutArgs' arrays here one by one: as __restrict__ parameters of this (inlined) function they
@@ -47,5 +63,5 @@ __device__ __forceinline__ void cp_thread_rollout(float* __restrict__ state, int
     elapsed[i] = el;
     episode[i] = ep;
     flags_out[i] = (uint8_t)flags;
-    if (done) atomicAdd(episodes_done, (unsigned long long)done);
+    cp_count_episodes(episodes_done, done);
 }

@@ -7,7 +7,9 @@ once (``torch.from_numpy`` on the CPU, ``torch.from_dlpack`` of the CuPy arrays 
 step writes the state, flags and final observations in place, and the observations it returns
 are a view of the state (copy 0 of each row) and ``final_obs()`` a view of the final-observation
 buffer: no copy, the same storage every step. Actions and restart masks cross the other way
-without a copy when they already have the kernels' dtypes (int32 actions, bool masks).
+without a copy when they already have the kernels' dtypes (int32 actions, bool masks). On a GPU
+the kernels are launched on torch's current stream (CudaModuleBackend.stream_source), the stream
+on which torch then reads those views.
 """
 
 from __future__ import annotations
@@ -46,6 +48,10 @@ class BackendCartPole(VectorCartPole):
             import cupy as cp
 
             self._to_backend = cp.from_dlpack
+            # The kernels run on torch's current stream, where torch reads these views: ordered
+            # without an event, whatever stream torch is on (a side stream, per-thread defaults).
+            device = self._state_view.device
+            backend.stream_source = lambda: torch.cuda.current_stream(device)
 
     def _obs(self):
         return self._obs_view if self._native else self.backend.obs()
