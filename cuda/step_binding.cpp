@@ -15,7 +15,8 @@
 //   next_step(actions) the same step under gymnasium's NEXT_STEP autoreset (the adapter of
 //                      studylib/gym_vector.py): the envs that finished on the previous step start
 //                      their next episode (reward 0, no flags), the observation is the step's
-//                      final observation -> (obs, reward, terminated, truncated, {}).
+//                      final observation -> (obs, reward, terminated, truncated, {}), fresh
+//                      copies as gymnasium's vector envs return.
 //   rollout(actions | None, num_steps, policy, final_obs) -> episodes finished (a ctypes-free call).
 //   restart(mask)      the restart entry point with a bool mask (N,).
 //
@@ -57,21 +58,25 @@ typedef struct {
     int enabled;
     PyObject* ndarray_type;
     PyObject* step_result;       // tuple (obs, reward, terminated, truncated)
-    PyObject* next_obs;          // the final-observation view next_step returns
+    PyObject* next_copies;       // (final_obs.copy, reward.copy, terminated.copy, truncated.copy)
     PyObject* keep;              // the objects whose memory the pointers above point into
     PyObject* fallback;          // callable(actions) for step
     PyObject* next_fallback;     // callable(actions) for next_step
+    PyObject* guard_dict;        // the wrapped env's __dict__ (next_step), or null
+    PyObject* guard_step;        // what its "step" must be for next_step to take the fast path
 } Stepper;
+
+static PyObject *STR_STEP, *STR_RESTART, *STR_FINAL_OBS;  // interned at module init
 
 static void* address_of(PyObject* value) { return PyLong_AsVoidPtr(value); }
 
 static int Stepper_init(Stepper* self, PyObject* args, PyObject* kwargs) {
-    static const char* names[] = {"args", "rollout", "restart", "n", "buffers", "step_result", "next_obs",
+    static const char* names[] = {"args", "rollout", "restart", "n", "buffers", "step_result", "next_copies",
                                   "ndarray_type", "keep", nullptr};
-    PyObject *a, *rollout, *restart, *buffers, *step_result, *next_obs, *ndarray_type, *keep;
+    PyObject *a, *rollout, *restart, *buffers, *step_result, *next_copies, *ndarray_type, *keep;
     long long n;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOLO!O!OOO", (char**)names, &a, &rollout, &restart, &n,
-                                     &PyTuple_Type, &buffers, &PyTuple_Type, &step_result, &next_obs,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOLO!O!O!OO", (char**)names, &a, &rollout, &restart, &n,
+                                     &PyTuple_Type, &buffers, &PyTuple_Type, &step_result, &PyTuple_Type, &next_copies,
                                      &ndarray_type, &keep))
         return -1;
     if (PyTuple_GET_SIZE(buffers) != 9) {
@@ -98,7 +103,11 @@ static int Stepper_init(Stepper* self, PyObject* args, PyObject* kwargs) {
     self->enabled = 1;
     Py_INCREF(ndarray_type); Py_XSETREF(self->ndarray_type, ndarray_type);
     Py_INCREF(step_result); Py_XSETREF(self->step_result, step_result);
-    Py_INCREF(next_obs); Py_XSETREF(self->next_obs, next_obs);
+    if (PyTuple_GET_SIZE(next_copies) != 4 || PyTuple_GET_SIZE(step_result) != 4) {
+        PyErr_SetString(PyExc_ValueError, "step_result and next_copies: four each");
+        return -1;
+    }
+    Py_INCREF(next_copies); Py_XSETREF(self->next_copies, next_copies);
     Py_INCREF(keep); Py_XSETREF(self->keep, keep);
     return 0;
 }
@@ -106,10 +115,12 @@ static int Stepper_init(Stepper* self, PyObject* args, PyObject* kwargs) {
 static int Stepper_traverse(Stepper* self, visitproc visit, void* arg) {
     Py_VISIT(self->ndarray_type);
     Py_VISIT(self->step_result);
-    Py_VISIT(self->next_obs);
+    Py_VISIT(self->next_copies);
     Py_VISIT(self->keep);
     Py_VISIT(self->fallback);
     Py_VISIT(self->next_fallback);
+    Py_VISIT(self->guard_dict);
+    Py_VISIT(self->guard_step);
     return 0;
 }
 
@@ -117,10 +128,12 @@ static int Stepper_clear(Stepper* self) {
     self->enabled = 0;
     Py_CLEAR(self->ndarray_type);
     Py_CLEAR(self->step_result);
-    Py_CLEAR(self->next_obs);
+    Py_CLEAR(self->next_copies);
     Py_CLEAR(self->keep);
     Py_CLEAR(self->fallback);
     Py_CLEAR(self->next_fallback);
+    Py_CLEAR(self->guard_dict);
+    Py_CLEAR(self->guard_step);
     return 0;
 }
 
@@ -231,8 +244,21 @@ static PyObject* Stepper_step(Stepper* self, PyObject* actions) {
     return self->step_result;
 }
 
+// next_step's bookkeeping is the adapter's calls of env.step, env.restart and env.final_obs, done
+// here: it holds while those are the env's own (a caller that replaced one on the instance, as a
+// test injecting states does, gets the Python path that calls it).
+static int guard_holds(Stepper* self) {
+    if (!self->guard_dict) return 1;
+    return PyDict_GetItemWithError(self->guard_dict, STR_STEP) == self->guard_step &&
+           !PyDict_GetItemWithError(self->guard_dict, STR_RESTART) &&
+           !PyDict_GetItemWithError(self->guard_dict, STR_FINAL_OBS) && !PyErr_Occurred();
+}
+
 static PyObject* Stepper_next_step(Stepper* self, PyObject* actions) {
-    if (!take_actions(self, actions)) return call_fallback(self->next_fallback, actions);
+    if (!guard_holds(self) || !take_actions(self, actions)) {
+        if (PyErr_Occurred()) return nullptr;
+        return call_fallback(self->next_fallback, actions);
+    }
     one_step(self);
     const long long n = self->n;
     int any = 0;
@@ -260,11 +286,15 @@ static PyObject* Stepper_next_step(Stepper* self, PyObject* actions) {
         Py_DECREF(info);
         return nullptr;
     }
-    PyObject* items[4] = {self->next_obs, PyTuple_GET_ITEM(self->step_result, 1),
-                          PyTuple_GET_ITEM(self->step_result, 2), PyTuple_GET_ITEM(self->step_result, 3)};
+    // Fresh arrays, as gymnasium's own vector envs return (callers keep last step's observation):
+    // each buffer's bound ``copy``, made once.
     for (int i = 0; i < 4; ++i) {
-        Py_INCREF(items[i]);
-        PyTuple_SET_ITEM(out, i, items[i]);
+        PyObject* item = PyObject_CallNoArgs(PyTuple_GET_ITEM(self->next_copies, i));
+        if (!item) {
+            Py_DECREF(out);
+            return nullptr;
+        }
+        PyTuple_SET_ITEM(out, i, item);
     }
     PyTuple_SET_ITEM(out, 4, info);
     return out;
@@ -338,6 +368,16 @@ static PyObject* Stepper_set_fallbacks(Stepper* self, PyObject* const* argv, Py_
     Py_RETURN_NONE;
 }
 
+static PyObject* Stepper_set_guard(Stepper* self, PyObject* const* argv, Py_ssize_t argc) {
+    if (argc != 2 || !PyDict_Check(argv[0])) {
+        PyErr_SetString(PyExc_TypeError, "set_guard(env.__dict__, env.step)");
+        return nullptr;
+    }
+    Py_INCREF(argv[0]); Py_XSETREF(self->guard_dict, argv[0]);
+    Py_INCREF(argv[1]); Py_XSETREF(self->guard_step, argv[1]);
+    Py_RETURN_NONE;
+}
+
 static PyObject* Stepper_get_enabled(Stepper* self, void*) { return PyBool_FromLong(self->enabled); }
 
 static int Stepper_set_enabled(Stepper* self, PyObject* value, void*) {
@@ -356,6 +396,9 @@ static PyMethodDef Stepper_methods[] = {
     {"restart", (PyCFunction)Stepper_restart, METH_O, "restart(mask): the restart entry point"},
     {"set_fallbacks", (PyCFunction)(void (*)(void))Stepper_set_fallbacks, METH_FASTCALL,
      "set_fallbacks(step, next_step): the Python callables for what the fast path does not take"},
+    {"set_guard", (PyCFunction)(void (*)(void))Stepper_set_guard, METH_FASTCALL,
+     "set_guard(env.__dict__, env.step): next_step takes the fast path only while the env's step is "
+     "that one and its restart and final_obs are its class's"},
     {nullptr, nullptr, 0, nullptr},
 };
 
@@ -384,6 +427,10 @@ PyMODINIT_FUNC PyInit__step_binding(void) {
     StepperType.tp_getset = Stepper_getset;
     StepperType.tp_doc = "One backend's step, next_step, rollout and restart (see cuda/step_binding.cpp).";
     if (PyType_Ready(&StepperType) < 0) return nullptr;
+    STR_STEP = PyUnicode_InternFromString("step");
+    STR_RESTART = PyUnicode_InternFromString("restart");
+    STR_FINAL_OBS = PyUnicode_InternFromString("final_obs");
+    if (!STR_STEP || !STR_RESTART || !STR_FINAL_OBS) return nullptr;
     PyObject* m = PyModule_Create(&module_def);
     if (!m) return nullptr;
     Py_INCREF(&StepperType);

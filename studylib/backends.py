@@ -201,7 +201,7 @@ class CpuLibraryBackend(_NativeBackend):
         """The thin per-call path (cuda/step_binding.cpp) over this backend's struct and buffers.
         Its outputs are preallocated once here: ``step_views`` (obs, reward, terminated, truncated),
         views the fast ``step`` rewrites in place each call, and ``next_obs`` (the final
-        observations, which NEXT_STEP returns)."""
+        observations, of which NEXT_STEP returns a copy)."""
         n = self.num_envs
         self._fast_actions = np.zeros(n, np.int32)
         self.reward_out = np.ones(n, np.float32)
@@ -216,7 +216,9 @@ class CpuLibraryBackend(_NativeBackend):
         address = lambda f: ctypes.cast(f, ctypes.c_void_p).value  # noqa: E731
         self.stepper = native.step_binding().Stepper(
             ctypes.addressof(self._args), address(self._rollout_fn), address(self._restart_fn), n,
-            tuple(b.ctypes.data for b in buffers), self.step_views, self.next_obs, np.ndarray,
+            tuple(b.ctypes.data for b in buffers), self.step_views,
+            (self.final_obs_out.copy, self.reward_out.copy, self.terminated_out.copy, self.truncated_out.copy),
+            np.ndarray,
             (self._args, self._lib, self.state, self._elapsed, self._episode, self._params, self._weights, *buffers))
 
     @property

@@ -134,6 +134,42 @@ class StudylibVectorEnv(VectorEnv):
         # step, or by reset(reset_mask) when DISABLED), in the implementation's arrays.
         self._finished = self._kind.zeros_bool(self.num_envs)
         self._obs = None  # the last observations returned (a partial reset returns them for the rest)
+        self._stepper = None
+        stepper = getattr(getattr(self.env, "backend", None), "stepper", None)
+        # numpy arrays that the next step rewrites (cpp, fused on the CPU): copied before they are
+        # returned, as gymnasium's vector envs return fresh arrays.
+        self._env_views = stepper is not None and self.arrays == "numpy"
+        if stepper is not None and self.arrays == "numpy" and self.autoreset_mode == AutoresetMode.NEXT_STEP:
+            # The thin path (cuda/step_binding.cpp): NEXT_STEP's bookkeeping below, done in C++ on
+            # buffers preallocated once (what it returns are fresh copies of them, as gymnasium's
+            # vector envs return fresh arrays). Anything it does not take
+            # (actions that are not a numpy array (N,) of 0/1, a profiling hook) comes here.
+            self._stepper = stepper
+            self._finished = stepper_finished = self.env.backend.finished
+            stepper_finished[:] = False
+            stepper.set_fallbacks(None, StudylibVectorEnv.step.__get__(self))
+            stepper.set_guard(vars(self.env), self.env.step)  # steps aside if they are replaced
+            self.step = stepper.next_step
+
+    def _set_finished(self, value) -> None:
+        """The envs that finished on the last step; in place where the thin path reads them."""
+        if self._stepper is not None:
+            self._finished[...] = value
+        else:
+            self._finished = value
+
+    @property
+    def _last_obs(self):
+        """The last observations returned (after the thin path's step, its final-observation
+        buffer holds them)."""
+        if self._stepper is not None and self.env.backend._status[1]:
+            return self.env.backend.next_obs
+        return self._obs
+
+    def _remember_obs(self, obs) -> None:
+        self._obs = obs
+        if self._stepper is not None:
+            self.env.backend._status[1] = 0
 
     # ---- reset ------------------------------------------------------------------------------------
     def _check_seed(self, seed):
@@ -156,7 +192,7 @@ class StudylibVectorEnv(VectorEnv):
             mask = self._kind.check_mask(options["reset_mask"], self.num_envs)
         except ConfigError as e:
             raise ConfigError(f"options['reset_mask']: {e}") from None
-        if self._obs is None:
+        if self._last_obs is None:
             raise ConfigError("a partial reset (options['reset_mask']) needs a full reset() first")
         return mask
 
@@ -190,18 +226,19 @@ class StudylibVectorEnv(VectorEnv):
             self._np_random = np.random.default_rng([s for s in seeds if s is not None])
             self._np_random_seed = -1  # gymnasium's value for "not seeded from one int"
         if mask is not None:
-            obs = self._xp.where(mask[:, None], self._restart_masked(mask, seed, seeds), self._obs)
-            self._finished = self._finished & ~mask
+            last = self._last_obs
+            obs = self._xp.where(mask[:, None], self._restart_masked(mask, seed, seeds), last)
+            self._set_finished(self._finished & ~mask)
         else:
             # One seed: the implementation's own draw for all envs (fast at any N).
             self.env.seed = seed if isinstance(seed, int) else int(self.np_random.integers(0, MAX_SEED + 1))
             obs = self.env.reset()
-            self._finished = self._kind.zeros_bool(self.num_envs)
+            self._set_finished(self._kind.zeros_bool(self.num_envs))
             if seeds:
                 rows = self._fresh_rows(np.arange(self.num_envs), seeds)
                 self.env.set_state(rows)
                 obs = self._kind.from_numpy(rows[:, :STATE_SIZE].astype(np.float32))
-        self._obs = obs
+        self._remember_obs(obs)
         return obs, {}
 
     # ---- step -------------------------------------------------------------------------------------
@@ -213,12 +250,14 @@ class StudylibVectorEnv(VectorEnv):
             raise ConfigError(f"envs {finished[:8]} finished their episodes; reset them with "
                               "reset(options={'reset_mask': mask}) before stepping (autoreset_mode DISABLED)")
         obs, reward, terminated, truncated = self.env.step(actions)  # a ConfigError here steps nothing
+        if self._env_views:  # the implementation's thin step returns views of its buffers
+            obs, reward, terminated, truncated = obs.copy(), reward.copy(), terminated.copy(), truncated.copy()
         if self._same_step:
             info = self._final_info(terminated | truncated)
         else:
             obs, reward, terminated, truncated = self._late_restart(reward, terminated, truncated)
             info = {}
-        self._obs = obs
+        self._remember_obs(obs)
         return obs, reward, terminated, truncated, info
 
     def _late_restart(self, reward, terminated, truncated):
@@ -226,12 +265,14 @@ class StudylibVectorEnv(VectorEnv):
         (NEXT_STEP) the new episodes of the envs that finished on the previous step, whose action
         was ignored: ``env.restart`` overwrites the implementation's step of them."""
         restart = self._finished
+        if self._stepper is not None:  # its buffer is rewritten in place below; env.restart may keep the mask
+            restart = restart.copy()
         # maybe_any: on a GPU True without looking at the mask (looking would wait for the device)
         if not self._disabled and self._kind.maybe_any(restart):
             self.env.restart(restart)  # their final_obs() becomes the new episodes' first observations
             reward = self._xp.where(restart, 0, reward)
             terminated, truncated = terminated & ~restart, truncated & ~restart
-        self._finished = terminated | truncated
+        self._set_finished(terminated | truncated)
         return self.env.final_obs(), reward, terminated, truncated
 
     def _final_info(self, done) -> dict:
@@ -249,6 +290,8 @@ class StudylibVectorEnv(VectorEnv):
         return {"final_obs": boxed, "_final_obs": done.copy(), "final_info": {}, "_final_info": done.copy()}
 
     def close_extras(self, **kwargs):
+        self.__dict__.pop("step", None)  # the thin path's, bound to the closed env's buffers
+        self._stepper = None
         self.env = None
 
 
