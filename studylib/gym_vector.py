@@ -102,15 +102,14 @@ class StudylibVectorEnv(VectorEnv):
     compute_factor, policy_seed); ``max_episode_steps`` replaces CartPole-v1's 500.
     """
 
-    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["rgb_array"], "render_fps": 50}
 
     def __init__(self, num_envs: int = 1, impl: str = "cpp", *, autoreset_mode=AutoresetMode.NEXT_STEP,
                  seed: int = 0, device=None, state_factor: int = 1, compute_factor: int = 1,
                  policy_seed: int = 0, max_episode_steps: int | None = None, render_mode: str | None = None,
                  arrays: str = "numpy"):
         self.autoreset_mode = check_autoreset_mode(autoreset_mode)
-        if render_mode is not None:
-            raise ConfigError(f"render_mode {render_mode!r} is not supported (no rendering)")
+        check_render_mode(render_mode, self.metadata["render_modes"])
         params = CARTPOLE_V1
         if max_episode_steps is not None:
             params = dataclasses.replace(params, max_episode_steps=positive_int("max_episode_steps", max_episode_steps))
@@ -125,7 +124,8 @@ class StudylibVectorEnv(VectorEnv):
         self.max_episode_steps = params.max_episode_steps
         self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
         self.num_envs = self.env.num_envs
-        self.render_mode = None
+        self.render_mode = render_mode
+        self._renderer = None
         self.single_observation_space = observation_space(params)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.single_action_space = spaces.Discrete(2)
@@ -289,7 +289,20 @@ class StudylibVectorEnv(VectorEnv):
             boxed[i] = final_obs[i]
         return {"final_obs": boxed, "_final_obs": done.copy(), "final_info": {}, "_final_info": done.copy()}
 
+    def render(self):
+        """``render_mode="rgb_array"``: one frame per env (a tuple of (400, 600, 3) uint8 arrays) of
+        the last observations, drawn by gymnasium's own CartPole-v1 renderer (needs pygame, as
+        gymnasium's CartPole-v1 does); None without a render mode."""
+        if self.render_mode is None:
+            return None
+        if self._renderer is None:
+            self._renderer = _Renderer(self.render_mode)
+        obs = self._kind.to_numpy(self._last_obs) if self._last_obs is not None else np.zeros((self.num_envs, 4))
+        return tuple(self._renderer.frame(row) for row in obs)
+
     def close_extras(self, **kwargs):
+        if self._renderer is not None:
+            self._renderer.close()
         self.__dict__.pop("step", None)  # the thin path's, bound to the closed env's buffers
         self._stepper = None
         self.env = None
@@ -306,16 +319,17 @@ class StudylibCartPoleEnv(gymnasium.Env):
     the implementation has already started its next episode.
     """
 
-    metadata = {"render_modes": []}
+    metadata = {"render_modes": ["human", "rgb_array"], "render_fps": 50}
 
     def __init__(self, impl: str = "cpp", *, device=None, state_factor: int = 1, compute_factor: int = 1,
                  render_mode: str | None = None):
-        if render_mode is not None:
-            raise ConfigError(f"render_mode {render_mode!r} is not supported (no rendering)")
+        check_render_mode(render_mode, self.metadata["render_modes"])
         self.impl = impl
         self.env = make(impl, 1, device=device, state_factor=state_factor, compute_factor=compute_factor,
                         params=dataclasses.replace(CARTPOLE_V1, max_episode_steps=NO_TIME_LIMIT))
-        self.render_mode = None
+        self.render_mode = render_mode
+        self._renderer = None
+        self._obs = np.zeros(STATE_SIZE, np.float32)  # what render() draws
         self.observation_space = observation_space()
         self.action_space = spaces.Discrete(2)
         self._ended = True  # until the first reset
@@ -326,7 +340,10 @@ class StudylibCartPoleEnv(gymnasium.Env):
         state = _draw_rows(self.np_random, (self.env.row_len,), low, high)
         self.env.set_state(state[None])
         self._ended = False
-        return state[:STATE_SIZE].astype(np.float32), {}
+        self._obs = state[:STATE_SIZE].astype(np.float32)
+        if self.render_mode == "human":  # as gymnasium's CartPoleEnv: a human-mode frame per call
+            self.render()
+        return self._obs.copy(), {}
 
     def step(self, action):
         if not self.action_space.contains(action):
@@ -335,7 +352,49 @@ class StudylibCartPoleEnv(gymnasium.Env):
             raise ConfigError("the episode has terminated (or reset() was never called): call reset() first")
         _, reward, terminated, _ = self.env.step(np.array([action]))
         self._ended = bool(terminated[0])
-        return self.env.final_obs()[0], float(reward[0]), self._ended, False, {}
+        self._obs = self.env.final_obs()[0]
+        if self.render_mode == "human":
+            self.render()
+        return self._obs.copy(), float(reward[0]), self._ended, False, {}
+
+    def render(self):
+        """As gymnasium's CartPole-v1, by its own renderer (needs pygame, as it does): "rgb_array"
+        returns the frame of the current observation, (400, 600, 3) uint8; "human" draws it in a
+        window; None without a render mode (gymnasium warns)."""
+        if self.render_mode is None:
+            gymnasium.logger.warn("You are calling render method without specifying any render mode. "
+                                  "You can specify the render_mode at initialization, "
+                                  f'e.g. gymnasium.make("{ENV_ID}", render_mode="rgb_array")')
+            return None
+        if self._renderer is None:
+            self._renderer = _Renderer(self.render_mode)
+        return self._renderer.frame(self._obs)
+
+    def close(self):
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
+
+
+def check_render_mode(render_mode, supported) -> None:
+    if render_mode is not None and render_mode not in supported:
+        raise ConfigError(f"render_mode {render_mode!r} is not supported; valid: None, {', '.join(map(repr, supported))}")
+
+
+class _Renderer:
+    """gymnasium's CartPole-v1 renderer (``CartPoleEnv.render``) drawing the observations we give it."""
+
+    def __init__(self, render_mode: str):
+        from gymnasium.envs.classic_control.cartpole import CartPoleEnv
+
+        self._env = CartPoleEnv(render_mode=render_mode)
+
+    def frame(self, obs):
+        self._env.state = np.asarray(obs, dtype=np.float64)
+        return self._env.render()
+
+    def close(self) -> None:
+        self._env.close()
 
 
 def register() -> None:
