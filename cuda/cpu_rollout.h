@@ -40,9 +40,9 @@ struct CpNoRecord {
 // block, before the physics; record(int k, const float* buf, long long first, int lanes,
 // const int* flags) after termination is known and before the same-step resets (buf still holds
 // the step's end state): fused_collect writes its trajectory there.
-template <class ChooseForces, class Record = CpNoRecord>
+// W: lanes per block (CP_CPU_LANES; 1 runs each environment alone, no idle lanes, for N = 1).
+template <int W = CP_CPU_LANES, class ChooseForces, class Record = CpNoRecord>
 long long cp_cpu_rollout(const RolloutArgs& args, ChooseForces choose_forces, Record record = Record{}) {
-    constexpr int W = CP_CPU_LANES;
     float* const state = args.state;
     int32_t* const elapsed = args.elapsed;
     uint32_t* const episode = args.episode;
