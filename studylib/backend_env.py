@@ -32,8 +32,28 @@ class BackendCartPole(VectorCartPole):
 
         return TorchKind(f"cuda:{cp.cuda.Device().id}")  # where the CuPy buffers are allocated
 
+    @property
+    def seed(self) -> int:
+        return self._seed
+
+    @seed.setter
+    def seed(self, value: int) -> None:
+        """Also the backend's: the thin ``step`` reads it from the argument struct, not per call."""
+        self._seed = value
+        backend = getattr(self, "backend", None)
+        if backend is not None:
+            backend._args.seed = value
+
     def _init_backend(self, backend) -> None:
         self.backend = backend
+        self.backend._args.seed = self.seed
+        stepper = getattr(backend, "stepper", None)
+        if stepper is not None and not self._native:
+            # The thin path (cuda/step_binding.cpp): numpy actions of shape (N,) go straight to the
+            # C++ step; anything else (and every call while a profiling hook is set) to the
+            # checked Python path, so errors and behaviour stay those of VectorCartPole.step.
+            stepper.set_fallbacks(VectorCartPole.step.__get__(self), None)
+            self.step = stepper.step
         if not self._native:
             return
         on_cpu = self.device == "cpu"

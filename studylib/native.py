@@ -16,6 +16,10 @@ the CPU, so editing a header it includes rebuilds it and a stale build is never 
     compiler through the shim ``cuda/cuda_host.h`` (``cuda/*_kernel_host.cpp``) and launched over
     their grid on the CPU: the GPU code executed without a GPU, for the tests
     (studylib/kernel_host.py).
+``_step_binding``
+    ``cuda/step_binding.cpp``: a CPython extension module (built against this Python's headers,
+    loaded with importlib, not ctypes), the thin per-call path of ``step``, ``restart`` and
+    ``rollout`` of the two libraries above (``step_binding()``; studylib.backends uses it).
 ``fma_peak``
     ``cuda/fma_peak.cpp``: this CPU's peak FP32 multiply-add throughput, the roofline's compute
     ceiling (``studylib.harness.roofline``), independent of any CartPole code.
@@ -36,6 +40,7 @@ import os
 import platform
 import shutil
 import subprocess
+import sysconfig
 import tempfile
 import time
 from dataclasses import dataclass
@@ -47,7 +52,18 @@ import numpy as np
 from .dynamics import CARTPOLE_V1, CartPoleParams
 from .policy import MLPWeights
 
-CUDA_SOURCE_DIR = Path(__file__).resolve().parent.parent / "cuda"
+
+
+def _kernel_source_dir() -> Path:
+    """Where the kernel sources are: inside the installed package (``studylib/_cuda``, where
+    pyproject.toml maps the repository's top-level ``cuda/`` when a wheel is built), else the
+    repository's ``cuda/`` (a source checkout or an editable install)."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "_cuda"
+    return packaged if (packaged / "cartpole.cuh").exists() else here.parent / "cuda"
+
+
+CUDA_SOURCE_DIR = _kernel_source_dir()
 HEADER = CUDA_SOURCE_DIR / "cartpole.cuh"
 CPU_SOURCE = CUDA_SOURCE_DIR / "cartpole_cpu.cpp"
 KERNEL_SOURCE = CUDA_SOURCE_DIR / "cartpole_kernel.cu"
@@ -60,6 +76,7 @@ FUSED_KERNEL_SOURCE = CUDA_SOURCE_DIR / "fused_kernel.cu"
 FMA_PEAK_SOURCE = CUDA_SOURCE_DIR / "fma_peak.cpp"
 HOST_SHIM_HEADER = CUDA_SOURCE_DIR / "cuda_host.h"  # the CUDA execution model on the CPU (tests)
 GPU_ROLLOUT_HEADER = CUDA_SOURCE_DIR / "gpu_rollout.cuh"  # the kernels' per-thread loop
+STEP_BINDING_SOURCE = CUDA_SOURCE_DIR / "step_binding.cpp"  # the CPython extension of the hot path
 
 # -ffast-math lets glibc's vector sinf/cosf (libmvec) be used; -fno-builtin-{sin,cos}f stops GCC
 # from merging sinf+cosf into sincosf, which has no vector form and would block SIMD.
@@ -245,6 +262,11 @@ LIBRARIES = {
         (HOST_SHIM_HEADER, FUSED_KERNEL_SOURCE, GPU_ROLLOUT_HEADER, HEADER, ROLLOUT_ARGS_HEADER, MLP_HEADER,
          TRAJECTORY_ARGS_HEADER),
         _declare_fused_kernel_host, ("-fno-tree-reassoc",)),
+    # A CPython extension: the suffix and include directory of this interpreter are part of its
+    # flags, hence of its cache key (a build for another Python is never loaded).
+    "_step_binding": NativeLibrary("_step_binding", STEP_BINDING_SOURCE, (HEADER, ROLLOUT_ARGS_HEADER),
+                                   None, (f"-I{sysconfig.get_paths()['include']}",
+                                          f"-DSTUDYLIB_EXT_SUFFIX={sysconfig.get_config_var('EXT_SUFFIX')}")),
 }
 DEFAULT_LIBRARY = "cartpole_cpu"
 ROLLOUT_LIBRARIES = ("cartpole_cpu", "fused_cpu")  # those taking struct RolloutArgs (fma_peak does not)
@@ -307,7 +329,8 @@ def build_info(name: str = DEFAULT_LIBRARY) -> dict:
     spec = _spec(name)
     missing = [p for p in spec.files if not p.exists()]
     if missing:
-        raise NativeBuildError(f"kernel source not found at {missing[0]} (install studylib editable)")
+        raise NativeBuildError(f"kernel source not found at {missing[0]}: the installed package lacks "
+                               "its studylib/_cuda sources (reinstall studylib)")
     cxx = _compiler()
     flags = [*CXXFLAGS, *spec.extra_flags]
     target = _cache_dir() / f"{spec.name}-{_build_key(cxx, spec.files, spec.extra_flags)}.so"
@@ -326,6 +349,20 @@ def build_info(name: str = DEFAULT_LIBRARY) -> dict:
             raise NativeBuildError(f"building {spec.source.name} failed:\n{' '.join(cmd)}\n{proc.stderr}")
         os.replace(out, target)
     return {**info, "build_seconds": time.perf_counter() - start, "cached": False}
+
+
+@lru_cache(maxsize=None)
+def step_binding():
+    """The ``_step_binding`` extension module (cuda/step_binding.cpp), built on first use (cached)."""
+    import importlib.machinery
+    import importlib.util
+
+    path = build_info("_step_binding")["path"]
+    loader = importlib.machinery.ExtensionFileLoader("_step_binding", path)
+    spec = importlib.util.spec_from_file_location("_step_binding", path, loader=loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
 
 
 @lru_cache(maxsize=None)
