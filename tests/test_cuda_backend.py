@@ -178,7 +178,7 @@ def test_a_native_env_on_the_gpu_launches_on_torchs_current_stream(cupy, monkeyp
     monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: asked.append(device) or TorchLikeStream(7))
     cupy.from_dlpack = lambda t: t
     env = FusedCartPole.__new__(FusedCartPole)
-    env.device, env._native = "cuda", True
+    env.device, env._native, env._seed = "cuda", True, 0  # what VectorCartPole.__init__ sets
     backend = CudaModuleBackend("fused", 8, 1, 1, CARTPOLE_V1, mlp_weights(0))
     env._init_backend(backend)
     backend.reset(0)
