@@ -22,6 +22,7 @@ from .backends import CpuLibraryBackend
 from .backend_env import BackendCartPole
 from .dynamics import STATE_SIZE
 from .errors import ConfigError
+from .implspec import spec
 from .policy import TorchGreedyMLP
 
 
@@ -35,7 +36,7 @@ class CppCartPole(BackendCartPole):
         return num_envs * (16 * state_factor + 16 + 9 + 4 * 64 * 3)
 
     def _resolve_device(self, device):
-        if device == "cuda":
+        if device not in (None, *spec(self.name).devices):
             raise ConfigError(f"cpp simulates on the CPU and infers there without a copy; device must be 'cpu', got {device!r}")
         return "cpu"
 

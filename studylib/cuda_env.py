@@ -18,6 +18,7 @@ from .backend_env import BackendCartPole
 from .dynamics import STATE_SIZE
 from .devices import require_cuda
 from .errors import ConfigError
+from .implspec import spec
 from .policy import mlp_logits
 
 
@@ -30,7 +31,7 @@ class CudaCartPole(BackendCartPole):
         return num_envs * 64
 
     def _resolve_device(self, device):
-        if device == "cpu":
+        if device not in (None, *spec(self.name).devices):
             raise ConfigError("the cuda implementation runs on 'cuda' only, got device='cpu'")
         require_cuda("the cuda implementation needs an NVIDIA GPU (its kernel logic runs on the CPU as 'cpp')")
         return "cuda"
