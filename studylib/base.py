@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .arrays import NumpyKind
+from .devices import check_requested_device
 from .dynamics import STATE_SIZE
 from .errors import ConfigError, check_fits_in_memory
 from .policy import mlp_weights
@@ -80,6 +81,7 @@ class VectorCartPole(abc.ABC):
             self.estimate_bytes(self.num_envs, self.state_factor),
         )
         self.policy_weights = mlp_weights(settings.policy_seed)
+        check_requested_device(self.name, settings.device)  # the record's devices (studylib.implspec)
         self.device = self._resolve_device(settings.device)
         self.arrays = settings.arrays
         self._native = self.arrays == "native"

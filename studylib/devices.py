@@ -96,16 +96,22 @@ def runs_here(impl: str) -> bool:
     return "cpu" in spec(impl).devices or cuda_available_for(impl)[0]
 
 
+def check_requested_device(impl: str, device) -> None:
+    """ConfigError for a device outside ``impl``'s record's ``devices`` (None: its default)."""
+    devices = spec(impl).devices
+    if device is not None and device not in devices:
+        other = [s.name for s in specs() if device in s.devices and s.family == spec(impl).family]
+        instead = f" (or the {other[0]} implementation)" if other else ""
+        raise ConfigError(f"{impl} runs on {' and '.join(devices)} only, got device={device!r}; "
+                          f"use device {devices[0]!r}{instead}")
+
+
 def check_device_for(impl: str, device) -> None:
     """The implementation/device pairs that cannot work, refused before anything is allocated
     (the devices an implementation runs on are its record's)."""
     if impl in PEERS:
         return  # EnvSettings keeps a peer on the CPU
-    devices = spec(impl).devices
-    if device is not None and device not in devices:
-        other = [s.name for s in specs() if device in s.devices and s.family == spec(impl).family]
-        instead = f" (or the {other[0]} implementation)" if other else ""
-        raise ConfigError(f"{impl} runs on {' and '.join(devices)} only; use device {devices[0]!r}{instead}")
+    check_requested_device(impl, device)
     if device == "cuda" or (device is None and spec(impl).gpu_only):
         ok, reason = cuda_available_for(impl)
         if not ok:
