@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..settings import POLICIES
 from .provenance import cpu_cores, now_utc
 from .sweep import Keying, keyed_by, run
 from .timing import time_regions
@@ -43,7 +44,6 @@ from .timing import time_regions
 NAME = "costmodel_calibration"
 TIMED = ("torch_op_s", "jax_call_s", "native_call_s", "xla_kernel_s", "gym_env_step_s", "transcendental_s")
 COUNTED_IMPLS = ("torch", "cpp", "gym", "jax")
-POLICIES = ("mlp", "none")
 COUNT_N, COUNT_K = 8, (2, 6)
 MIN_SECONDS, REPEATS = 0.0005, 100
 
