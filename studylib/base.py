@@ -1,7 +1,9 @@
 """The shape every implementation shares: make -> reset -> step -> rollout K steps.
 
 Subclasses, one per implementation (gym_env.py, cpp_env.py, torch_env.py, jax_env.py, cuda_env.py,
-torch_compile_env.py, fused_env.py; the list is ``registry``'s), implement the underscored hooks; argument checking, the memory check and the public API live here once.
+torch_compile_env.py, fused_env.py; each named by its record in ``studylib.implspec``), implement
+the underscored hooks; argument checking (the requested device against the record's devices), the
+memory check and the public API live here once.
 """
 
 from __future__ import annotations
