@@ -23,7 +23,7 @@ class ToyCartPole(TorchCartPole):
     name = "toy"
 
 
-TOY = ImplSpec("toy", f"{__name__}:ToyCartPole", "torch", ("cpu",), None, label="toy", color=TOY_COLOR,
+TOY = ImplSpec("toy", f"{__name__}:ToyCartPole", "torch", ("cpu",), None, label="toy (a test's)", color=TOY_COLOR,
                order=99, in_paper=False)
 
 
@@ -59,8 +59,14 @@ def test_a_toy_appears_everywhere(toy, tmp_path, capsys):
 
     chart = alt.Chart(pd.DataFrame(rows)).mark_line().encode(book.x_n(), book.y_rate("samples/s"),
                                                              book.impl_color(["torch", "toy"]))
-    scale = chart.to_dict()["encoding"]["color"]["scale"]
-    assert dict(zip(scale["domain"], scale["range"])) == {"torch": spec("torch").color, "toy": TOY_COLOR}
+    color = chart.to_dict()["encoding"]["color"]
+    assert dict(zip(color["scale"]["domain"], color["scale"]["range"])) == {"torch": spec("torch").color,
+                                                                           "toy": TOY_COLOR}
+    assert color["legend"]["labelExpr"] == 'datum.label == "toy" ? "toy (a test\'s)" : (datum.label)'
+    assert "labelExpr" not in book.impl_color(["torch", "jax"]).to_dict()["legend"]  # labels = names
+    vl_convert = pytest.importorskip("vl_convert")
+    svg = vl_convert.vegalite_to_svg(book.finish(chart, "toys").to_json())  # drawn as the book draws it
+    assert "toy (a test's)" in svg and TOY_COLOR in svg
     # Beyond the paper, on the CPU, stepping arrays: the "Beyond the paper" chapter runs it.
     assert "toy" in book.plans.beyond_impls(book.params("beyond", preset="tiny", data_dir=tmp_path))
 

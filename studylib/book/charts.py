@@ -70,11 +70,27 @@ def impl_scale(domain=None):
     return alt.Scale(domain=domain, range=[colors.get(d) or next(others) for d in domain])
 
 
+def legend_labels(domain) -> str | None:
+    """A Vega label expression naming each implementation of ``domain`` by its record's ``label``
+    where that differs from its name (None where none does: the legend shows the names)."""
+    import json
+
+    labels = {s.name: s.label for s in specs() if s.label != s.name and s.name in domain}
+    expr = "datum.label"
+    for name, label in labels.items():
+        expr = f"datum.label == {json.dumps(name)} ? {json.dumps(label)} : ({expr})"
+    return expr if labels else None
+
+
 def impl_color(domain=None, field_="impl", title="implementation"):
-    """Colour by implementation (``field_`` holds the implementation's name), from the one palette."""
+    """Colour by implementation (``field_`` holds the implementation's name), from the one palette;
+    the legend shows the records' labels."""
     alt = _altair()
 
-    return alt.Color(f"{field_}:N", title=title, scale=impl_scale(domain), legend=alt.Legend(orient="bottom", columns=2))
+    scale = impl_scale(domain)
+    expr = legend_labels(scale.domain)
+    legend = alt.Legend(orient="bottom", columns=2, **({"labelExpr": expr} if expr else {}))
+    return alt.Color(f"{field_}:N", title=title, scale=scale, legend=legend)
 
 
 def tooltip(*extra):
