@@ -20,8 +20,7 @@ from studylib.settings import PEERS
 
 def _impl_params():
     for impl in studylib.IMPLEMENTATIONS:
-        ok, reason = (True, "") if runs_here(impl) else cuda_available_for(impl)
-        marks = [] if ok else [pytest.mark.skip(reason=f"{impl}: {reason}")]
+        marks = [] if runs_here(impl) else [pytest.mark.skip(reason=f"{impl}: {cuda_available_for(impl)[1]}")]
         yield pytest.param(impl, marks=marks, id=impl)
 
 
