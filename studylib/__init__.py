@@ -12,7 +12,9 @@ Implementations (``IMPLEMENTATIONS``), the paper's: ``gym`` (gymnasium objects, 
 steps in one XLA call), ``cuda`` (hand-written kernel via CuPy, K steps per launch; needs a GPU);
 beyond the paper: ``torch-compile`` (``torch``'s step through ``torch.compile``) and ``fused``
 (MLP inference and simulation in one kernel, K steps per call). Other libraries' CartPoles
-(``settings.PEERS``: gymnasium-vector, gymnax, envpool) are in ``studylib.peers``.
+(``settings.PEERS``: gymnasium-vector, gymnax, envpool) are in ``studylib.peers``. What each
+implementation can do (its devices, native build, profiler, the book's label and colour) is its
+record, ``studylib.implspec.spec(name)``.
 """
 
 from __future__ import annotations

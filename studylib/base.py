@@ -1,7 +1,9 @@
 """The shape every implementation shares: make -> reset -> step -> rollout K steps.
 
 Subclasses, one per implementation (gym_env.py, cpp_env.py, torch_env.py, jax_env.py, cuda_env.py,
-torch_compile_env.py, fused_env.py; the list is ``registry``'s), implement the underscored hooks; argument checking, the memory check and the public API live here once.
+torch_compile_env.py, fused_env.py; each named by its record in ``studylib.implspec``), implement
+the underscored hooks; argument checking (the requested device against the record's devices), the
+memory check and the public API live here once.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .arrays import NumpyKind
+from .devices import check_requested_device
 from .dynamics import STATE_SIZE
 from .errors import ConfigError, check_fits_in_memory
 from .policy import mlp_weights
@@ -83,6 +86,7 @@ class VectorCartPole(abc.ABC):
             self.estimate_bytes(self.num_envs, self.state_factor),
         )
         self.policy_weights = mlp_weights(settings.policy_seed)
+        check_requested_device(self.name, settings.device)  # the record's devices (studylib.implspec)
         self.device = self._resolve_device(settings.device)
         self.arrays = settings.arrays
         self._native = self.arrays == "native"

@@ -22,7 +22,6 @@ from . import native
 from .backends import CpuLibraryBackend
 from .backend_env import BackendCartPole
 from .dynamics import STATE_SIZE
-from .errors import ConfigError
 from .policy import TorchGreedyMLP
 
 
@@ -36,9 +35,7 @@ class CppCartPole(BackendCartPole):
         return num_envs * (16 * state_factor + 16 + 9 + 4 * 64 * 3)
 
     def _resolve_device(self, device):
-        if device == "cuda":
-            raise ConfigError(f"cpp simulates on the CPU and infers there without a copy; device must be 'cpu', got {device!r}")
-        return "cpu"
+        return "cpu"  # simulates and infers there without a copy (its record's devices, checked in base)
 
     def __init__(self, settings):
         super().__init__(settings)

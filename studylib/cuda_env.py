@@ -17,7 +17,6 @@ from .backends import CudaModuleBackend
 from .backend_env import BackendCartPole
 from .dynamics import STATE_SIZE
 from .devices import require_cuda
-from .errors import ConfigError
 from .policy import mlp_logits
 
 
@@ -30,8 +29,6 @@ class CudaCartPole(BackendCartPole):
         return num_envs * 64
 
     def _resolve_device(self, device):
-        if device == "cpu":
-            raise ConfigError("the cuda implementation runs on 'cuda' only, got device='cpu'")
         require_cuda("the cuda implementation needs an NVIDIA GPU (its kernel logic runs on the CPU as 'cpp')")
         return "cuda"
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from functools import lru_cache
 
 from .errors import ConfigError, DeviceUnavailableError
+from .implspec import spec, specs
+from .settings import PEERS
 
 
 @lru_cache(maxsize=1)
@@ -61,28 +63,56 @@ def resolve_jax_device(device):
 
 
 def cuda_available_for(impl: str) -> tuple[bool, str]:
-    """Whether ``impl`` can run on 'cuda' here: asked of the framework that runs it."""
-    if impl in ("torch", "torch-compile", "gym"):
+    """Whether ``impl`` can run on 'cuda' here: asked of the framework its record names (``gpu_probe``)."""
+    probe = spec(impl).gpu_probe
+    if probe == "torch":
         import torch
 
         return torch.cuda.is_available(), "no CUDA device: PyTorch sees no GPU on this machine"
-    if impl == "jax":
+    if probe == "jax":
         import jax
 
         try:
             return bool(jax.devices("gpu")), ""
         except RuntimeError:
             return False, "no CUDA device: JAX sees no GPU on this machine"
-    return cuda_status()
+    if probe == "cupy":
+        return cuda_status()
+    return False, f"{impl} runs on the CPU only"
+
+
+def default_device(impl: str) -> str:
+    """The device ``impl`` runs on when none is asked for: the first of its record's ``devices``
+    that works here ('cuda' where its framework sees a GPU)."""
+    devices = spec(impl).devices
+    for device in devices:
+        if device == "cpu" or cuda_available_for(impl)[0]:
+            return device
+    return devices[0]  # a GPU-only implementation without a GPU: refused when made
+
+
+def runs_here(impl: str) -> bool:
+    """Whether ``impl`` has a device on this machine (a GPU-only one needs a working GPU)."""
+    return "cpu" in spec(impl).devices or cuda_available_for(impl)[0]
+
+
+def check_requested_device(impl: str, device) -> None:
+    """ConfigError for a device outside ``impl``'s record's ``devices`` (None: its default)."""
+    devices = spec(impl).devices
+    if device is not None and device not in devices:
+        other = [s.name for s in specs() if device in s.devices and s.family == spec(impl).family]
+        instead = f" (or the {other[0]} implementation)" if other else ""
+        raise ConfigError(f"{impl} runs on {' and '.join(devices)} only, got device={device!r}; "
+                          f"use device {devices[0]!r}{instead}")
 
 
 def check_device_for(impl: str, device) -> None:
-    """The implementation/device pairs that cannot work, refused before anything is allocated."""
-    if impl == "cpp" and device == "cuda":
-        raise ConfigError("cpp simulates and infers on the CPU; use device 'cpu' (or the cuda implementation)")
-    if impl == "cuda" and device == "cpu":
-        raise ConfigError("the cuda implementation runs on the GPU only; use device 'cuda' (or the cpp implementation)")
-    if device == "cuda" or impl == "cuda":
+    """The implementation/device pairs that cannot work, refused before anything is allocated
+    (the devices an implementation runs on are its record's)."""
+    if impl in PEERS:
+        return  # EnvSettings keeps a peer on the CPU
+    check_requested_device(impl, device)
+    if device == "cuda" or (device is None and spec(impl).gpu_only):
         ok, reason = cuda_available_for(impl)
         if not ok:
             raise DeviceUnavailableError(f"{reason} (impl={impl}, device=cuda)")

@@ -1,6 +1,6 @@
 """Build and load the CPU builds of the CUDA kernel sources (``cuda/*_cpu.cpp``).
 
-Two libraries, each compiled on first use with the host C++ compiler and cached under
+The libraries below (``LIBRARIES``), each compiled on first use with the host C++ compiler and cached under
 ``$STUDYLIB_CACHE`` (default ``~/.cache/studylib``), keyed by a hash of its sources, the flags and
 the CPU, so editing a header it includes rebuilds it and a stale build is never loaded:
 

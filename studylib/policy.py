@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-POLICIES = ("mlp", "none")  # "none": hashed actions inside the simulation (paper Fig 8/9)
 LAYER_SIZES = (4, 64, 64, 2)
 
 
@@ -54,14 +53,6 @@ def reference_actions(weights: MLPWeights, obs) -> tuple[np.ndarray, np.ndarray]
     layers = [(w.astype(np.float64), b.astype(np.float64)) for w, b in weights.layers()]
     logits = mlp_logits(layers, np.asarray(obs, dtype=np.float64))
     return np.argmax(logits, axis=1), np.abs(logits[:, 1] - logits[:, 0])
-
-
-def check_policy(policy: str) -> str:
-    from .errors import ConfigError
-
-    if policy not in POLICIES:
-        raise ConfigError(f"unknown policy {policy!r}; valid: {', '.join(POLICIES)}")
-    return policy
 
 
 class TorchGreedyMLP:

@@ -1,4 +1,9 @@
-"""Implementation names -> classes, imported on demand (so that ``gym`` needs no jax), and ``make``."""
+"""Implementation records -> classes, imported on demand (so that ``gym`` needs no jax), and ``make``.
+
+The records themselves (``ImplSpec``: devices, builds, profiler, the book's label, colour and
+order) are in ``studylib.implspec`` (core layer, so that settings can check a name without this
+module); ``register`` adds one, and the new implementation is then made, measured and charted
+like the others."""
 
 from __future__ import annotations
 
@@ -6,24 +11,14 @@ from importlib import import_module
 
 from .dynamics import CARTPOLE_V1, CartPoleParams
 from .errors import ConfigError
-from .settings import IMPLEMENTATIONS, EnvSettings, check_impl
-
-_CLASSES = {
-    "gym": ("gym_env", "GymCartPole"),
-    "cpp": ("cpp_env", "CppCartPole"),
-    "torch": ("torch_env", "TorchCartPole"),
-    "jax": ("jax_env", "JaxCartPole"),
-    "cuda": ("cuda_env", "CudaCartPole"),
-    "torch-compile": ("torch_compile_env", "TorchCompileCartPole"),
-    "fused": ("fused_env", "FusedCartPole"),
-}
-assert tuple(_CLASSES) == IMPLEMENTATIONS, "settings.IMPLEMENTATIONS and the registry must list the same names"
+from .implspec import IMPLEMENTATIONS, ImplSpec, register, spec, specs, unregister  # noqa: F401 (re-exported)
+from .settings import EnvSettings, check_impl
 
 
 def implementation_class(impl: str):
-    """The VectorCartPole subclass of implementation ``impl``."""
-    module, cls = _CLASSES[check_impl(impl)]
-    return getattr(import_module(f".{module}", __package__), cls)
+    """The VectorCartPole subclass of implementation ``impl`` (its record's ``factory``)."""
+    module, cls = spec(check_impl(impl)).factory.split(":")
+    return getattr(import_module(module, __package__ if module.startswith(".") else None), cls)
 
 
 def make_from(settings: EnvSettings):

@@ -9,8 +9,9 @@ them checks a value again (cleanrl's ``Args`` and gymnax's ``EnvParams`` are the
     point = MeasurePoint(s, steps=1000, policy="none")
     point.key()                                             # the identity of a measured point
 
-The names of the implementations and peers live here (the core layer), so that a setting can be
-checked without importing any implementation; ``studylib.registry`` maps them to classes.
+The names of the peers live here and the implementations' records in ``studylib.implspec`` (the
+core layer), so that a setting can be checked without importing any implementation;
+``studylib.registry`` maps them to classes.
 """
 
 from __future__ import annotations
@@ -21,15 +22,14 @@ from dataclasses import asdict, dataclass, field, replace
 
 from .dynamics import CARTPOLE_V1, CartPoleParams
 from .errors import ConfigError
+from .implspec import IMPLEMENTATIONS, spec
 
-IMPLEMENTATIONS = ("gym", "cpp", "torch", "jax", "cuda", "torch-compile", "fused")
 PEERS = ("gymnasium-vector", "gymnax", "envpool")  # other libraries' CartPoles (simulation only)
 POLICIES = ("mlp", "none")  # "none": hashed actions inside the simulation (paper Fig 8/9)
 DEVICES = (None, "cpu", "cuda")  # None: the implementation's default
 # What reset/step return and take: numpy arrays on the host, or the implementation's own arrays
 # on its device (torch tensors; jax arrays for jax), see studylib/arrays.py.
 ARRAYS = ("numpy", "native")
-NUMPY_ONLY = ("gym",)  # Python objects: their arrays are numpy already
 MAX_SEED = 2**32 - 1
 
 
@@ -73,7 +73,7 @@ def check_device(device) -> str | None:
 def check_arrays(arrays, impl: str) -> str:
     if arrays not in ARRAYS:
         raise ConfigError(f"unknown arrays {arrays!r}; valid: {', '.join(map(repr, ARRAYS))}")
-    if arrays == "native" and impl in NUMPY_ONLY:
+    if arrays == "native" and impl in IMPLEMENTATIONS and not spec(impl).native_arrays:
         raise ConfigError(f"arrays='native' needs device arrays; {impl!r} steps Python objects whose arrays "
                           "are numpy: use arrays='numpy'")
     if arrays == "native" and impl in PEERS:

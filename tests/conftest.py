@@ -13,14 +13,14 @@ import pytest
 from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 
 import studylib
-from studylib.devices import cuda_status
+from studylib import devices
+from studylib.devices import cuda_available_for, runs_here
 from studylib.settings import PEERS
 
 
 def _impl_params():
-    ok, reason = cuda_status()
     for impl in studylib.IMPLEMENTATIONS:
-        marks = [pytest.mark.skip(reason=f"cuda: {reason}")] if impl == "cuda" and not ok else []
+        marks = [] if runs_here(impl) else [pytest.mark.skip(reason=f"{impl}: {cuda_available_for(impl)[1]}")]
         yield pytest.param(impl, marks=marks, id=impl)
 
 
@@ -28,19 +28,10 @@ IMPL_PARAMS = list(_impl_params())
 
 
 def default_device(impl: str) -> str:
-    """The device ``impl`` runs on when none is asked for, asked of its framework: the GPU where
-    that framework sees one, so that the tests hold on a GPU machine as on a CPU one."""
-    if impl == "cpp" or impl in PEERS:
-        return "cpu"
-    if impl == "jax":
-        import jax
-
-        return "cuda" if jax.default_backend() == "gpu" else "cpu"
-    if impl in ("torch", "torch-compile", "gym"):
-        import torch
-
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return "cuda" if cuda_status()[0] else "cpu"  # cuda and fused: CuPy
+    """The device ``impl`` runs on when none is asked for (its record's first device that works
+    here: the GPU where its framework sees one), so that the tests hold on a GPU machine as on a
+    CPU one. Peers run on the CPU."""
+    return "cpu" if impl in PEERS else devices.default_device(impl)
 
 
 @pytest.fixture(params=IMPL_PARAMS)

@@ -1,5 +1,7 @@
 """The CUDA kernel source: it compiles for the GPU (PTX), and its CPU build is the one in use."""
 
+import re
+
 import pytest
 
 from studylib import native
@@ -14,19 +16,38 @@ def test_nvcc_compiles_the_kernel_to_ptx(tmp_path):
     assert str(0x7FEB352D) in ptx  # and so is the counter hash
 
 
+PIECES = ("cp_physics", "cp_env_finish", "cp_reset_row", "cp_hash_action")
+
+
+def _code(text: str) -> str:
+    """C/C++ source without its comments: a name in a comment is not a use."""
+    return re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S)
+
+
+def _calls(code: str, name: str) -> bool:
+    return re.search(rf"\b{name}\s*\(", code) is not None
+
+
+def _defines(code: str, name: str) -> bool:
+    return re.search(rf"\b{name}\s*\([^;{{}}]*\)\s*\{{", code) is not None
+
+
 def test_cpu_build_uses_the_shared_header():
-    info = native.build_info()
-    assert info["path"].endswith(".so")
-    src = native.CPU_SOURCE.read_text()
-    kernel = native.KERNEL_SOURCE.read_text()
-    assert '#include "cartpole.cuh"' in src and '#include "cartpole.cuh"' in kernel
+    """The CPU build calls the pieces ``cp_env_step`` is made of and defines none of them: they
+    are the shared header's (comments stripped, so a name only mentioned does not count)."""
+    assert native.build_info()["path"].endswith(".so")
+    header = _code(native.HEADER.read_text())
+    src = _code(native.CPU_SOURCE.read_text())
+    kernel = _code(native.KERNEL_SOURCE.read_text())
+    for include in ('#include "cartpole.cuh"', '#include "rollout_args.h"'):
+        assert include in src and include in kernel
     assert '#include "cpu_rollout.h"' in src
-    assert '#include "rollout_args.h"' in src and '#include "rollout_args.h"' in kernel
-    src += native.CPU_ROLLOUT_HEADER.read_text()  # the CPU block loop the driver runs
-    for piece in ("cp_physics", "cp_env_finish", "cp_reset_row", "cp_hash_action"):
-        assert piece in native.HEADER.read_text()
-    for piece in ("cp_physics", "cp_env_finish", "cp_reset_row", "cp_hash_action"):
-        assert piece in src  # the CPU build calls the same pieces cp_env_step is made of
+    cpu = src + _code(native.CPU_ROLLOUT_HEADER.read_text())  # the CPU block loop the driver runs
+    for piece in PIECES:
+        assert _defines(header, piece), f"{piece} is not defined in {native.HEADER.name}"
+        assert _calls(cpu, piece) and not _defines(cpu, piece), f"the CPU build does not use the header's {piece}"
+    # The check reads code: cpu_rollout.h names cp_env_step in a comment only.
+    assert "cp_env_step" in native.CPU_ROLLOUT_HEADER.read_text() and not _calls(cpu, "cp_env_step")
 
 
 def test_missing_compiler_is_one_clear_line(monkeypatch):

@@ -11,7 +11,8 @@ from functools import lru_cache
 
 import pandas as pd
 
-from .presets import IMPL_ORDER
+from ..implspec import specs
+from .presets import paper_impls
 
 
 @lru_cache(maxsize=1)
@@ -41,31 +42,55 @@ def y_rate(title="throughput (samples/s, log scale)", field_="samples_per_s"):
     return alt.Y(f"{field_}:Q", scale=alt.Scale(type="log"), axis=alt.Axis(title=title, format="~s"))
 
 
-# The one palette of the book: every chart that colours by implementation (ours, the training
-# chapter's ``fused-step``, the peers) takes its colour from here, so an implementation keeps its
-# colour from one figure to the next.
-IMPL_COLORS = {"gym": "#7f7f7f", "cpp": "#d62728", "torch": "#ff7f0e", "jax": "#1f77b4", "cuda": "#2ca02c",
-               "torch-compile": "#9467bd", "fused": "#8c564b", "fused-step": "#c49c94",
-               "gymnasium-vector": "#e377c2", "gymnax": "#17becf", "envpool": "#bcbd22"}
+# The one palette of the book: every chart that colours by implementation takes its colour from
+# here, so an implementation keeps its colour from one figure to the next. Our implementations'
+# colours are their records' (studylib.implspec); these are the other names the book charts: the
+# training chapter's ``fused-step`` and the peers.
+PEER_COLORS = {"fused-step": "#c49c94", "gymnasium-vector": "#e377c2", "gymnax": "#17becf", "envpool": "#bcbd22"}
 # For names outside the palette (e.g. the training chapter's peer trainers), in order of appearance.
 OTHER_COLORS = ("#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#444444")
 
 
+def impl_colors() -> dict[str, str]:
+    """Name -> colour: every registered implementation's (its record's), then ``PEER_COLORS``."""
+    return {**{s.name: s.color for s in specs()}, **PEER_COLORS}
+
+
+IMPL_COLORS = impl_colors()  # as registered at import; impl_scale reads the records live
+
+
 def impl_scale(domain=None):
-    """An Altair scale mapping each implementation of ``domain`` to its colour in ``IMPL_COLORS``
+    """An Altair scale mapping each implementation of ``domain`` to its colour in ``impl_colors()``
     (other names take ``OTHER_COLORS`` in turn)."""
     alt = _altair()
 
-    domain = list(domain or IMPL_ORDER)
+    domain = list(domain or paper_impls())
+    colors = impl_colors()
     others = iter(OTHER_COLORS * (1 + len(domain) // len(OTHER_COLORS)))
-    return alt.Scale(domain=domain, range=[IMPL_COLORS.get(d) or next(others) for d in domain])
+    return alt.Scale(domain=domain, range=[colors.get(d) or next(others) for d in domain])
+
+
+def legend_labels(domain) -> str | None:
+    """A Vega label expression naming each implementation of ``domain`` by its record's ``label``
+    where that differs from its name (None where none does: the legend shows the names)."""
+    import json
+
+    labels = {s.name: s.label for s in specs() if s.label != s.name and s.name in domain}
+    expr = "datum.label"
+    for name, label in labels.items():
+        expr = f"datum.label == {json.dumps(name)} ? {json.dumps(label)} : ({expr})"
+    return expr if labels else None
 
 
 def impl_color(domain=None, field_="impl", title="implementation"):
-    """Colour by implementation (``field_`` holds the implementation's name), from the one palette."""
+    """Colour by implementation (``field_`` holds the implementation's name), from the one palette;
+    the legend shows the records' labels."""
     alt = _altair()
 
-    return alt.Color(f"{field_}:N", title=title, scale=impl_scale(domain), legend=alt.Legend(orient="bottom", columns=2))
+    scale = impl_scale(domain)
+    expr = legend_labels(scale.domain)
+    legend = alt.Legend(orient="bottom", columns=2, **({"labelExpr": expr} if expr else {}))
+    return alt.Color(f"{field_}:N", title=title, scale=scale, legend=legend)
 
 
 def tooltip(*extra):

@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from .. import costs
+from ..implspec import spec
 from .analysis import (LARGEST, MEDIAN, NOT_MEASURED, NOT_REPRODUCED, ONE_VALUE, PARTLY, REPRODUCED, RULES,
                        SINGLE_RUN_SHARE_MARGIN, SIZE_FACTOR, Judgement, at_knobs, best_rates_by_n, fusion_speedups,
                        judge, k_speedup, k_speedup_spread, rates_by_n, ratio_by_n, seconds_per_call, spread, trend,
@@ -283,7 +284,7 @@ def fusion_rows(P: ChapterParams, f: pd.DataFrame) -> list[Finding]:
                           f"K = {kmax} call {fmt_time(step)} ({fmt_x(r[n])})")
         reason = ("as in the paper, the gain is what a K = 1 call costs besides its step, which a fused call pays "
                   "once per K steps: "
-                  + ("the launch" if fi == "cuda" else "the native call and its OpenMP parallel region")
+                  + ("the launch" if spec(fi).gpu_only else "the native call and its OpenMP parallel region")
                   + ", and the state's trip to memory between steps; " + "; ".join(splits)
                   + (": the gain is largest at the smallest N, where a call's own work is smallest"
                      if r.idxmax() == r.index.min() else ""))

@@ -23,7 +23,9 @@ import tempfile
 import pandas as pd
 
 from .. import costs
+from ..errors import ConfigError
 from ..harness.sweep import Keying, keyed_by, run, sweep
+from ..implspec import IMPLEMENTATIONS, book_order, spec
 from ..settings import PEERS, EnvSettings, MeasurePoint
 from .brax import brax_data
 from .model import model_calibration
@@ -31,7 +33,8 @@ from .presets import ChapterParams
 
 SWEEP_NAMES = {"cartpole": "fig2_cartpole", "vectorization": "fig4", "overheads": "fig4_k",
                "fusion": "fig8", "complexity": "fig9", "beyond": "beyond", "atari": "atari"}
-BEYOND_IMPLS = ("torch", "torch-compile", "jax", "fused", "cpp")  # the "Beyond the paper" chapter
+# F.2 is the paper's claim about XLA against PyTorch (section 4.2, Fig 4-6): these two by name.
+F2_IMPLS = ("torch", "jax")
 PROFILE_KEYS = ("impl", "num_envs", "steps", "state_factor", "compute_factor", "policy")
 
 
@@ -73,17 +76,23 @@ def vectorization_data(P: ChapterParams) -> pd.DataFrame:
 
 def overheads_data(P: ChapterParams) -> pd.DataFrame:
     """Fig 4 (K dimension) for F.2: jax and torch with inference, K = 1 ... 10^3."""
-    return _chapter_sweep("overheads", P, [i for i in P.impls if i in ("torch", "jax")], "mlp")
+    return _chapter_sweep("overheads", P, [i for i in P.impls if i in F2_IMPLS], "mlp")
 
 
 def fusion_data(P: ChapterParams) -> pd.DataFrame:
-    """Fig 8: simulation only (policy "none"), fused (cpp/cuda) vs jax vs torch, K = 1 ... 10^3."""
-    return _chapter_sweep("fusion", P, [i for i in P.impls if i in ("cpp", "cuda", "jax", "torch")], "none")
+    """Fig 8: simulation only (policy "none"), fused (cpp/cuda) vs jax vs torch, K = 1 ... 10^3: the
+    chapter's implementations that step arrays (every family but gymnasium's Python objects)."""
+    return _chapter_sweep("fusion", P, [i for i in P.impls if spec(i).family != "python"], "none")
 
 
 def fusion_impl(P: ChapterParams) -> str:
-    """The implementation that shows kernel fusion: cuda with a GPU, else cpp (its CPU build)."""
-    return "cuda" if "cuda" in P.impls else "cpp"
+    """The implementation that shows the paper's kernel fusion (F.3): of the chapter's paper
+    implementations whose simulation-only call runs K steps in one kernel, the GPU one where it
+    runs here (cuda), else the CPU build of the same kernel (cpp)."""
+    fused = [i for i in P.impls if spec(i).in_paper and "none" in spec(i).fused_policies]
+    if not fused:
+        raise ConfigError(f"no implementation among {', '.join(P.impls)} fuses K steps into one kernel")
+    return max(fused, key=lambda i: "cuda" in spec(i).devices)
 
 
 ASSUMED_LLC_BYTES = 32 * 2**20  # where neither sysfs nor the snapshot's provenance gives the cache size
@@ -143,13 +152,21 @@ def cartpole_fig2_data(P: ChapterParams) -> pd.DataFrame:
     return _measured(SWEEP_NAMES["cartpole"], P, points)
 
 
+def beyond_impls(P: ChapterParams) -> list[str]:
+    """The "Beyond the paper" chapter's implementations: those beyond the paper, and the paper's
+    of the chapter's list, that step arrays on the CPU (not gymnasium's objects, not GPU-only)."""
+    return book_order(i for i in IMPLEMENTATIONS if spec(i).family != "python" and "cpu" in spec(i).devices
+                      and (not spec(i).in_paper or i in P.impls))
+
+
 def beyond_data(P: ChapterParams) -> pd.DataFrame:
     """Beyond the paper: torch-compile and fused against torch and jax with the MLP policy, and the
     peers against ours simulation only. One sweep file, ``beyond.json``."""
-    ours = [i for i in BEYOND_IMPLS if i in P.impls or i in ("torch-compile", "fused")]
+    ours = beyond_impls(P)
     points, dropped = capped_points(P, ours, "mlp")
     peer_p = dataclasses.replace(P, num_envs=P.peer_num_envs, steps=(P.peer_steps,))
-    for impl in ("cpp", "fused", "jax", *PEERS):
+    one_call = [i for i in ours if spec(i).family == "xla" or "none" in spec(i).fused_policies]
+    for impl in (*one_call, *PEERS):
         p, d = capped_points(peer_p, [impl], "none")
         points += p
         dropped += d
@@ -197,7 +214,7 @@ def profile_data(P: ChapterParams) -> pd.DataFrame:
     """Fig 5/6: ``harness.profiler`` for jax and torch at one N over K, saved in ``fig56_profile.json``."""
     cap = P.profile_cap if P.profile_cap is not None else P.cap
     n = P.profile_num_envs
-    points = [MeasurePoint(EnvSettings(impl, n), k, "mlp") for impl in P.impls if impl in ("jax", "torch")
+    points = [MeasurePoint(EnvSettings(impl, n), k, "mlp") for impl in P.impls if impl in F2_IMPLS
               for k in P.profile_steps if n * k <= P.cap_for(impl, cap)]
     keying = Keying(lambda p: {k: p.flat()[k] for k in PROFILE_KEYS}, keyed_by(*PROFILE_KEYS), MeasurePoint.describe)
     result = run("fig56_profile", points, _profile_row, keying, data_dir=P.data_dir, progress=False, log=_quiet,

@@ -21,9 +21,17 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..implspec import spec, specs
 from .format import fmt_list, pow2_label
 
-IMPL_ORDER = ["gym", "cpp", "torch", "jax", "cuda"]
+
+
+def paper_impls() -> list[str]:
+    """The paper's implementations (records with ``in_paper``), in the book's order."""
+    return [s.name for s in sorted(specs(), key=lambda s: s.order) if s.in_paper]
+
+
+IMPL_ORDER = paper_impls()  # the paper's five, as the chapters list them
 
 
 def _pow2(lo, hi, step=1):
@@ -279,8 +287,11 @@ def cuda_ok() -> tuple[bool, str]:
 
 
 def available_impls() -> list[str]:
-    """The paper's five (``IMPL_ORDER``), less ``cuda`` where no CUDA device works (then cpp stands in for fusion)."""
-    return [i for i in IMPL_ORDER if i != "cuda" or cuda_ok()[0]]
+    """The paper's implementations (``paper_impls``) that have a device here: less a GPU-only one
+    (``cuda``) where no CUDA device works (then the CPU build of its kernel stands in for fusion)."""
+    from ..devices import runs_here
+
+    return [i for i in paper_impls() if runs_here(i)]
 
 
 def _another_machine(machine, data_dir) -> tuple[str | None, Path | None, list[str] | None]:
@@ -294,7 +305,7 @@ def _another_machine(machine, data_dir) -> tuple[str | None, Path | None, list[s
     if machine not in folders:
         raise ConfigError(f"no machine {machine!r} in the data folders; present: {', '.join(folders) or 'none'}")
     has_gpu = bool(machine_info_of(folders[machine]).get("gpu"))
-    return machine, folders[machine].parent, [i for i in IMPL_ORDER if i != "cuda" or has_gpu]
+    return machine, folders[machine].parent, [i for i in paper_impls() if has_gpu or not spec(i).gpu_only]
 
 
 def params(chapter: str, *, preset=None, data_dir=None, impls=None, num_envs=None, steps=None,

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..settings import POLICIES
 from .provenance import cpu_cores, now_utc
 from .sweep import Keying, keyed_by, run
 from .timing import time_regions
@@ -43,7 +44,6 @@ from .timing import time_regions
 NAME = "costmodel_calibration"
 TIMED = ("torch_op_s", "jax_call_s", "native_call_s", "xla_kernel_s", "gym_env_step_s", "transcendental_s")
 COUNTED_IMPLS = ("torch", "cpp", "gym", "jax")
-POLICIES = ("mlp", "none")
 COUNT_N, COUNT_K = 8, (2, 6)
 MIN_SECONDS, REPEATS = 0.0005, 100
 
@@ -140,6 +140,7 @@ def _timed(name: str) -> float:
 
 def _counts_at(impl: str, policy: str, k: int) -> tuple[float, float]:
     """(Python->backend calls, device kernels) of one rollout of ``k`` steps at N = COUNT_N."""
+    from ..implspec import spec
     from ..registry import make_from
     from ..settings import MeasurePoint
     from . import profiler
@@ -148,7 +149,7 @@ def _counts_at(impl: str, policy: str, k: int) -> tuple[float, float]:
     env = make_from(point.env)
     env.rollout(k, policy)  # warm-up (jax: compiles): first-call work is not per-step work
     env.synchronize()
-    if impl == "jax":
+    if spec(impl).profiler == "jax":
         _, _, calls, kernels, _, _ = profiler._profile_jax(env, k, policy)
         return calls, kernels
     api, kernels, native = profiler._count_torch_family(env, k, policy)

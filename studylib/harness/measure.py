@@ -11,8 +11,9 @@ with ``env.synchronize()``; ``samples_per_s`` is the median over ``repeats`` reg
 
 One-time costs are excluded from the timing and reported apart: ``setup_s`` (creating the
 environments), ``compile_s`` (ahead-of-time compile via ``env.compile`` where the implementation
-has one: XLA for jax and the gymnax peer, inductor for torch-compile; the C++ build for cpp when
-this call triggered it, 0 when cached; the NVRTC build of the cuda kernel is part of ``setup_s``)
+has one: XLA for jax and the gymnax peer, inductor for torch-compile; the host C++ build of the
+implementation's own library on the CPU, its record's ``native_library``, when this call
+triggered it, 0 when cached; the NVRTC build of a GPU kernel is part of ``setup_s``)
 and ``warmup_s`` (the first call). The same environments keep running through warm-up,
 calibration and repeats: episodes end and environments reset during the measurement
 (``episodes_finished`` counts them), so the state never sits at a fixed point.
@@ -23,8 +24,9 @@ from __future__ import annotations
 import statistics
 import time
 
-from ..devices import check_device_for
+from ..devices import check_device_for, default_device
 from ..errors import check_fits_in_memory
+from ..implspec import spec
 from ..peers import make_peer_from, peer_class
 from ..registry import implementation_class, make_from
 from ..settings import MeasurePoint
@@ -47,24 +49,28 @@ def _device_name(device: str) -> str:
     return (gpu_name() or "cuda") if device.startswith("cuda") else cpu_model()
 
 
-def _make(point: MeasurePoint):
-    """(environments, setup_s, build_s): a cpp build triggered here is a compile cost, not setup."""
-    e = point.env
-    native_cached = None
-    if e.impl == "cpp":
-        from .. import native
+def _native_build_s(e) -> float:
+    """Build the host C++ library ``e``'s implementation loads on the CPU (its record's
+    ``native_library``), timed: its build seconds when this call built it, 0 when it was built
+    earlier in this process or a cached build was loaded. Other implementations: 0."""
+    library = None if e.is_peer else spec(e.impl).native_library
+    if library is None or (e.device or default_device(e.impl)) != "cpu":
+        return 0.0
+    from .. import native
 
-        native_cached = native.build_info.cache_info().currsize > 0  # already built in this process
+    hits = native.build_info.cache_info().hits
+    info = native.build_info(library)
+    return 0.0 if native.build_info.cache_info().hits > hits else float(info["build_seconds"])
+
+
+def _make(point: MeasurePoint):
+    """(environments, setup_s, build_s): the implementation's own native build triggered here is
+    a compile cost, timed before the environments are made, not setup."""
+    e = point.env
+    build_s = _native_build_s(e)
     t0 = time.perf_counter()
     env = make_peer_from(e) if e.is_peer else make_from(e)
-    setup_s = time.perf_counter() - t0
-    build_s = 0.0
-    if e.impl == "cpp" and not native_cached:
-        from .. import native
-
-        build_s = float(native.build_info()["build_seconds"])  # 0 when the cached .so was loaded
-        setup_s = max(0.0, setup_s - build_s)
-    return env, setup_s, build_s
+    return env, time.perf_counter() - t0, build_s
 
 
 def measure(point: MeasurePoint) -> dict:

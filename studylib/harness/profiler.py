@@ -65,6 +65,7 @@ import re
 import tempfile
 
 from ..errors import ConfigError
+from ..implspec import spec
 from ..registry import make_from
 from ..settings import EnvSettings, MeasurePoint
 from .measure import check_feasible
@@ -318,13 +319,14 @@ def _time_clean(env, steps, policy) -> float:
 
 
 def _profile_env(env, steps, policy) -> dict:
-    if env.name == "jax":
+    by_jax = spec(env.name).profiler == "jax"  # else torch.profiler and the torch counters
+    if by_jax:
         env.compile(steps, policy)
     env.rollout(steps, policy)  # warm-up: compile, first call, allocator
     env.synchronize()
     clean = _time_clean(env, steps, policy)
     on_gpu = env.device.startswith("cuda")
-    if env.name == "jax":
+    if by_jax:
         runs = [_profile_jax(env, steps, policy) for _ in range(3)]
         total, parts, calls, launches, detail, top_kernels = min(runs, key=lambda r: r[0])
         counter = ("CUDA kernels on the GPU plane of the jax.profiler trace" if on_gpu

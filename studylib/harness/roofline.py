@@ -31,11 +31,11 @@ from __future__ import annotations
 import numpy as np
 
 from .. import costs
+from ..implspec import IMPLEMENTATIONS, spec
 from ..policy import mlp_weights
 from .provenance import now_utc
 from .timing import time_regions
 
-FUSED_IMPLEMENTATIONS = ("cpp", "cuda", "fused")
 MIN_SECONDS = 0.02  # per timed region: long enough for the timer, short enough to repeat
 CEILING_KEYS = ("ceiling", "state_factor", "compute_factor", "num_envs")
 FMA_ITERATIONS = 2**20  # per call of fma_peak: ~10 ms at 100 GFLOP/s
@@ -121,10 +121,8 @@ def balance(ceil: dict) -> float:
 def keeps_state_in_cache(row: dict) -> bool:
     """True for a measurement whose K steps per call run on a block of environments held in cache
     (the fused kernels); False for one that passes over memory every step."""
-    k = int(row["steps"])
-    if row["impl"] == "fused":
-        return k > 1
-    return row["impl"] in FUSED_IMPLEMENTATIONS and k > 1 and row["policy"] == "none"
+    fused = row["impl"] in IMPLEMENTATIONS and row["policy"] in spec(row["impl"]).fused_policies
+    return fused and int(row["steps"]) > 1
 
 
 def ceilings_for(row: dict, ceil: dict) -> dict:
