@@ -51,7 +51,7 @@ class EnvParams:
     x_threshold: float = CARTPOLE_V1.x_threshold
     theta_threshold_radians: float = CARTPOLE_V1.theta_threshold_radians
     max_episode_steps: int = CARTPOLE_V1.max_episode_steps
-    state_factor: int = struct.field(pytree_node=False, default=1)  # S CartPole copies per env
+    state_factor: int = struct.field(pytree_node=False, default=1)  # S: 4*(S-1) carried floats per env
     compute_factor: int = struct.field(pytree_node=False, default=1)  # C Euler sub-steps per step
 
     # Derived constants: CartPoleParams' own definitions (studylib.dynamics), not typed in again.
@@ -68,34 +68,36 @@ class EnvParams:
 
 @struct.dataclass
 class EnvState:
-    """One environment: its S CartPoles (copy 0 is observed) and the steps into its episode."""
+    """One environment: its state row (the CartPole, observed, then the state factor's carried
+    floats, ``studylib.dynamics``) and the steps into its episode."""
 
-    cartpole: jax.Array  # (4*S,) float32: x, x_dot, theta, theta_dot of each copy
+    cartpole: jax.Array  # (4*S,) float32: x, x_dot, theta, theta_dot, then 4*(S-1) carried floats
     time: jax.Array  # int32, gymnax's name for the steps taken in this episode
 
 
 default_params = EnvParams()
 
 
-def _draw(key, params: EnvParams) -> jax.Array:
-    return jax.random.uniform(key, (STATE_SIZE * params.state_factor,), jnp.float32, RESET_LOW, RESET_HIGH)
+def _draw(key, size: int) -> jax.Array:
+    return jax.random.uniform(key, (size,), jnp.float32, RESET_LOW, RESET_HIGH)
 
 
 @jax.jit
 def reset(key: jax.Array, params: EnvParams = default_params) -> tuple[jax.Array, EnvState]:
     """A new episode drawn from ``key``: (observation (4,) float32, state)."""
-    cartpole = _draw(key, params)
+    cartpole = _draw(key, STATE_SIZE * params.state_factor)  # the CartPole and the carried floats
     return cartpole[:STATE_SIZE], EnvState(cartpole, jnp.zeros((), jnp.int32))
 
 
 @jax.jit
 def step(key: jax.Array, state: EnvState, action, params: EnvParams = default_params):
-    """One step with ``action`` (0 or 1) and the same-step reset (drawn from ``key``) if it ends
-    the episode: (obs, state, reward, terminated, truncated, info), as gymnax's ``step``."""
+    """One step with ``action`` (0 or 1) and the same-step reset of the CartPole (drawn from
+    ``key``) if it ends the episode: (obs, state, reward, terminated, truncated, info), as gymnax's
+    ``step``."""
     # A batch of one through the implementations' episode step; ``episode`` (which keys the
     # cpp/cuda reset draws) has no use here: ``key`` is this env's randomness.
     out = advance(state.cartpole[None], state.time[None], jnp.zeros(1, jnp.uint32),
-                  jnp.asarray(action)[None], _draw(key, params)[None], state_factor=params.state_factor,
+                  jnp.asarray(action)[None], _draw(key, STATE_SIZE)[None], state_factor=params.state_factor,
                   compute_factor=params.compute_factor, p=params, xp=jnp)
     terminated, truncated = out.terminated[0], out.truncated[0]
     info = {"discount": 1.0 - terminated.astype(jnp.float32), "terminated": terminated,
