@@ -90,11 +90,11 @@ def check_min_seconds(min_seconds) -> float:
 
 @dataclass(frozen=True)
 class EnvSettings:
-    """N environments of one implementation, each S CartPoles integrated with C sub-steps."""
+    """N environments of one implementation: the paper's knobs N, S and C (studylib.dynamics)."""
 
     impl: str  # one of IMPLEMENTATIONS (or PEERS, for the harness)
     num_envs: int  # N
-    state_factor: int = 1  # S: CartPole copies per environment under one action (dynamics.py)
+    state_factor: int = 1  # S: state rows of 4*S floats, the CartPole and 4*(S-1) carried (dynamics.py)
     compute_factor: int = 1  # C: Euler sub-steps of tau/C per step (dynamics.py)
     seed: int = 0  # episode 0 of every env draws its reset state from this
     device: str | None = None  # None: the implementation's default ('cuda' where it can and one exists)
