@@ -205,8 +205,10 @@ def memory_regime_table(c: pd.DataFrame, ceil: dict) -> pd.DataFrame:
     """Per S, at the memory regime's N and C = 1: unfused (K = 1) and fused (largest K) throughput in
     environment-steps/s, the ceilings of ``harness.roofline`` in the same unit (an unfused step
     moves ``costs.unfused_bytes(S)`` = 32·S + 16 bytes, a K-step call moves them once), the fusion
-    speedup, and the bytes an unfused step takes at the measured stream bandwidth (its time ×
-    the bandwidth) against the bytes counted."""
+    speedup, the roofline's bound on it (the fused ceiling over the unfused one: min(K, compute
+    ceiling / memory ceiling); an unfused step slower than its memory ceiling, e.g. by a call's
+    fixed cost, can be sped up beyond it), and the bytes an unfused step takes at the measured
+    stream bandwidth (its time × the bandwidth) against the bytes counted."""
     regime = c.attrs.get("memory")
     if not regime:
         return pd.DataFrame()
@@ -223,7 +225,7 @@ def memory_regime_table(c: pd.DataFrame, ceil: dict) -> pd.DataFrame:
         out.append({"state_factor": int(s), "working_set": regime["working_set"].get(s, np.nan),
                     "cache_multiple": regime["working_set"].get(s, np.nan) / regime["llc_bytes"],
                     "unfused": u, "fused": f, "speedup": f / u, "memory_ceiling": memory, "compute_ceiling": compute,
-                    "fused_ceiling": fused_ceiling, "speedup_bound": fused_ceiling / u,
+                    "fused_ceiling": fused_ceiling, "speedup_bound": fused_ceiling / memory,
                     "unfused_of_memory": u / memory, "fused_of_ceiling": f / fused_ceiling,
                     "fused_of_compute": f / compute, "unfused_bandwidth": u * counted,
                     "counted_bytes": counted, "measured_bytes": bw / u, "bytes_ratio": bw / u / counted})
@@ -241,8 +243,10 @@ def _f4_trend_reason(t: pd.DataFrame, ceil: dict, regime: dict) -> str:
             f"environment, the time of {hi['measured_bytes']:.4g} bytes at the {ceil['memory_bytes_per_s'] / 1e9:.3g} "
             f"GB/s measured against the {int(hi['counted_bytes'])} counted ({hi['bytes_ratio']:.3g}×), and a step of a "
             f"K = {k} call {fmt_time(1 / hi['fused'])}, {hi['fused_of_ceiling']:.0%} of its roofline ceiling (the "
-            f"smaller of the compute ceiling and K× the memory one). The roofline bounds the speedup at "
-            f"{fmt_x(hi['speedup_bound'])} there and {fmt_x(lo['speedup_bound'])} at S = {s_lo}")
+            f"smaller of the compute ceiling and K× the memory one). For an unfused step at its memory "
+            f"ceiling the roofline bounds the speedup at {fmt_x(hi['speedup_bound'])} there and "
+            f"{fmt_x(lo['speedup_bound'])} at S = {s_lo}, where the unfused step reaches "
+            f"{lo['unfused_of_memory']:.0%} of its memory ceiling")
 
 
 def complexity_rows(P: ChapterParams, c: pd.DataFrame, ceil: dict) -> list[dict]:
