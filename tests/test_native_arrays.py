@@ -135,7 +135,7 @@ def test_restart_starts_new_episodes_in_the_masked_envs_only(impl):
 
 def test_restart_rows_is_one_rule_for_numpy_torch_and_jax():
     """The array family's restart (torch on a GPU, jax): masked rows take the fresh rows, step
-    counter 0, episode + 1, final observation the fresh copy 0; the others keep everything."""
+    counter 0, episode + 1, final observation the fresh CartPole; the others keep everything."""
     rng = np.random.default_rng(8)
     n = 7
     arrays = (rng.random((n, 8), np.float32), rng.integers(1, 9, n), rng.integers(0, 3, n),
