@@ -56,7 +56,7 @@ PRESETS: dict[str, dict[str, dict]] = {
                       "profile_steps": [1, 10, 100, 1000], "profile_cap": {"torch": 2**17, "*": 2**20}},
         "fusion": {"num_envs": _pow2(6, 18, 4), "steps": [1, 10, 100, 1000],
                    "cap": {"cpp": 2**26, "cuda": 2**30, "jax": 2**24, "torch": 2**20}},
-        "complexity": {"num_envs": [2**8, 2**14], "steps": [1, 10, 100, 1000], "state_factor": [1, 8, 64, 1024],
+        "complexity": {"num_envs": [2**8, 2**14], "steps": [1, 10, 100, 1000], "state_factor": [1, 64, 1024],
                        "compute_factor": [1, 32, 1024], "cap": {"*": 2**26}, "memory_steps": [1, 1000],
                        "memory_cache_multiple": 8, "memory_max_bytes": 2**30},
         "beyond": {"num_envs": [2**10, 2**13, 2**16], "steps": [1, 100], "peer_num_envs": [2**12, 2**16],
@@ -137,7 +137,9 @@ class ChapterParams:
         if self.memory_steps is not None:
             most = f" (at most {self.memory_max_bytes / 2**20:g} MiB)" if self.memory_max_bytes else ""
             parts.append(f"memory regime: working set ≥ {self.memory_cache_multiple:g}× the last-level cache{most} at "
-                         f"S = {max(self.state_factor)}, K = {fmt_list(self.memory_steps)}, C = 1, one timed repeat")
+                         f"S = {max(self.state_factor)}, K = {fmt_list(self.memory_steps)}, C = 1, one timed repeat; "
+                         f"compute regime: N = {pow2_label(min(self.num_envs))}, S = {min(self.state_factor)}, each C, "
+                         f"K = 1 and {max(self.steps)}, one timed repeat")
         caps = ", ".join(f"{k if k != '*' else 'others'} ≤ {pow2_label(v)}" for k, v in self.cap.items()
                          if k == "*" or k in self.impls)
         if caps:
