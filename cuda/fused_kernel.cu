@@ -84,7 +84,8 @@ __device__ __forceinline__ unsigned int fused_collect_steps(float* row, const fl
 // a.num_steps (T) steps of every environment with actions sampled from the MLP on a.weights,
 // the trajectory written into t (trajectory_args.h): the CUDA form of fused_cpu.cpp's
 // fused_collect. One thread per environment; the CartPole stays in registers for all T steps (the
-// carried floats of S > 1 are read and written once), the weights in shared memory; what goes to global memory is the trajectory itself.
+// carried floats of S > 1 are read and written once), the weights in shared memory; what goes to
+// global memory is the trajectory itself.
 extern "C" __global__ void fused_collect(const RolloutArgs a, const TrajectoryArgs t) {
     __shared__ float w[MLP_NUM_PARAMS];
     load_weights_shared(w, a.weights);
