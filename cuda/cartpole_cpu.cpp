@@ -8,18 +8,14 @@
 #include "cpu_rollout.h"
 #include "rollout_args.h"
 
-extern "C" {
-
-// Steps every environment a->num_steps times; returns the number of episodes that ended.
-// a->policy: CP_POLICY_ACTIONS (a->actions (n,) for every step; callers pass num_steps == 1) or
-// CP_POLICY_HASH (the no-policy hashed actions).
-long long cartpole_rollout(const RolloutArgs* a) {
+// The rollout with W lanes per block (cp_cpu_rollout).
+template <int W>
+static long long cartpole_rollout_lanes(const RolloutArgs* a) {
     const CartPoleParams p = cp_args_params(*a);
     const int32_t* const actions = a->policy == CP_POLICY_ACTIONS ? a->actions : nullptr;
     const uint32_t seed = a->seed;
     const long long n = a->n;
-    constexpr int W = CP_CPU_LANES;
-    return cp_cpu_rollout(*a, [&](const float*, long long first, const int32_t* el, const uint32_t* ep, float* force, int) {
+    return cp_cpu_rollout<W>(*a, [&](const float*, long long first, const int32_t* el, const uint32_t* ep, float* force, int) {
         if (actions) {
             for (int l = 0; l < W; ++l)  // lanes past n push left; never written back
                 force[l] = cp_force(first + l < n ? actions[first + l] : 0, p);
@@ -29,6 +25,16 @@ long long cartpole_rollout(const RolloutArgs* a) {
                 force[l] = cp_force(cp_hash_action(seed, (uint32_t)(first + l), ep[l], (uint32_t)el[l]), p);
         }
     });
+}
+
+extern "C" {
+
+// Steps every environment a->num_steps times; returns the number of episodes that ended.
+// a->policy: CP_POLICY_ACTIONS (a->actions (n,) for every step; callers pass num_steps == 1) or
+// CP_POLICY_HASH (the no-policy hashed actions). One environment runs in a block of one lane: a
+// block of CP_CPU_LANES would step 15 idle lanes with it.
+long long cartpole_rollout(const RolloutArgs* a) {
+    return a->n == 1 ? cartpole_rollout_lanes<1>(a) : cartpole_rollout_lanes<CP_CPU_LANES>(a);
 }
 
 // Resets every environment to episode 0's draws (reads state, elapsed, episode, n, S, seed).

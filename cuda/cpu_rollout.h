@@ -25,6 +25,9 @@
 #include "rollout_args.h"
 
 constexpr int CP_CPU_LANES = 16;  // lanes per block: one AVX-512 or two AVX2 vectors of floats
+// Below this many environment-steps per call one thread runs it: waking the OpenMP team costs
+// microseconds, more than the whole call at small N (N = 1 to 64, where CPU training steps).
+constexpr long long CP_CPU_PARALLEL_MIN_WORK = 8192;
 
 // What a rollout records of each step besides its last step's final_obs and flags: nothing. The
 // empty call compiles away, so cpp's and fused's rollouts run the loop as it was measured.
@@ -38,9 +41,9 @@ struct CpNoRecord {
 // block, before the physics; record(int k, const float* buf, long long first, int lanes,
 // const int* flags) after termination is known and before the same-step resets (buf still holds
 // the step's end state): fused_collect writes its trajectory there.
-template <class ChooseForces, class Record = CpNoRecord>
+// W: lanes per block (CP_CPU_LANES; 1 runs each environment alone, no idle lanes, for N = 1).
+template <int W = CP_CPU_LANES, class ChooseForces, class Record = CpNoRecord>
 long long cp_cpu_rollout(const RolloutArgs& args, ChooseForces choose_forces, Record record = Record{}) {
-    constexpr int W = CP_CPU_LANES;
     float* const state = args.state;
     int32_t* const elapsed = args.elapsed;
     uint32_t* const episode = args.episode;
@@ -53,7 +56,9 @@ long long cp_cpu_rollout(const RolloutArgs& args, ChooseForces choose_forces, Re
     const uint32_t carry_mask = cp_carry_mask(config.num_steps);
     const long long num_blocks = (n + W - 1) / W;
     long long episodes_done = 0;
-#pragma omp parallel reduction(+ : episodes_done)
+    // Work: the steps, and the state factor's carried floats passed over once (as many float4s).
+    const long long work = n * ((long long)config.num_steps + config.state_factor - 1);
+#pragma omp parallel reduction(+ : episodes_done) if (work >= CP_CPU_PARALLEL_MIN_WORK)
     {
         // Thread-local copies: with the shared originals GCC cannot prove that stores into the
         // buffer leave them unchanged, reloads them in the lane loops and does not vectorize.
@@ -115,13 +120,13 @@ long long cp_cpu_rollout(const RolloutArgs& args, ChooseForces choose_forces, Re
 
 // Reset every environment to episode 0's draws (the same draws the CUDA kernels make).
 inline void cp_cpu_reset(const RolloutArgs& args) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (args.n >= CP_CPU_PARALLEL_MIN_WORK)
     for (long long i = 0; i < args.n; ++i) cp_args_reset_env(args, i);
 }
 
 // Start the next episode of the environments whose args.reset_mask is set (cp_args_restart_env).
 inline void cp_cpu_restart(const RolloutArgs& args) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (args.n >= CP_CPU_PARALLEL_MIN_WORK)
     for (long long i = 0; i < args.n; ++i) cp_args_restart_env(args, i);
 }
 

@@ -57,9 +57,46 @@ extern "C" __global__ void fused_rollout(const RolloutArgs a) {
                       });
 }
 
-// Environment i's T steps of fused_collect on its CartPole (`row`: 4 floats in registers): each step records obs, samples the action from the MLP's softmax (mlp_sample, keyed
+// fused_rollout for the policies without the MLP (CP_POLICY_HASH, CP_POLICY_ACTIONS), which the
+// GPU backend launches for them. A kernel gets the registers of its most demanding path:
+// fused_rollout keeps ~130 (the MLP's) even for policy "none", 18.75% occupancy where
+// cartpole_rollout's ~46 give 62.5%, which would make a fused-against-cuda comparison without a
+// policy measure the register file instead of the simulation. No shared memory either.
+extern "C" __global__ void fused_rollout_no_mlp(const RolloutArgs a) {
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= a.n) return;
+    const CartPoleParams p = cp_args_params(a);
+    const RolloutConfig cfg = cp_args_config(a);
+    const int32_t* __restrict__ actions = a.actions;
+    const uint32_t seed = a.seed;
+    const bool hashed = a.policy == CP_POLICY_HASH;
+    cp_thread_rollout(a.state, a.elapsed, a.episode, a.flags_out, a.final_obs, a.episodes_done, i, cfg, p,
+                      [&](const float*, uint32_t ep, int32_t el) {
+                          return hashed ? cp_hash_action(seed, (uint32_t)i, ep, (uint32_t)el) : CP_LDG(actions + i);
+                      });
+}
+
+// The shared-memory weights' address, as a value the compiler cannot prove the same from one step
+// to the next. Without it, ptxas hoists the MLP's shared-memory loads (weights that do not change
+// during the T steps) out of fused_collect's step loop and keeps them live across it: 255
+// registers and ~1.4 KB of spill stores and loads per thread (sm_80 and sm_90). Reloaded every
+// step from shared memory (a broadcast across the warp), they cost no spills. The host build
+// (cuda_host.h) has no such allocator to fool: there it is the address itself.
+__device__ __forceinline__ const float* fused_weights_per_step(const float* w) {
+#if defined(__CUDA_ARCH__)
+    unsigned int zero;
+    asm volatile("mov.u32 %0, 0;" : "=r"(zero));  // volatile: a fresh, opaque 0 every step
+    return w + zero;
+#else
+    return w;
+#endif
+}
+
+// Environment i's T steps of fused_collect on its CartPole (`row`: 4 floats in registers): each
+// step records obs, samples the action from the MLP's softmax (mlp_sample, keyed
 // by the counter hash), records it and its log-probability, then cp_env_step writes final_obs
-// (the CartPole before the same-step reset) and the step's flags are recorded. Returns the episodes ended.
+// (the CartPole before the same-step reset) and the step's flags are recorded. Returns the
+// episodes ended.
 __device__ __forceinline__ unsigned int fused_collect_steps(float* row, const float* w, const TrajectoryArgs& t,
                                                             long long i, long long n, int32_t& el, uint32_t& ep,
                                                             int& flags, const RolloutConfig& cfg,
@@ -70,7 +107,7 @@ __device__ __forceinline__ unsigned int fused_collect_steps(float* row, const fl
         const float obs[MLP_IN] = {row[0], row[1], row[2], row[3]};
         for (int j = 0; j < MLP_IN; ++j) t.obs[at * 4 + j] = obs[j];
         float logit0, logit1, logp;
-        mlp_forward<FUSED_JB>(obs, w, logit0, logit1);
+        mlp_forward<FUSED_JB>(obs, fused_weights_per_step(w), logit0, logit1);
         const int action = mlp_sample(logit0, logit1, mlp_sample_uniform(cfg.seed, (uint32_t)i, ep, (uint32_t)el), logp);
         t.actions[at] = action;
         t.logp[at] = logp;
@@ -105,7 +142,7 @@ extern "C" __global__ void fused_collect(const RolloutArgs a, const TrajectoryAr
     a.elapsed[i] = el;
     a.episode[i] = ep;
     a.flags_out[i] = (uint8_t)flags;
-    if (done) atomicAdd(a.episodes_done, (unsigned long long)done);
+    cp_count_episodes(a.episodes_done, done);
 }
 
 // Reset every environment to episode 0's draws (the same draws as cartpole_reset and the CPU build).

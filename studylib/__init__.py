@@ -1,4 +1,5 @@
-"""Fast CartPole-v1 data collection in the five implementations of Gleeson et al. (2022).
+"""Fast CartPole-v1 data collection in seven implementations: the five of Gleeson et al. (2022)
+and two beyond the paper.
 
     import studylib
     env = studylib.make("cpp", 4096, seed=0)
@@ -6,9 +7,12 @@
     obs, reward, terminated, truncated = env.step(actions)
     env.rollout(1000, policy="none")      # K steps in as few backend calls as the impl allows
 
-Implementations (``IMPLEMENTATIONS``): ``gym`` (gymnasium objects, Python loop), ``cpp``
-(multi-core C++ from the CUDA kernel's source), ``torch`` (eager, CPU or GPU), ``jax`` (K steps in
-one XLA call), ``cuda`` (hand-written kernel via CuPy, K steps per launch; needs a GPU).
+Implementations (``IMPLEMENTATIONS``), the paper's: ``gym`` (gymnasium objects, Python loop),
+``cpp`` (multi-core C++ from the CUDA kernel's source), ``torch`` (eager, CPU or GPU), ``jax`` (K
+steps in one XLA call), ``cuda`` (hand-written kernel via CuPy, K steps per launch; needs a GPU);
+beyond the paper: ``torch-compile`` (``torch``'s step through ``torch.compile``) and ``fused``
+(MLP inference and simulation in one kernel, K steps per call). Other libraries' CartPoles
+(``settings.PEERS``: gymnasium-vector, gymnax, envpool) are in ``studylib.peers``.
 """
 
 from __future__ import annotations

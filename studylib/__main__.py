@@ -5,7 +5,10 @@
     python -m studylib measure [--chapters fusion,complexity] [--preset paper] [--ray ADDRESS]
     python -m studylib profile --impl jax,torch --num-envs 4096 --steps 1,10,100
     python -m studylib peers [--log2-num-envs 20 --steps 1000 --peer-steps 50]
+    python -m studylib atari --games breakout,pong --impl ale-vector,envpool --num-envs 1,4,16 [--policy none,cnn]
     python -m studylib machine
+    python -m studylib advise --flops-per-step 26 --bytes-per-step 48 --num-envs 2^20 --steps 1000 \
+        [--gpu-tflops 67 --gpu-bandwidth-gbs 3350]
     python -m studylib train --collector fused --num-envs 4096 --seed 0 [--json] [--save policy.npz]
 
 ``measure`` runs the book's measurement plans (the same points and files as ``jupyter-book build
@@ -161,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("measure", help="run the book's measurement plans into data/<machine>/ (no book toolchain)")
     m.add_argument("--chapters", default="all", help="comma list of cartpole, vectorization, overheads, fusion, "
-                                                     "complexity, beyond (default: all)")
+                                                     "complexity, beyond, atari, model (default: all)")
     m.add_argument("--preset", default=None, help="tiny, default or paper (default: $STUDYLIB_PRESET, else default)")
     _add_run_options(m)
 
@@ -174,7 +177,28 @@ def build_parser() -> argparse.ArgumentParser:
     pe.add_argument("--steps", default="1000", help="K per call for cpp")
     pe.add_argument("--peer-steps", default="50", help="K per call for the (slower) peer")
 
+    a = sub.add_parser("atari", help="Atari frames/s (emulator frames) into data/<machine>/<name>.json (resumable)")
+    a.add_argument("--games", default="breakout,pong", help="comma list of ALE game ids (breakout, pong, ...)")
+    a.add_argument("--impl", default="ale-vector,envpool", help="comma list of gym, gym-async, ale-vector, envpool")
+    a.add_argument("--num-envs", default="1,4,16", help="N: 1,4,16 or 2^0..2^8 (gym: 1 only)")
+    a.add_argument("--policy", default="none,cnn", help="none (random actions), cnn (Nature CNN) or both")
+    a.add_argument("--repeats", default="3")
+    a.add_argument("--min-seconds", default="0.2")
+    a.add_argument("--name", default="atari_cli", help="data file name under the machine's data folder")
+    _add_run_options(a)
+
     sub.add_parser("machine", help="print this machine's provenance (JSON)")
+
+    a = sub.add_parser("advise", help="the cost model: which of vectorization, an ML compiler and fusion pays for "
+                                      "a simulator (studylib.costmodel)")
+    a.add_argument("--flops-per-step", required=True, help="flops of one environment-step of the simulator")
+    a.add_argument("--bytes-per-step", required=True, help="bytes of state read and written per environment-step")
+    a.add_argument("--num-envs", required=True, help="N: parallel environments")
+    a.add_argument("--steps", required=True, help="K: steps per call")
+    a.add_argument("--policy", default="none", help="none (simulation only) or mlp (our 4-64-64-2 MLP each step)")
+    a.add_argument("--gpu-tflops", default=None, help="a GPU's published peak FP32 in TFLOP/s (with --gpu-bandwidth-gbs)")
+    a.add_argument("--gpu-bandwidth-gbs", default=None, help="that GPU's memory bandwidth in GB/s")
+    a.add_argument("--data-dir", default=None, help="data folder holding this machine's calibration (measured if absent)")
     sub.add_parser("train", help="train PPO on CartPole-v1 with one collector until solved (see train --help)",
                    add_help=False)
     return parser
@@ -344,11 +368,87 @@ def _cmd_peers(args, out) -> int:
     return 0
 
 
+def _cmd_atari(args, out) -> int:
+    """Atari frames per second (``studylib.atari``): every point is checked (game id, ROM, envpool
+    task) before the first measurement, so bad input writes nothing."""
+    from . import atari
+    from .book.plans import atari_sweep
+    from .harness.store import check_name
+    from .harness.sweep import session
+
+    check_name(args.name)
+    games = [g.strip() for g in args.games.split(",") if g.strip()]
+    impls = parse_names("--impl", args.impl, atari.IMPLS)
+    policies = parse_names("--policy", args.policy, atari.POLICIES)
+    sizes = parse_ints("--num-envs", args.num_envs)
+    repeats, min_seconds = _positive("--repeats", args.repeats), _positive_float("--min-seconds", args.min_seconds)
+    points = [atari.AtariPoint(g, i, n, p, repeats=repeats, min_seconds=min_seconds) for g in games
+              for i in impls for n in ((1,) if i == "gym" else sizes) for p in policies]
+    if not points:
+        raise ConfigError("--games names no game")
+    data_dir = _data_dir(args)
+    with _engine(args) as engine, session(engine=engine, progress=not args.no_progress):
+        df = atari_sweep(args.name, points, data_dir)
+    for r in df.to_dict("records"):
+        out.write(f"{r['game']:>12} {r['impl']:>10} N={r['num_envs']:<5} policy={r['policy']:<4} "
+                  f"{r['frames_per_s']:10.4g} frames/s ({r['frames_per_s_min']:.3g}..{r['frames_per_s_max']:.3g})\n")
+    out.write(f"atari {args.name}: {len(df)} point(s) measured or resumed (frames = emulator frames, 4 per agent "
+              f"step) -> {df.attrs.get('path')}\n")
+    return 0
+
+
 def _cmd_machine(args, out) -> int:
     from .harness.provenance import machine_info
 
     out.write(json.dumps(machine_info(), indent=1) + "\n")
     return 0
+
+
+def _cmd_advise(args, out) -> int:
+    """The cost model's advice for one simulator, on this machine (calibrated by microbenchmarks,
+    measured once into the data folder) or with a GPU's published figures (a projection)."""
+    from . import costmodel
+    from .harness import calibrate
+
+    flops = _nonnegative_float("--flops-per-step", args.flops_per_step)
+    nbytes = _nonnegative_float("--bytes-per-step", args.bytes_per_step)
+    n, k = _positive("--num-envs", args.num_envs), _positive("--steps", args.steps)
+    policy = parse_names("--policy", args.policy, POLICIES)
+    if len(policy) != 1:
+        raise ConfigError(f"--policy takes one of {', '.join(POLICIES)}, got {args.policy!r}")
+    if (args.gpu_tflops is None) != (args.gpu_bandwidth_gbs is None):
+        raise ConfigError("--gpu-tflops and --gpu-bandwidth-gbs go together")
+    gpu = None
+    if args.gpu_tflops is not None:
+        gpu = costmodel.Processor(_positive_float("--gpu-tflops", args.gpu_tflops) * 1e12,
+                                  _positive_float("--gpu-bandwidth-gbs", args.gpu_bandwidth_gbs) * 1e9,
+                                  launch_s=costmodel.LAUNCH_S, is_gpu=True)
+    data_dir = _data_dir(args)
+    machine = costmodel.machine_from_calibration(calibrate.calibration_rows(data_dir), calibrate.ceiling_rows(data_dir))
+    label = "this machine (measured microbenchmarks)"
+    if gpu is not None:
+        machine = costmodel.with_gpu(machine, gpu, "this host with the GPU given", "figures given on the command line")
+        label = (f"this host with a GPU of {args.gpu_tflops} TFLOP/s and {args.gpu_bandwidth_gbs} GB/s: "
+                 "projection (model), not a measurement")
+    out.write(f"simulator: {flops:g} flops and {nbytes:g} bytes per environment-step, N={n}, K={k}, policy {policy[0]}\n"
+              f"on {label}\n")
+    for a in costmodel.advise(machine, flops_per_step=flops, bytes_per_step=nbytes, num_envs=n, steps=k,
+                              policy=policy[0]):
+        verdict = "pays" if a.pays else "does not pay"
+        out.write(f"  {a.optimization:<14} {verdict:<13} {a.speedup:10.3g}x  "
+                  f"({a.faster.impl}: {a.faster.samples_per_s:.3g} samples/s, {a.faster.regime}; "
+                  f"{a.slower.impl}: {a.slower.samples_per_s:.3g}, {a.slower.regime})\n")
+    return 0
+
+
+def _nonnegative_float(flag: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigError(f"{flag} must be a non-negative number, got {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise ConfigError(f"{flag} must be a non-negative number, got {text!r}")
+    return value
 
 
 def main(argv=None) -> int:
@@ -362,10 +462,11 @@ def main(argv=None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.command is None:
-            raise UsageError("python -m studylib: choose a command: bench, sweep, measure, profile, peers, machine, "
-                             "train (see --help)")
+            raise UsageError("python -m studylib: choose a command: bench, sweep, measure, profile, peers, atari, machine, "
+                             "advise, train (see --help)")
         return {"bench": _cmd_bench, "sweep": _cmd_sweep, "measure": _cmd_measure, "profile": _cmd_profile,
-                "peers": _cmd_peers, "machine": _cmd_machine}[args.command](args, out)
+                "peers": _cmd_peers, "atari": _cmd_atari, "machine": _cmd_machine,
+                "advise": _cmd_advise}[args.command](args, out)
     except SystemExit as e:  # --help
         return e.code if isinstance(e.code, int) else 0
     except StudyError as e:

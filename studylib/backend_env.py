@@ -7,7 +7,9 @@ once (``torch.from_numpy`` on the CPU, ``torch.from_dlpack`` of the CuPy arrays 
 step writes the state, flags and final observations in place, and the observations it returns
 are a view of the state (the CartPole columns 0..3 of each row) and ``final_obs()`` a view of the final-observation
 buffer: no copy, the same storage every step. Actions and restart masks cross the other way
-without a copy when they already have the kernels' dtypes (int32 actions, bool masks).
+without a copy when they already have the kernels' dtypes (int32 actions, bool masks). On a GPU
+the kernels are launched on torch's current stream (CudaModuleBackend.stream_source), the stream
+on which torch then reads those views.
 """
 
 from __future__ import annotations
@@ -30,8 +32,28 @@ class BackendCartPole(VectorCartPole):
 
         return TorchKind(f"cuda:{cp.cuda.Device().id}")  # where the CuPy buffers are allocated
 
+    @property
+    def seed(self) -> int:
+        return self._seed
+
+    @seed.setter
+    def seed(self, value: int) -> None:
+        """Also the backend's: the thin ``step`` reads it from the argument struct, not per call."""
+        self._seed = value
+        backend = getattr(self, "backend", None)
+        if backend is not None:
+            backend._args.seed = value
+
     def _init_backend(self, backend) -> None:
         self.backend = backend
+        self.backend._args.seed = self.seed
+        stepper = getattr(backend, "stepper", None)
+        if stepper is not None and not self._native:
+            # The thin path (cuda/step_binding.cpp): numpy actions of shape (N,) go straight to the
+            # C++ step; anything else (and every call while a profiling hook is set) to the
+            # checked Python path, so errors and behaviour stay those of VectorCartPole.step.
+            stepper.set_fallbacks(VectorCartPole.step.__get__(self), None)
+            self.step = stepper.step
         if not self._native:
             return
         on_cpu = self.device == "cpu"
@@ -46,6 +68,10 @@ class BackendCartPole(VectorCartPole):
             import cupy as cp
 
             self._to_backend = cp.from_dlpack
+            # The kernels run on torch's current stream, where torch reads these views: ordered
+            # without an event, whatever stream torch is on (a side stream, per-thread defaults).
+            device = self._state_view.device
+            backend.stream_source = lambda: torch.cuda.current_stream(device)
 
     def _obs(self):
         return self._obs_view if self._native else self.backend.obs()

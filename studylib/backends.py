@@ -46,7 +46,9 @@ says what ``fn`` is ("ctypes" or "cupy.RawKernel").
 from __future__ import annotations
 
 import abc
+import contextlib
 import ctypes
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -75,6 +77,12 @@ PAIRS = {
     # 128 threads: the fused kernel's 18 KiB of shared weights are loaded once per block.
     "fused": KernelPair("fused", "fused_cpu", native.FUSED_KERNEL_SOURCE, 128, True),
 }
+
+
+# What CudaModuleBackend passes to CuPy's RawModule besides the source; CuPy adds "-ftz=true",
+# "-arch=sm_XX" (the device's), "--device-as-default-execution-space" (tests/test_nvrtc.py
+# compiles with all of them).
+KERNEL_OPTIONS = (f"-I{native.CUDA_SOURCE_DIR}", "--std=c++17")
 
 
 class CollectedSteps(NamedTuple):
@@ -188,11 +196,57 @@ class CpuLibraryBackend(_NativeBackend):
     def __init__(self, pair: str, num_envs: int, state_factor: int, compute_factor: int,
                  params: CartPoleParams, weights: MLPWeights | None = None):
         self._lib = native.library(PAIRS[pair].library)  # built on first use (cached)
+        self._status = np.zeros(2, np.uint8)  # [0] final obs recorded, [1] a next_step since reset
         super().__init__(pair, num_envs, state_factor, compute_factor, params, weights, np)
         self._args_ref = ctypes.pointer(self._args)  # what the hook sees: .contents is the struct
         self._rollout_fn = getattr(self._lib, self.rollout_entry)
         self._reset_fn = getattr(self._lib, self.reset_entry)
         self._restart_fn = getattr(self._lib, self.restart_entry)
+        self._make_stepper()
+        self.stepper.enabled = self._call_hook is None
+
+    def _make_stepper(self) -> None:
+        """The thin per-call path (cuda/step_binding.cpp) over this backend's struct and buffers.
+        Its outputs are preallocated once here: ``step_views`` (obs, reward, terminated, truncated),
+        views the fast ``step`` rewrites in place each call, and ``next_obs`` (the final
+        observations, of which NEXT_STEP returns a copy)."""
+        n = self.num_envs
+        self._fast_actions = np.zeros(n, np.int32)
+        self.reward_out = np.ones(n, np.float32)
+        self.terminated_out = np.zeros(n, bool)
+        self.truncated_out = np.zeros(n, bool)
+        self.finished = np.zeros(n, bool)  # NEXT_STEP's envs that finished on the last step
+        self._mask = np.zeros(n, bool)
+        self.step_views = (self.state[:, :STATE_SIZE], self.reward_out, self.terminated_out, self.truncated_out)
+        self.next_obs = self.final_obs_out
+        buffers = (self._fast_actions, self.final_obs_out, self.flags_out, self.reward_out, self.terminated_out,
+                   self.truncated_out, self.finished, self._mask, self._status)
+        address = lambda f: ctypes.cast(f, ctypes.c_void_p).value  # noqa: E731
+        self.stepper = native.step_binding().Stepper(
+            ctypes.addressof(self._args), address(self._rollout_fn), address(self._restart_fn), n,
+            tuple(b.ctypes.data for b in buffers), self.step_views,
+            (self.final_obs_out.copy, self.reward_out.copy, self.terminated_out.copy, self.truncated_out.copy),
+            np.ndarray,
+            (self._args, self._lib, self.state, self._elapsed, self._episode, self._params, self._weights, *buffers))
+
+    @property
+    def _final_obs_recorded(self) -> bool:  # written by the stepper too
+        return bool(self._status[0])
+
+    @_final_obs_recorded.setter
+    def _final_obs_recorded(self, value: bool) -> None:
+        self._status[0] = value
+
+    @property
+    def call_hook(self):
+        return self._call_hook
+
+    @call_hook.setter
+    def call_hook(self, hook) -> None:
+        """A hook sees every native call: the stepper's fast path steps aside while one is set."""
+        self._call_hook = hook
+        if hasattr(self, "stepper"):
+            self.stepper.enabled = hook is None
 
     @staticmethod
     def _address(array) -> int:
@@ -200,12 +254,15 @@ class CpuLibraryBackend(_NativeBackend):
 
     def reset(self, seed: int) -> None:
         self._prepare_reset(seed)
+        self._status[1] = 0
         self._call(self.reset_entry, self._reset_fn, self._args_ref)
 
     def rollout(self, actions, num_steps: int, policy: int, seed: int, final_obs: bool = False) -> int:
         if actions is not None:
             actions = np.ascontiguousarray(actions, dtype=np.int32)
         self._prepare(actions, num_steps, policy, seed, final_obs)
+        if self._call_hook is None:  # the stepper: no ctypes conversion per call
+            return self.stepper.rollout(actions, num_steps, policy, final_obs)
         return self._call(self.rollout_entry, self._rollout_fn, self._args_ref)
 
     def step(self, actions, seed: int) -> None:
@@ -214,6 +271,8 @@ class CpuLibraryBackend(_NativeBackend):
     def restart(self, mask, seed: int) -> None:
         mask = np.ascontiguousarray(mask, dtype=bool)  # a view of a bool array already contiguous
         self._prepare_restart(mask, seed)
+        if self._call_hook is None:
+            return self.stepper.restart(mask)
         self._call(self.restart_entry, self._restart_fn, self._args_ref)
 
     def rollout_actions(self, next_actions, num_steps: int, seed: int) -> int:
@@ -261,9 +320,26 @@ class CpuLibraryBackend(_NativeBackend):
         """Nothing to wait for: every call returns when its work is done."""
 
 
+def _on_stream(method):
+    """Run a CudaModuleBackend method with CuPy's current stream set to the backend's stream."""
+
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        with self._stream_scope():
+            return method(self, *args, **kwargs)
+
+    return run
+
+
 class CudaModuleBackend(_NativeBackend):
     """A kernel pair's CUDA kernels through CuPy (NVRTC); CuPy arrays on the GPU. Callers check
-    that a device exists first (studylib.devices.require_cuda)."""
+    that a device exists first (studylib.devices.require_cuda).
+
+    Streams: every launch and copy goes to CuPy's current stream, or, when ``stream_source`` is
+    set (a callable returning a stream object with the CUDA stream protocol, ``__cuda_stream__``,
+    e.g. ``torch.cuda.current_stream``), to that stream, asked afresh at every call. Torch reads
+    the kernels' buffers through DLPack views on its own current stream: launching there orders
+    the kernels and torch's reads without an event (studylib/backend_env.py sets it)."""
 
     api = "cupy.RawKernel"
 
@@ -273,10 +349,15 @@ class CudaModuleBackend(_NativeBackend):
 
         self._cp = cp
         spec = PAIRS[pair]
-        module = cp.RawModule(code=spec.kernel_source.read_text(),
-                              options=(f"-I{native.CUDA_SOURCE_DIR}", "--std=c++17"))
+        # The source carries a digest of its headers: CuPy's cache is keyed on the source string.
+        module = cp.RawModule(code=native.source_with_header_digest(spec.kernel_source), options=KERNEL_OPTIONS)
+        self.stream_source = None
+        self._stream_cache = (None, None)  # (the stream handle last asked for, its CuPy stream)
         super().__init__(pair, num_envs, state_factor, compute_factor, params, weights, cp)
         self._rollout_kernel = module.get_function(self.rollout_entry)
+        # The policies without the MLP get a kernel without its registers (fused_kernel.cu).
+        self._simulate_kernel = (module.get_function(f"{self.rollout_entry}_no_mlp") if spec.has_mlp
+                                 else self._rollout_kernel)
         self._reset_kernel = module.get_function(self.reset_entry)
         self._restart_kernel = module.get_function(self.restart_entry)
         self._logits_kernel = module.get_function("fused_mlp_logits") if spec.has_mlp else None
@@ -290,14 +371,31 @@ class CudaModuleBackend(_NativeBackend):
     def _blocks(self, n: int) -> int:
         return (n + self.pair.threads_per_block - 1) // self.pair.threads_per_block
 
+    def _stream_scope(self):
+        """The context that makes the backend's stream CuPy's current one (none: CuPy's own)."""
+        if self.stream_source is None:
+            return contextlib.nullcontext()
+        stream = self.stream_source()
+        handle = stream.__cuda_stream__()[1]  # the protocol's (version, cudaStream_t)
+        if self._stream_cache[0] != handle:  # torch hands out a new object for the same stream
+            cuda = self._cp.cuda
+            if hasattr(cuda.Stream, "from_external"):  # CuPy 14+
+                wrapped = cuda.Stream.from_external(stream)
+            else:  # CuPy 13
+                wrapped = cuda.ExternalStream(handle)
+            self._stream_cache = (handle, wrapped)
+        return self._stream_cache[1]
+
     @staticmethod
     def _address(array) -> int:
         return array.data.ptr
 
+    @_on_stream
     def reset(self, seed: int) -> None:
         self._prepare_reset(seed)
         self._call(self.reset_entry, self._reset_kernel, self._grid, self._block, (self._args_value,))
 
+    @_on_stream
     def rollout(self, actions, num_steps: int, policy: int, seed: int, final_obs: bool = False) -> int:
         if actions is not None:
             actions = self._cp.asarray(actions, dtype=self._cp.int32)
@@ -305,17 +403,20 @@ class CudaModuleBackend(_NativeBackend):
         self._launch(actions, num_steps, policy, seed, final_obs)
         return int(self._done.get()[0])  # waits for the kernel
 
+    @_on_stream
     def step(self, actions, seed: int) -> None:
         """Queued, not waited for: the episodes it finishes go to a counter nobody reads (the next
         ``rollout`` zeroes it)."""
         self._launch(self._cp.asarray(actions, dtype=self._cp.int32), 1, native.POLICY_ACTIONS, seed, True)
 
+    @_on_stream
     def restart(self, mask, seed: int) -> None:
         cp = self._cp
         mask = cp.ascontiguousarray(cp.asarray(mask, dtype=cp.bool_))  # a device bool array: no copy
         self._prepare_restart(mask, seed)
         self._call(self.restart_entry, self._restart_kernel, self._grid, self._block, (self._args_value,))
 
+    @_on_stream
     def rollout_actions(self, next_actions, num_steps: int, seed: int) -> int:
         """``num_steps`` one-step launches, each with the actions ``next_actions()`` returns (a
         policy outside the kernel, e.g. CuPy); returns the episodes finished, waiting once."""
@@ -330,8 +431,10 @@ class CudaModuleBackend(_NativeBackend):
         if actions is not None:
             actions = self._cp.ascontiguousarray(actions)  # the caller gave int32 on the device
         self._prepare(actions, num_steps, policy, seed, final_obs)
-        self._call(self.rollout_entry, self._rollout_kernel, self._grid, self._block, (self._args_value,))
+        kernel = self._rollout_kernel if policy == native.POLICY_MLP else self._simulate_kernel
+        self._call(self.rollout_entry, kernel, self._grid, self._block, (self._args_value,))
 
+    @_on_stream
     def collect(self, num_steps: int, seed: int) -> CollectedSteps:
         """As CpuLibraryBackend.collect, one launch of ``fused_collect``; CuPy arrays on the GPU."""
         bufs, t = self._prepare_collect(num_steps, seed, self._cp)
@@ -340,26 +443,33 @@ class CudaModuleBackend(_NativeBackend):
         self._call("fused_collect", self._collect_kernel, self._grid, self._block, (self._args_value, traj_value))
         return CollectedSteps(**bufs, episodes_finished=int(self._done.get()[0]))
 
+    @_on_stream
     def obs(self) -> np.ndarray:
         return self._cp.asnumpy(self.state[:, :STATE_SIZE])
 
+    @_on_stream
     def flags(self) -> np.ndarray:
         return self._cp.asnumpy(self.flags_out)
 
+    @_on_stream
     def final_obs(self) -> np.ndarray:
         self.check_final_obs()
         return self._cp.asnumpy(self.final_obs_out)
 
+    @_on_stream
     def set_state(self, states) -> None:
         self.state[...] = self._cp.asarray(states, dtype=self._cp.float32)
 
+    @_on_stream
     def get_state(self) -> np.ndarray:
         return self._cp.asnumpy(self.state)
 
+    @_on_stream
     def set_weights(self, weights: MLPWeights) -> None:
         self._check_mlp()
         self._weights.set(native.pack_weights(weights))  # in place: the struct keeps its address
 
+    @_on_stream
     def mlp_logits(self, obs) -> np.ndarray:
         self._check_mlp()
         cp = self._cp

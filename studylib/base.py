@@ -1,7 +1,7 @@
 """The shape every implementation shares: make -> reset -> step -> rollout K steps.
 
-Subclasses (gym_env.py, cpp_env.py, torch_env.py, jax_env.py, cuda_env.py) implement the
-underscored hooks; argument checking, the memory check and the public API live here once.
+Subclasses, one per implementation (gym_env.py, cpp_env.py, torch_env.py, jax_env.py, cuda_env.py,
+torch_compile_env.py, fused_env.py; the list is ``registry``'s), implement the underscored hooks; argument checking, the memory check and the public API live here once.
 """
 
 from __future__ import annotations
@@ -54,8 +54,11 @@ class VectorCartPole(abc.ABC):
       synchronize() waits for queued device work (timing).
 
     Arrays (``settings.arrays``, checked by ``self.array_kind``, studylib/arrays.py): with
-    "numpy" reset/step/final_obs/restart return numpy arrays the environment never writes again
-    and take numpy (or array-like) actions and numpy masks. With "native" they take and return the implementation's own arrays on its
+    "numpy" reset/step/final_obs/restart return writable numpy arrays and take numpy (or
+    array-like) actions and numpy masks; the arrays are the caller's to keep, except those of
+    ``step`` of cpp and fused on the CPU: its thin path (cuda/step_binding.cpp) returns the same
+    four arrays every call, views of buffers made once and rewritten by the next step (copy what
+    you keep; gymnasium's adapter copies them for its callers). With "native" they take and return the implementation's own arrays on its
     device, with no host copy: torch tensors for torch, torch-compile, cpp, fused and cuda; jax
     arrays for jax. Then a returned array may be a view of the environment's own buffer, valid
     until the next call that changes the environments (clone it to keep it): cpp and fused on

@@ -25,6 +25,10 @@ Memory, per environment and step, when the state does NOT stay in cache between 
   the 4*S float32 state row (the CartPole and its carried floats) read and written (32*S bytes)
   and the int32 elapsed and uint32 episode counters read and written (16 bytes): 32*S + 16 bytes.
   A call that fuses K steps moves these bytes once, for all K steps.
+  With the MLP in an unfused framework, each layer's output (64 + 64 + 2 float32) is written and
+  read back once more: 2 * 4 * 130 = 1040 bytes (``policy_bytes``).
+Transcendentals (``step_transcendentals``): sin and cos per physics sub-step counted, plus the
+  MLP's tanh; the cost model (studylib.costmodel) prices them apart from the flops.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ PHYSICS_TRANSCENDENTALS_PER_SUBSTEP = 2  # sin, cos
 COUNTER_BYTES = 4 + 4  # int32 elapsed, uint32 episode
 MLP_FLOPS = sum(2 * a * b + b for a, b in zip(LAYER_SIZES[:-1], LAYER_SIZES[1:]))  # 9090
 MLP_TANH = sum(LAYER_SIZES[1:-1])  # 128
+MLP_ACTIVATION_BYTES = 2 * 4 * sum(LAYER_SIZES[1:])  # 1040: each layer's float32 output written, read back
 
 
 def physics_flops(state_factor: int = 1, compute_factor: int = 1) -> int:
@@ -59,3 +64,14 @@ def unfused_bytes(state_factor: int = 1) -> int:
 def arithmetic_intensity(state_factor: int = 1, compute_factor: int = 1, policy: str = "none") -> float:
     """Flops per byte of memory traffic of an unfused step: falls as 1/S (paper §4.2's S)."""
     return step_flops(state_factor, compute_factor, policy) / unfused_bytes(state_factor)
+
+
+def policy_bytes(policy: str = "none") -> int:
+    """Bytes one environment step's inference adds to memory traffic in an unfused framework."""
+    return MLP_ACTIVATION_BYTES if policy == "mlp" else 0
+
+
+def step_transcendentals(state_factor: int = 1, compute_factor: int = 1, policy: str = "none") -> int:
+    """sin/cos of the physics (as many sub-steps as ``physics_flops`` counts) plus the MLP's tanh."""
+    substeps = physics_flops(state_factor, compute_factor) // PHYSICS_FLOPS_PER_SUBSTEP
+    return PHYSICS_TRANSCENDENTALS_PER_SUBSTEP * substeps + (MLP_TANH if policy == "mlp" else 0)

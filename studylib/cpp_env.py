@@ -9,7 +9,8 @@ no policy the C++ code runs all K steps in one call, keeping each block of envir
 the CPU form of simulator kernel fusion (paper section 4). K=1 calls are the unfused form.
 The calls go through ``self.backend`` (studylib.backends.CpuLibraryBackend, kernel pair "cartpole");
 stepping, restarts and the arrays handed out (numpy copies, or zero-copy torch views with
-``arrays="native"``) are studylib/backend_env.py's.
+``arrays="native"``) are studylib/backend_env.py's. With numpy arrays, ``step`` is the thin path
+of cuda/step_binding.cpp (about a C call per step; its outputs are views valid until the next step).
 """
 
 from __future__ import annotations

@@ -102,15 +102,14 @@ class StudylibVectorEnv(VectorEnv):
     compute_factor, policy_seed); ``max_episode_steps`` replaces CartPole-v1's 500.
     """
 
-    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["rgb_array"], "render_fps": 50}
 
     def __init__(self, num_envs: int = 1, impl: str = "cpp", *, autoreset_mode=AutoresetMode.NEXT_STEP,
                  seed: int = 0, device=None, state_factor: int = 1, compute_factor: int = 1,
                  policy_seed: int = 0, max_episode_steps: int | None = None, render_mode: str | None = None,
                  arrays: str = "numpy"):
         self.autoreset_mode = check_autoreset_mode(autoreset_mode)
-        if render_mode is not None:
-            raise ConfigError(f"render_mode {render_mode!r} is not supported (no rendering)")
+        check_render_mode(render_mode, self.metadata["render_modes"])
         params = CARTPOLE_V1
         if max_episode_steps is not None:
             params = dataclasses.replace(params, max_episode_steps=positive_int("max_episode_steps", max_episode_steps))
@@ -125,7 +124,8 @@ class StudylibVectorEnv(VectorEnv):
         self.max_episode_steps = params.max_episode_steps
         self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
         self.num_envs = self.env.num_envs
-        self.render_mode = None
+        self.render_mode = render_mode
+        self._renderer = None
         self.single_observation_space = observation_space(params)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.single_action_space = spaces.Discrete(2)
@@ -134,6 +134,42 @@ class StudylibVectorEnv(VectorEnv):
         # step, or by reset(reset_mask) when DISABLED), in the implementation's arrays.
         self._finished = self._kind.zeros_bool(self.num_envs)
         self._obs = None  # the last observations returned (a partial reset returns them for the rest)
+        self._stepper = None
+        stepper = getattr(getattr(self.env, "backend", None), "stepper", None)
+        # numpy arrays that the next step rewrites (cpp, fused on the CPU): copied before they are
+        # returned, as gymnasium's vector envs return fresh arrays.
+        self._env_views = stepper is not None and self.arrays == "numpy"
+        if stepper is not None and self.arrays == "numpy" and self.autoreset_mode == AutoresetMode.NEXT_STEP:
+            # The thin path (cuda/step_binding.cpp): NEXT_STEP's bookkeeping below, done in C++ on
+            # buffers preallocated once (what it returns are fresh copies of them, as gymnasium's
+            # vector envs return fresh arrays). Anything it does not take
+            # (actions that are not a numpy array (N,) of 0/1, a profiling hook) comes here.
+            self._stepper = stepper
+            self._finished = stepper_finished = self.env.backend.finished
+            stepper_finished[:] = False
+            stepper.set_fallbacks(None, StudylibVectorEnv.step.__get__(self))
+            stepper.set_guard(vars(self.env), self.env.step)  # steps aside if they are replaced
+            self.step = stepper.next_step
+
+    def _set_finished(self, value) -> None:
+        """The envs that finished on the last step; in place where the thin path reads them."""
+        if self._stepper is not None:
+            self._finished[...] = value
+        else:
+            self._finished = value
+
+    @property
+    def _last_obs(self):
+        """The last observations returned (after the thin path's step, its final-observation
+        buffer holds them)."""
+        if self._stepper is not None and self.env.backend._status[1]:
+            return self.env.backend.next_obs
+        return self._obs
+
+    def _remember_obs(self, obs) -> None:
+        self._obs = obs
+        if self._stepper is not None:
+            self.env.backend._status[1] = 0
 
     # ---- reset ------------------------------------------------------------------------------------
     def _check_seed(self, seed):
@@ -156,7 +192,7 @@ class StudylibVectorEnv(VectorEnv):
             mask = self._kind.check_mask(options["reset_mask"], self.num_envs)
         except ConfigError as e:
             raise ConfigError(f"options['reset_mask']: {e}") from None
-        if self._obs is None:
+        if self._last_obs is None:
             raise ConfigError("a partial reset (options['reset_mask']) needs a full reset() first")
         return mask
 
@@ -190,18 +226,19 @@ class StudylibVectorEnv(VectorEnv):
             self._np_random = np.random.default_rng([s for s in seeds if s is not None])
             self._np_random_seed = -1  # gymnasium's value for "not seeded from one int"
         if mask is not None:
-            obs = self._xp.where(mask[:, None], self._restart_masked(mask, seed, seeds), self._obs)
-            self._finished = self._finished & ~mask
+            last = self._last_obs
+            obs = self._xp.where(mask[:, None], self._restart_masked(mask, seed, seeds), last)
+            self._set_finished(self._finished & ~mask)
         else:
             # One seed: the implementation's own draw for all envs (fast at any N).
             self.env.seed = seed if isinstance(seed, int) else int(self.np_random.integers(0, MAX_SEED + 1))
             obs = self.env.reset()
-            self._finished = self._kind.zeros_bool(self.num_envs)
+            self._set_finished(self._kind.zeros_bool(self.num_envs))
             if seeds:
                 rows = self._fresh_rows(np.arange(self.num_envs), seeds)
                 self.env.set_state(rows)
                 obs = self._kind.from_numpy(rows[:, :STATE_SIZE].astype(np.float32))
-        self._obs = obs
+        self._remember_obs(obs)
         return obs, {}
 
     # ---- step -------------------------------------------------------------------------------------
@@ -213,12 +250,14 @@ class StudylibVectorEnv(VectorEnv):
             raise ConfigError(f"envs {finished[:8]} finished their episodes; reset them with "
                               "reset(options={'reset_mask': mask}) before stepping (autoreset_mode DISABLED)")
         obs, reward, terminated, truncated = self.env.step(actions)  # a ConfigError here steps nothing
+        if self._env_views:  # the implementation's thin step returns views of its buffers
+            obs, reward, terminated, truncated = obs.copy(), reward.copy(), terminated.copy(), truncated.copy()
         if self._same_step:
             info = self._final_info(terminated | truncated)
         else:
             obs, reward, terminated, truncated = self._late_restart(reward, terminated, truncated)
             info = {}
-        self._obs = obs
+        self._remember_obs(obs)
         return obs, reward, terminated, truncated, info
 
     def _late_restart(self, reward, terminated, truncated):
@@ -226,12 +265,14 @@ class StudylibVectorEnv(VectorEnv):
         (NEXT_STEP) the new episodes of the envs that finished on the previous step, whose action
         was ignored: ``env.restart`` overwrites the implementation's step of them."""
         restart = self._finished
+        if self._stepper is not None:  # its buffer is rewritten in place below; env.restart may keep the mask
+            restart = restart.copy()
         # maybe_any: on a GPU True without looking at the mask (looking would wait for the device)
         if not self._disabled and self._kind.maybe_any(restart):
             self.env.restart(restart)  # their final_obs() becomes the new episodes' first observations
             reward = self._xp.where(restart, 0, reward)
             terminated, truncated = terminated & ~restart, truncated & ~restart
-        self._finished = terminated | truncated
+        self._set_finished(terminated | truncated)
         return self.env.final_obs(), reward, terminated, truncated
 
     def _final_info(self, done) -> dict:
@@ -248,7 +289,22 @@ class StudylibVectorEnv(VectorEnv):
             boxed[i] = final_obs[i]
         return {"final_obs": boxed, "_final_obs": done.copy(), "final_info": {}, "_final_info": done.copy()}
 
+    def render(self):
+        """``render_mode="rgb_array"``: one frame per env (a tuple of (400, 600, 3) uint8 arrays) of
+        the last observations, drawn by gymnasium's own CartPole-v1 renderer (needs pygame, as
+        gymnasium's CartPole-v1 does); None without a render mode."""
+        if self.render_mode is None:
+            return None
+        if self._renderer is None:
+            self._renderer = _Renderer(self.render_mode)
+        obs = self._kind.to_numpy(self._last_obs) if self._last_obs is not None else np.zeros((self.num_envs, 4))
+        return tuple(self._renderer.frame(row) for row in obs)
+
     def close_extras(self, **kwargs):
+        if self._renderer is not None:
+            self._renderer.close()
+        self.__dict__.pop("step", None)  # the thin path's, bound to the closed env's buffers
+        self._stepper = None
         self.env = None
 
 
@@ -263,16 +319,17 @@ class StudylibCartPoleEnv(gymnasium.Env):
     the implementation has already started its next episode.
     """
 
-    metadata = {"render_modes": []}
+    metadata = {"render_modes": ["human", "rgb_array"], "render_fps": 50}
 
     def __init__(self, impl: str = "cpp", *, device=None, state_factor: int = 1, compute_factor: int = 1,
                  render_mode: str | None = None):
-        if render_mode is not None:
-            raise ConfigError(f"render_mode {render_mode!r} is not supported (no rendering)")
+        check_render_mode(render_mode, self.metadata["render_modes"])
         self.impl = impl
         self.env = make(impl, 1, device=device, state_factor=state_factor, compute_factor=compute_factor,
                         params=dataclasses.replace(CARTPOLE_V1, max_episode_steps=NO_TIME_LIMIT))
-        self.render_mode = None
+        self.render_mode = render_mode
+        self._renderer = None
+        self._obs = np.zeros(STATE_SIZE, np.float32)  # what render() draws
         self.observation_space = observation_space()
         self.action_space = spaces.Discrete(2)
         self._ended = True  # until the first reset
@@ -283,7 +340,10 @@ class StudylibCartPoleEnv(gymnasium.Env):
         state = _draw_rows(self.np_random, (self.env.row_len,), low, high)
         self.env.set_state(state[None])
         self._ended = False
-        return state[:STATE_SIZE].astype(np.float32), {}
+        self._obs = state[:STATE_SIZE].astype(np.float32)
+        if self.render_mode == "human":  # as gymnasium's CartPoleEnv: a human-mode frame per call
+            self.render()
+        return self._obs.copy(), {}
 
     def step(self, action):
         if not self.action_space.contains(action):
@@ -292,7 +352,49 @@ class StudylibCartPoleEnv(gymnasium.Env):
             raise ConfigError("the episode has terminated (or reset() was never called): call reset() first")
         _, reward, terminated, _ = self.env.step(np.array([action]))
         self._ended = bool(terminated[0])
-        return self.env.final_obs()[0], float(reward[0]), self._ended, False, {}
+        self._obs = self.env.final_obs()[0]
+        if self.render_mode == "human":
+            self.render()
+        return self._obs.copy(), float(reward[0]), self._ended, False, {}
+
+    def render(self):
+        """As gymnasium's CartPole-v1, by its own renderer (needs pygame, as it does): "rgb_array"
+        returns the frame of the current observation, (400, 600, 3) uint8; "human" draws it in a
+        window; None without a render mode (gymnasium warns)."""
+        if self.render_mode is None:
+            gymnasium.logger.warn("You are calling render method without specifying any render mode. "
+                                  "You can specify the render_mode at initialization, "
+                                  f'e.g. gymnasium.make("{ENV_ID}", render_mode="rgb_array")')
+            return None
+        if self._renderer is None:
+            self._renderer = _Renderer(self.render_mode)
+        return self._renderer.frame(self._obs)
+
+    def close(self):
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
+
+
+def check_render_mode(render_mode, supported) -> None:
+    if render_mode is not None and render_mode not in supported:
+        raise ConfigError(f"render_mode {render_mode!r} is not supported; valid: None, {', '.join(map(repr, supported))}")
+
+
+class _Renderer:
+    """gymnasium's CartPole-v1 renderer (``CartPoleEnv.render``) drawing the observations we give it."""
+
+    def __init__(self, render_mode: str):
+        from gymnasium.envs.classic_control.cartpole import CartPoleEnv
+
+        self._env = CartPoleEnv(render_mode=render_mode)
+
+    def frame(self, obs):
+        self._env.state = np.asarray(obs, dtype=np.float64)
+        return self._env.render()
+
+    def close(self) -> None:
+        self._env.close()
 
 
 def register() -> None:

@@ -113,7 +113,7 @@ class JaxCartPole(VectorCartPole):
         return self._host(self._final_obs)
 
     def _host(self, array):
-        return array if self._native else np.asarray(array)
+        return array if self._native else np.array(array)  # a writable copy, as every implementation returns
 
     def _step(self, actions):
         actions = actions if self._native else self._put(actions)

@@ -11,6 +11,15 @@ the CPU, so editing a header it includes rebuilds it and a stale build is never 
     ``cuda/fused_cpu.cpp`` (the ``fused`` implementation): the CPU build of
     ``cuda/fused_kernel.cu``, MLP inference and simulation in one call; ``fused_collect``
     samples the actions in it and writes a whole trajectory (``TrajectoryArgs``).
+``cartpole_kernel_host``, ``fused_kernel_host``
+    ``cuda/cartpole_kernel.cu`` and ``cuda/fused_kernel.cu`` themselves, built by the host C++
+    compiler through the shim ``cuda/cuda_host.h`` (``cuda/*_kernel_host.cpp``) and launched over
+    their grid on the CPU: the GPU code executed without a GPU, for the tests
+    (studylib/kernel_host.py).
+``_step_binding``
+    ``cuda/step_binding.cpp``: a CPython extension module (built against this Python's headers,
+    loaded with importlib, not ctypes), the thin per-call path of ``step``, ``restart`` and
+    ``rollout`` of the two libraries above (``step_binding()``; studylib.backends uses it).
 ``fma_peak``
     ``cuda/fma_peak.cpp``: this CPU's peak FP32 multiply-add throughput, the roofline's compute
     ceiling (``studylib.harness.roofline``), independent of any CartPole code.
@@ -31,6 +40,7 @@ import os
 import platform
 import shutil
 import subprocess
+import sysconfig
 import tempfile
 import time
 from dataclasses import dataclass
@@ -42,7 +52,18 @@ import numpy as np
 from .dynamics import CARTPOLE_V1, CartPoleParams
 from .policy import MLPWeights
 
-CUDA_SOURCE_DIR = Path(__file__).resolve().parent.parent / "cuda"
+
+
+def _kernel_source_dir() -> Path:
+    """Where the kernel sources are: inside the installed package (``studylib/_cuda``, where
+    pyproject.toml maps the repository's top-level ``cuda/`` when a wheel is built), else the
+    repository's ``cuda/`` (a source checkout or an editable install)."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "_cuda"
+    return packaged if (packaged / "cartpole.cuh").exists() else here.parent / "cuda"
+
+
+CUDA_SOURCE_DIR = _kernel_source_dir()
 HEADER = CUDA_SOURCE_DIR / "cartpole.cuh"
 CPU_SOURCE = CUDA_SOURCE_DIR / "cartpole_cpu.cpp"
 KERNEL_SOURCE = CUDA_SOURCE_DIR / "cartpole_kernel.cu"
@@ -53,6 +74,9 @@ ROLLOUT_ARGS_HEADER = CUDA_SOURCE_DIR / "rollout_args.h"  # struct RolloutArgs, 
 TRAJECTORY_ARGS_HEADER = CUDA_SOURCE_DIR / "trajectory_args.h"  # struct TrajectoryArgs, fused_collect's output
 FUSED_KERNEL_SOURCE = CUDA_SOURCE_DIR / "fused_kernel.cu"
 FMA_PEAK_SOURCE = CUDA_SOURCE_DIR / "fma_peak.cpp"
+HOST_SHIM_HEADER = CUDA_SOURCE_DIR / "cuda_host.h"  # the CUDA execution model on the CPU (tests)
+GPU_ROLLOUT_HEADER = CUDA_SOURCE_DIR / "gpu_rollout.cuh"  # the kernels' per-thread loop
+STEP_BINDING_SOURCE = CUDA_SOURCE_DIR / "step_binding.cpp"  # the CPython extension of the hot path
 
 # -ffast-math lets glibc's vector sinf/cosf (libmvec) be used; -fno-builtin-{sin,cos}f stops GCC
 # from merging sinf+cosf into sincosf, which has no vector form and would block SIMD.
@@ -170,6 +194,28 @@ def _declare_fused(lib: ctypes.CDLL) -> None:
     lib.trajectory_args_layout.argtypes = [ctypes.POINTER(ctypes.c_longlong), ctypes.c_int]
 
 
+def _declare_kernel_host(lib: ctypes.CDLL, prefix: str, entries) -> None:
+    """host_<entry>(grid, block, ...) -> null or the reason the launch failed (cuda_host.h)."""
+    launch = [ctypes.c_uint, ctypes.c_uint]
+    for entry in entries:
+        fn = getattr(lib, f"host_{prefix}_{entry}")
+        fn.restype = ctypes.c_char_p
+        fn.argtypes = [*launch, ctypes.POINTER(RolloutArgs)]
+    if prefix == "fused":
+        lib.host_fused_collect.argtypes = [*launch, ctypes.POINTER(RolloutArgs), ctypes.POINTER(TrajectoryArgs)]
+        lib.host_fused_mlp_logits.restype = ctypes.c_char_p
+        lib.host_fused_mlp_logits.argtypes = [*launch, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                              ctypes.c_longlong]
+
+
+def _declare_cartpole_kernel_host(lib: ctypes.CDLL) -> None:
+    _declare_kernel_host(lib, "cartpole", ("rollout", "reset", "restart"))
+
+
+def _declare_fused_kernel_host(lib: ctypes.CDLL) -> None:
+    _declare_kernel_host(lib, "fused", ("rollout", "rollout_no_mlp", "reset", "restart", "collect"))
+
+
 def _declare_fma_peak(lib: ctypes.CDLL) -> None:
     lib.fma_peak.restype = ctypes.c_float
     lib.fma_peak.argtypes = [ctypes.c_longlong]  # iterations
@@ -205,6 +251,22 @@ LIBRARIES = {
                                _declare_fused,
                                ("-fno-tree-reassoc",)),
     "fma_peak": NativeLibrary("fma_peak", FMA_PEAK_SOURCE, (), _declare_fma_peak),
+    # The .cu kernels on the host (tests), with the flags of their CPU twins so that the two
+    # compute with the same float semantics.
+    "cartpole_kernel_host": NativeLibrary(
+        "cartpole_kernel_host", CUDA_SOURCE_DIR / "cartpole_kernel_host.cpp",
+        (HOST_SHIM_HEADER, KERNEL_SOURCE, GPU_ROLLOUT_HEADER, HEADER, ROLLOUT_ARGS_HEADER),
+        _declare_cartpole_kernel_host),
+    "fused_kernel_host": NativeLibrary(
+        "fused_kernel_host", CUDA_SOURCE_DIR / "fused_kernel_host.cpp",
+        (HOST_SHIM_HEADER, FUSED_KERNEL_SOURCE, GPU_ROLLOUT_HEADER, HEADER, ROLLOUT_ARGS_HEADER, MLP_HEADER,
+         TRAJECTORY_ARGS_HEADER),
+        _declare_fused_kernel_host, ("-fno-tree-reassoc",)),
+    # A CPython extension: the suffix and include directory of this interpreter are part of its
+    # flags, hence of its cache key (a build for another Python is never loaded).
+    "_step_binding": NativeLibrary("_step_binding", STEP_BINDING_SOURCE, (HEADER, ROLLOUT_ARGS_HEADER),
+                                   None, (f"-I{sysconfig.get_paths()['include']}",
+                                          f"-DSTUDYLIB_EXT_SUFFIX={sysconfig.get_config_var('EXT_SUFFIX')}")),
 }
 DEFAULT_LIBRARY = "cartpole_cpu"
 ROLLOUT_LIBRARIES = ("cartpole_cpu", "fused_cpu")  # those taking struct RolloutArgs (fma_peak does not)
@@ -267,7 +329,8 @@ def build_info(name: str = DEFAULT_LIBRARY) -> dict:
     spec = _spec(name)
     missing = [p for p in spec.files if not p.exists()]
     if missing:
-        raise NativeBuildError(f"kernel source not found at {missing[0]} (install studylib editable)")
+        raise NativeBuildError(f"kernel source not found at {missing[0]}: the installed package lacks "
+                               "its studylib/_cuda sources (reinstall studylib)")
     cxx = _compiler()
     flags = [*CXXFLAGS, *spec.extra_flags]
     target = _cache_dir() / f"{spec.name}-{_build_key(cxx, spec.files, spec.extra_flags)}.so"
@@ -286,6 +349,20 @@ def build_info(name: str = DEFAULT_LIBRARY) -> dict:
             raise NativeBuildError(f"building {spec.source.name} failed:\n{' '.join(cmd)}\n{proc.stderr}")
         os.replace(out, target)
     return {**info, "build_seconds": time.perf_counter() - start, "cached": False}
+
+
+@lru_cache(maxsize=None)
+def step_binding():
+    """The ``_step_binding`` extension module (cuda/step_binding.cpp), built on first use (cached)."""
+    import importlib.machinery
+    import importlib.util
+
+    path = build_info("_step_binding")["path"]
+    loader = importlib.machinery.ExtensionFileLoader("_step_binding", path)
+    spec = importlib.util.spec_from_file_location("_step_binding", path, loader=loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
 
 
 @lru_cache(maxsize=None)
@@ -310,3 +387,34 @@ def library_trajectory_layout() -> list[int]:
     out = (ctypes.c_longlong * capacity)()
     count = library("fused_cpu").trajectory_args_layout(out, capacity)
     return list(out[:min(count, capacity)])
+
+
+def included_files(source: Path) -> tuple[Path, ...]:
+    """Every file ``source`` includes with ``#include "..."``, directly or through another, found
+    next to it (cuda/), in first-seen order. System headers (<...>) are not followed."""
+    seen: dict[Path, None] = {}
+
+    def visit(path: Path) -> None:
+        for line in path.read_text().splitlines():
+            text = line.strip()
+            if not text.startswith("#include") or '"' not in text:
+                continue
+            name = text.split('"')[1]
+            found = path.parent / name
+            if found.exists() and found not in seen:
+                seen[found] = None
+                visit(found)
+
+    visit(source)
+    return tuple(seen)
+
+
+def source_with_header_digest(source: Path) -> str:
+    """The text of kernel ``source`` as handed to NVRTC (CuPy's RawModule), ending with a comment
+    that carries the SHA-256 of every file it includes. CuPy keys its kernel cache on the source
+    string (with the options and its own version), not on the headers it pulls in: without the
+    digest, an edit of cartpole.cuh, mlp.cuh or rollout_args.h would load the old cubin."""
+    h = hashlib.sha256()
+    for path in included_files(source):
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return source.read_text() + f"\n// included headers, sha256: {h.hexdigest()}\n"

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import shutil
 import subprocess
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -68,14 +71,27 @@ def random_states(rng, n, state_factor=1):
 
 
 def compile_ptx(source, tmp_path) -> str:
-    """``nvcc -ptx`` one kernel source (include path cuda/); skip the test where nvcc is absent."""
+    """``nvcc -ptx`` one kernel source (include path cuda/); skip the test where nvcc is absent.
+    Compiled once per session for a given text of the source and its headers (the fused kernel
+    takes several seconds), into ``tmp_path``."""
     from studylib import native
 
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         pytest.skip(f"nvcc not installed: {source.name}'s PTX compile is not checked here")
-    out = tmp_path / f"{source.stem}.ptx"
-    proc = subprocess.run([nvcc, "-ptx", "-arch=sm_80", f"-I{native.CUDA_SOURCE_DIR}", str(source), "-o", str(out)],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    return out.read_text()
+    ok, text = _nvcc_ptx(nvcc, str(source), native.source_with_header_digest(source))
+    assert ok, text
+    (tmp_path / f"{source.stem}.ptx").write_text(text)
+    return text
+
+
+@functools.lru_cache(maxsize=None)
+def _nvcc_ptx(nvcc: str, source: str, text_with_digest: str) -> tuple[bool, str]:
+    """(compiled, PTX or the error); the source's text with its headers' digest keys the cache."""
+    from studylib import native
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "kernel.ptx"
+        proc = subprocess.run([nvcc, "-ptx", "-arch=sm_80", f"-I{native.CUDA_SOURCE_DIR}", source, "-o", str(out)],
+                              capture_output=True, text=True)
+        return (True, out.read_text()) if proc.returncode == 0 else (False, proc.stderr)

@@ -21,7 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
 CHAPTERS = sorted(p.stem for p in BOOK.glob("*.md"))
-CHART_PAGES = ["cartpole", "vectorization", "overheads", "fusion", "complexity", "beyond", "training", "machines"]
+CHART_PAGES = ["cartpole", "vectorization", "overheads", "fusion", "complexity", "beyond", "model", "training", "machines"]
 BIN = Path(sys.executable).parent
 
 
@@ -287,3 +287,106 @@ def test_the_book_speaks_of_the_paper_and_the_measurements_only(built_book):
             found[page.name] = sorted(set(hits))
     assert not found, f"words for internal targets in the book: {found}"
     assert FORBIDDEN.search(_visible_text("<p>our <b>goal</b> was 1.5x</p>"))  # the check can fail
+
+
+REMOTE_LOAD = re.compile(r"""<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s*["']?(?:https?:)?//""", re.I)
+
+
+def remote_loads(html: str) -> list[str]:
+    """The tags of a page that make the browser fetch something from another host: a script, a
+    stylesheet (or any <link>), an image or a frame whose address is http(s) or protocol-relative.
+    Plain links (<a href>) are not loads; neither are URLs inside a script's text."""
+    return REMOTE_LOAD.findall(re.sub(r"<script\b[^>]*>(?!\s*</script>).*?</script>", lambda m: m.group(0).split(">", 1)[0] + ">",
+                                      html, flags=re.S | re.I))
+
+
+def test_remote_loads_detector_can_fail():
+    assert remote_loads('<script src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js"></script>')
+    assert remote_loads("<link rel='stylesheet' href='//fonts.example.org/a.css'>")
+    assert remote_loads('<script async="async" src="http://x.org/thebe.js"></script>')
+    assert not remote_loads('<script src="_static/mathjax/tex-chtml.js"></script><a href="https://arxiv.org">paper</a>')
+    assert not remote_loads('<script>const url = "https://unpkg.com/thebe"; </script>')
+
+
+def test_no_page_loads_anything_from_the_network(built_book):
+    """Nothing a reader needs comes from the network: no page loads a script, stylesheet, image or
+    frame from http(s); MathJax and the parameters cell are handled at build time."""
+    found = {p.name: remote_loads(p.read_text()) for p in sorted(built_book.glob("*.html"))}
+    found = {k: v for k, v in found.items() if v}
+    assert not found, f"pages loading from the network: {found}"
+    assert (built_book / "_static" / "mathjax" / "tex-chtml.js").is_file(), "MathJax must ship in _static"
+    page = (built_book / "cartpole.html").read_text()
+    assert 'src="_static/mathjax/tex-chtml.js' in page, "the chapters must load the local MathJax"
+
+
+def test_pages_show_no_parameters_cell_and_no_raw_errors(built_book):
+    """The papermill parameters cell is removed from every page, and no raw driver error reaches a
+    page (the CUDA status is one sentence in the machine note)."""
+    for page in sorted(built_book.glob("*.html")):
+        text = _visible_text(page.read_text())
+        assert "papermill overrides these" not in text, f"{page.name}: the parameters cell is shown"
+        assert "cudaError" not in text and "CUDA driver version is insufficient" not in text, f"{page.name}: raw CUDA error"
+    css = (built_book / "_static" / "study.css").read_text()
+    assert "overflow-x: auto" in css and "study.css" in (built_book / "overheads.html").read_text()
+
+
+def test_cuda_status_is_one_sentence_without_the_raw_error():
+    from studylib.book.notes import cuda_sentence
+
+    raw = "no CUDA device: cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version"
+    sentence = cuda_sentence(False, raw)
+    assert "cudaError" not in sentence and "insufficient" not in sentence
+    assert sentence.startswith("No CUDA device here: ") and sentence.count(".") == 1 and "driver" in sentence
+    assert cuda_sentence(True, "NVIDIA H100") == "CUDA device: NVIDIA H100."
+
+
+def test_pages_name_the_commit_that_measured_their_data(tmp_path, monkeypatch):
+    from studylib.book.notes import measured_by, provenance_sentence
+    from studylib.harness import provenance
+
+    monkeypatch.setattr(provenance, "machine_info", lambda: {"commit": "3" * 40, "dirty": False})
+    monkeypatch.setattr(provenance, "machine_key", lambda: "this-machine")
+
+    folder = tmp_path / "some-machine"
+    folder.mkdir()
+    runs = [{"run_id": "a", "provenance": {"commit": "1" * 40, "dirty": False, "date": "2026-11-01T00:00:00+00:00"}},
+            {"run_id": "b", "provenance": {"commit": "2" * 40, "dirty": True, "date": "2026-11-02T00:00:00+00:00"}}]
+    rows = [{"run_id": "a"}, {"run_id": "a"}, {"run_id": "b"}]
+    (folder / "fig8.json").write_text(json.dumps({"runs": runs, "rows": rows}))
+    found = measured_by(folder, ["fig8", "absent"])
+    assert found["`1111111111`"]["rows"] == 2 and found["`2222222222` + local changes"]["rows"] == 1
+    text = provenance_sentence("fusion", tmp_path, "some-machine")
+    assert "`1111111111` (2 points, 2026-11-01)" in text and "`2222222222` + local changes (1 point" in text
+    assert "page built by commit `3333333333`." in text
+    assert "this build" in provenance_sentence("fusion", tmp_path / "empty", None)
+
+
+def test_one_palette_for_every_implementation():
+    from studylib.book.charts import IMPL_COLORS, impl_color, impl_scale
+    from studylib.settings import IMPLEMENTATIONS, PEERS
+
+    names = set(IMPLEMENTATIONS) | set(PEERS) | {"fused-step"}
+    assert names <= set(IMPL_COLORS), f"no colour for {sorted(names - set(IMPL_COLORS))}"
+    assert len(set(IMPL_COLORS.values())) == len(IMPL_COLORS), "two implementations share a colour"
+    # The same implementation gets the same colour whatever else a chart shows.
+    a, b = impl_scale(["torch", "jax"]).to_dict(), impl_scale(["jax", "cpp", "torch", "sb3"]).to_dict()
+    assert dict(zip(a["domain"], a["range"]))["jax"] == dict(zip(b["domain"], b["range"]))["jax"] == IMPL_COLORS["jax"]
+    assert impl_color(["cpp"], field_="collector").to_dict()["field"] == "collector"
+
+
+def printed_snippets(text: str) -> list[str]:
+    """The code cells a page shows as code to copy: neither hidden nor removed nor the parameters."""
+    cells = re.finditer(r"```\{code-cell\}[^\n]*\n(?::tags: \[([^\]]*)\]\n)?(.*?)```", text, flags=re.S)
+    return [body for tags, body in ((m.group(1) or "", m.group(2)) for m in cells)
+            if not any(t in tags for t in ("hide-input", "hide-cell", "remove-", "parameters"))]
+
+
+def test_printed_snippets_run_as_printed(tmp_path):
+    """A snippet a reader copies runs in a fresh interpreter, with nothing the book defined before."""
+    assert printed_snippets("```{code-cell} ipython3\n:tags: [hide-input]\nx = 1\n```\n```{code-cell} ipython3\ny = 2\n```")\
+        == ["y = 2\n"]
+    snippets = [(ch, s) for ch in CHAPTERS for s in printed_snippets((BOOK / f"{ch}.md").read_text())]
+    assert snippets, "the book prints no snippet"
+    for chapter, code in snippets:
+        r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, f"{chapter}: a printed snippet fails outside the book:\n{code}\n{r.stderr[-2000:]}"

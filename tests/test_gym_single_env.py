@@ -31,7 +31,7 @@ def test_check_env_passes(impl):
     observation space's unbounded velocities)."""
     env = _make(impl)
     assert env.spec.max_episode_steps == gymnasium.spec("CartPole-v1").max_episode_steps == 500
-    ours = _check_env_warnings(env)  # render checks included: we declare no render modes
+    ours = _check_env_warnings(env)  # render checks included
     theirs = _check_env_warnings(gymnasium.make("CartPole-v1"), skip_render_check=True)  # (pygame)
     assert ours <= theirs, ours - theirs
 
@@ -74,7 +74,7 @@ def test_bad_input_steps_nothing():
     with pytest.raises(studylib.ConfigError, match="terminated"):
         env.step(1)  # the implementation already started its next episode: refused
     with pytest.raises(studylib.ConfigError, match="render_mode"):
-        _make("jax", render_mode="human")
+        _make("jax", render_mode="ansi")  # rgb_array and human render (tests/test_clients.py)
 
 
 @pytest.mark.parametrize("impl", ["gym", "jax"])

@@ -3,7 +3,7 @@ import cycle exists (imports inside functions count: a lazy import is still a de
 
 Layers, lowest first; a module may import its own layer and the ones below it:
 
-  core         dynamics, episodes, policy, settings, errors, costs: what the study is about
+  core         dynamics, episodes, policy, settings, errors, costs, costmodel: what the study is about
   environment  registry, base, devices, native, backends, every *_env, peers, gym_vector,
                jax_functional, the package itself (``studylib/__init__``): the CartPoles
   harness      studylib/harness/: timing, measure, store, sweep, provenance, profiler, roofline
@@ -21,7 +21,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "studylib"
 LAYERS = ("core", "environment", "harness", "top")
-CORE = {"dynamics", "episodes", "policy", "settings", "errors", "costs"}
+CORE = {"dynamics", "episodes", "policy", "settings", "errors", "costs", "costmodel"}
 
 
 def _module_name(path: Path) -> str:

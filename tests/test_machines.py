@@ -64,3 +64,23 @@ def test_findings_of_every_machine_read_without_measuring(data_dir, monkeypatch)
     by = {m: F[F["machine"] == m].reset_index(drop=True) for m in (SNAPSHOT, TWIN)}
     assert by[SNAPSHOT]["ours"].tolist() == by[TWIN]["ours"].tolist()  # the same data, the same numbers
     assert _snapshots(data_dir) | _snapshots(ROOT / "data") == before  # nothing written
+
+
+def test_verdicts_side_by_side_mark_differences(data_dir):
+    """One row per comparison, one column per machine; a machine whose snapshot gives another verdict
+    is marked as differing, one that measured nothing of it is "—"."""
+    folders = {k: v for k, v in presets.machine_folders().items() if k in (SNAPSHOT, TWIN)}
+    F = machines.findings_by_machine(folders)
+    V = machines.verdicts_by_machine(F)
+    assert V["key"].is_unique and set(V["key"]) == set(F["key"]) and {SNAPSHOT, TWIN} <= set(V.columns)
+    assert (V["differs"] == machines.SAME).all()  # the same data
+    flipped = F["key"].iloc[0]
+    changed = F.copy()
+    mask = (changed["machine"] == TWIN) & (changed["key"] == flipped)
+    changed.loc[mask, "verdict"] = "reproduced" if F.loc[mask, "verdict"].iloc[0] != "reproduced" else "partly reproduced"
+    changed = changed[(changed["machine"] == SNAPSHOT) | (changed["key"] != F["key"].iloc[-1])]
+    V = machines.verdicts_by_machine(changed).set_index("key")
+    assert V.loc[flipped, "differs"] == machines.DIFFERS and V.loc[flipped, TWIN].startswith(
+        changed.loc[mask, "verdict"].iloc[0])
+    assert V.loc[F["key"].iloc[-1], "differs"] == machines.ONE_MACHINE and V.loc[F["key"].iloc[-1], TWIN] == "—"
+    assert (V.drop(index=[flipped, F["key"].iloc[-1]])["differs"] == machines.SAME).all()

@@ -90,3 +90,21 @@ def test_cli_profile_json(capsys):
     lines = capsys.readouterr().out.strip().splitlines()
     assert rc == 0 and len(lines) == 2
     assert [json.loads(l)["steps"] for l in lines] == [1, 2]
+
+
+def test_slowdown_and_cpu_share_bounds():
+    # The committed snapshot's jax K = 1 row: 922 µs profiled, 461 µs unprofiled, 519 µs in kernels.
+    row = {"total_s": 922e-6, "total_s_unprofiled": 461e-6, "device_s": 519e-6, "python_s": 300e-6, "backend_s": 103e-6}
+    assert profiler.slowdown(row) == pytest.approx(2.0)
+    profiled, low, high = profiler.cpu_share_bounds(row)
+    assert profiled == pytest.approx(403 / 922)
+    assert low == 0.0  # the kernels alone, as profiled, outlast the whole unprofiled call
+    assert high == pytest.approx(403 / 461)
+    # No slowdown: the interval closes on the profiled share.
+    same = {**row, "total_s_unprofiled": 922e-6}
+    profiled, low, high = profiler.cpu_share_bounds(same)
+    assert low == pytest.approx(profiled) and high == pytest.approx(profiled)
+    # A small slowdown gives a narrow interval that contains the profiled share.
+    mild = {**row, "total_s_unprofiled": 900e-6}
+    profiled, low, high = profiler.cpu_share_bounds(mild)
+    assert low < profiled < high and high - low < 0.05

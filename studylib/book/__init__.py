@@ -5,9 +5,11 @@
 ``plans``     what each chapter measures, through ``harness.sweep`` into data/<machine>/
 ``brax``      Fig 2's Brax timings
 ``analysis``  plateaus, speedups, trends, and the rules that give a verdict against the paper
-``claims``    F.1–F.4 row by row with rule, verdict and reason (``findings``: the introduction's table)
+``claims``    F.1–F.4 as records (``Finding``: value, spread over N, rule, verdict, reason); ``findings``:
+              the introduction's table
 ``charts``    Altair helpers
 ``format``    numbers, Markdown and HTML tables;  ``notes``: the admonitions atop each chapter
+``model``     the cost model's chapter: calibration, validation against F.1–F.4, the paper's machine
 ``rerun``     ``python -m studylib.book rerun <chapter> -p NAME VALUE`` (papermill, then rebuild)
 
 Each chapter (``book/*.md``) has a ``parameters`` cell (papermill overrides it) and then calls
@@ -30,27 +32,30 @@ try:  # tqdm.auto warns in kernels without ipywidgets; the book shows no progres
 except ImportError:  # pragma: no cover
     pass
 
-from .analysis import (RULES, VERDICTS, fusion_speedups, k_speedup, plateau_n, seconds_per_call, spread, trend,
-                       trend_direction, verdict)
-from .brax import brax_available, brax_data
-from .charts import POW2_LABEL, finish, impl_color, line_points, paper_rules, tooltip, x_n, y_rate
-from .claims import (complexity_rows, findings, findings_md, fusion_rows, memory_regime_table, overheads_rows,
-                     vectorization_rows)
-from .format import fmt_bytes, fmt_list, fmt_rate, fmt_time, fmt_x, md, pow2_label, table
-from .notes import coverage_note, machine_note, params_note
+from .analysis import (BORDERLINE, RULES, VERDICTS, fusion_speedups, judge, k_speedup, k_speedup_spread, plateau_n,
+                       seconds_per_call, spread, trend, trend_direction, verdict)
+from .brax import CARTPOLE as BRAX_CARTPOLE, brax_available, brax_data, brax_gap
+from .charts import (IMPL_COLORS, POW2_LABEL, finish, impl_color, impl_scale, line_points, paper_rules, tooltip, x_n,
+                     y_rate)
+from .claims import (Finding, complexity_rows, finding_records, findings, findings_frame, findings_md, fusion_rows,
+                     memory_regime_table, overheads_rows, vectorization_rows, verdict_text)
+from .format import fmt_bytes, fmt_list, fmt_rate, fmt_time, fmt_x, fmt_x_range, md, pow2_label, table
+from .notes import coverage_note, machine_note, params_note, provenance_sentence
 from .paper import PAPER, PAPER_GPU, PaperValue
-from .plans import (beyond_data, cartpole_fig2_data, complexity_data, fusion_data, fusion_impl, overheads_data,
-                    profile_data, roofline_data, vectorization_data)
+from .plans import (atari_breakdown_data, atari_data, beyond_data, cartpole_fig2_data, complexity_data, fusion_data,
+                    fusion_impl, overheads_data, profile_data, roofline_data, vectorization_data)
 from .presets import (CHAPTERS, IMPL_ORDER, PRESETS, ChapterParams, available_impls, display_path, params,
                       resolve_data_dir, resolve_preset)
 
 __all__ = [
-    "CHAPTERS", "IMPL_ORDER", "PAPER", "PAPER_GPU", "POW2_LABEL", "PRESETS", "RULES", "VERDICTS", "ChapterParams",
-    "PaperValue", "available_impls", "beyond_data", "brax_available", "brax_data", "cartpole_fig2_data",
+    "BORDERLINE", "BRAX_CARTPOLE", "CHAPTERS", "IMPL_COLORS", "IMPL_ORDER", "PAPER", "PAPER_GPU", "POW2_LABEL",
+    "PRESETS", "RULES", "VERDICTS", "ChapterParams", "Finding", "PaperValue", "atari_breakdown_data", "atari_data",
+    "available_impls", "beyond_data", "brax_available", "brax_data", "brax_gap", "cartpole_fig2_data",
+    "finding_records", "findings_frame", "judge", "k_speedup_spread", "verdict_text",
     "complexity_data", "complexity_rows", "coverage_note", "display_path", "findings", "findings_md", "finish",
-    "fmt_bytes", "fmt_list", "fmt_rate", "fmt_time", "fmt_x", "fusion_data", "fusion_impl", "fusion_rows",
-    "fusion_speedups", "impl_color", "k_speedup", "line_points", "machine_note", "md", "memory_regime_table",
+    "fmt_bytes", "fmt_list", "fmt_rate", "fmt_time", "fmt_x", "fmt_x_range", "fusion_data", "fusion_impl", "fusion_rows",
+    "fusion_speedups", "impl_color", "impl_scale", "k_speedup", "line_points", "machine_note", "md", "memory_regime_table",
     "overheads_data", "overheads_rows", "paper_rules", "params", "params_note", "plateau_n", "pow2_label",
-    "profile_data", "resolve_data_dir", "resolve_preset", "roofline_data", "seconds_per_call", "spread", "table",
+    "profile_data", "provenance_sentence", "resolve_data_dir", "resolve_preset", "roofline_data", "seconds_per_call", "spread", "table",
     "tooltip", "trend", "trend_direction", "vectorization_data", "vectorization_rows", "verdict", "x_n", "y_rate",
 ]

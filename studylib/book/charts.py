@@ -41,15 +41,31 @@ def y_rate(title="throughput (samples/s, log scale)", field_="samples_per_s"):
     return alt.Y(f"{field_}:Q", scale=alt.Scale(type="log"), axis=alt.Axis(title=title, format="~s"))
 
 
-def impl_color(domain=None):
+# The one palette of the book: every chart that colours by implementation (ours, the training
+# chapter's ``fused-step``, the peers) takes its colour from here, so an implementation keeps its
+# colour from one figure to the next.
+IMPL_COLORS = {"gym": "#7f7f7f", "cpp": "#d62728", "torch": "#ff7f0e", "jax": "#1f77b4", "cuda": "#2ca02c",
+               "torch-compile": "#9467bd", "fused": "#8c564b", "fused-step": "#c49c94",
+               "gymnasium-vector": "#e377c2", "gymnax": "#17becf", "envpool": "#bcbd22"}
+# For names outside the palette (e.g. the training chapter's peer trainers), in order of appearance.
+OTHER_COLORS = ("#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#444444")
+
+
+def impl_scale(domain=None):
+    """An Altair scale mapping each implementation of ``domain`` to its colour in ``IMPL_COLORS``
+    (other names take ``OTHER_COLORS`` in turn)."""
     alt = _altair()
 
-    domain = domain or IMPL_ORDER
-    palette = {"gym": "#7f7f7f", "cpp": "#d62728", "torch": "#ff7f0e", "jax": "#1f77b4", "cuda": "#2ca02c",
-               "torch-compile": "#9467bd", "fused": "#8c564b", "gymnasium-vector": "#e377c2",
-               "gymnax": "#17becf", "envpool": "#bcbd22"}
-    return alt.Color("impl:N", title="implementation", scale=alt.Scale(domain=domain, range=[palette.get(d, "#444") for d in domain]),
-                     legend=alt.Legend(orient="bottom", columns=2))
+    domain = list(domain or IMPL_ORDER)
+    others = iter(OTHER_COLORS * (1 + len(domain) // len(OTHER_COLORS)))
+    return alt.Scale(domain=domain, range=[IMPL_COLORS.get(d) or next(others) for d in domain])
+
+
+def impl_color(domain=None, field_="impl", title="implementation"):
+    """Colour by implementation (``field_`` holds the implementation's name), from the one palette."""
+    alt = _altair()
+
+    return alt.Color(f"{field_}:N", title=title, scale=impl_scale(domain), legend=alt.Legend(orient="bottom", columns=2))
 
 
 def tooltip(*extra):
@@ -87,9 +103,11 @@ def line_points(base):
     return base.mark_line() + base.mark_point(filled=True, size=30, opacity=1).encode(strokeDash=alt.value([1, 0]))
 
 
-def finish(chart, title: str, subtitle: str | None = None):
+def finish(chart, title: str, subtitle: str | list[str] | None = None):
     alt = _altair()
 
+    if isinstance(subtitle, (list, tuple)):  # several lines; empty ones dropped
+        subtitle = [line for line in subtitle if line] or None
     t = alt.TitleParams(title, subtitle=subtitle or "", anchor="start", fontSize=14, subtitleFontSize=11)
     return chart.properties(title=t).configure_axis(labelFontSize=11, titleFontSize=12, gridOpacity=0.4).configure_legend(
         labelFontSize=11, titleFontSize=12, labelLimit=320, orient="bottom", direction="vertical")

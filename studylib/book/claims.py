@@ -1,7 +1,29 @@
-"""F.1–F.4, row by row: the paper's number, ours (computed from the chapters' data), the rule that
-compares them (``analysis.RULES``), the verdict and, for every verdict but "reproduced", the reason
-in this machine's numbers. Each chapter shows its own rows in its conclusion; the introduction's
-table (``findings``) gathers them all.
+"""F.1–F.4, row by row: each comparison the paper makes, computed once here as a typed record
+(``Finding``: our value with its spread over N, the paper's value, the rule, the verdict and the
+reason in this machine's numbers). The chapters render these records (``findings_md``) and never
+recompute a finding's number; the introduction's table (``findings``) gathers them all.
+
+The paper's findings, as it states them (Gleeson et al., 2022):
+
+F.1 (§3.3): "Both DL framework (PyTorch) and ML compiler (XLA) GPU vectorization approaches can
+    provide up to a 1024× speedup in data collection over OpenAI gym." and "Using multiple CPU
+    cores with C++ only accounts for at most a 4× speedup over the single-core OpenAI
+    implementation."  Both are claims about the largest speedup: our summary is the largest over N.
+F.2 (§3.3–3.4): "Increasing the number of consecutive data collection steps executed in a single
+    Python→XLA API call from 10^0 → 10^3 results in a 53.76× speedup on average for most
+    environment sizes (≤ 2^13), which is a 13.39× speedup over PyTorch." and "at small step sizes
+    like 10^0, CPU-bound operations make up 87% of data collection time split across backend C++
+    calls (30%) and Python time (57%)."  Ours: the median over our N ≤ 2^13 (the paper's mean
+    lets one N carry it); the share from one profiled run at K = 1.
+F.3 (§4.1): "To isolate the benefit from kernel fusion alone, we can consider the speedup for CUDA
+    going from K = 10^0 → 10^3 steps; we see that kernel fusion accounts for a 11.31× speedup."
+    The paper's definition includes what a K = 1 call costs besides the step (its launch, its API
+    call), so ours does too: the fused implementation's K = 10^3 over K = 1, median over N; the
+    reason splits a K = 1 call into its fixed cost and its step.
+F.4 (§4.2): "The speedup from kernel fusion is independent of how many parallel simulators are
+    used", "for the last row of plots (steps K = 10^3), the speedup varies from 2^4 to 2^10 as S
+    increases" and "In the worst case where the simulation is entirely compute bound (C = 2^10)
+    and not memory bandwidth bound (S = 2^0), fusion performs just as poorly as without fusion."
 
     rows = vectorization_rows(P, df)          # a chapter, from the frame it already has
     F = findings(preset="default")            # every row, through the plans (resuming: reads saved points)
@@ -10,21 +32,24 @@ table (``findings``) gathers them all.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from .. import costs
-from .analysis import (NOT_MEASURED, REPRODUCED, RULES, fusion_speedups, k_speedup, seconds_per_call, spread, trend,
-                       trend_direction, verdict)
+from .analysis import (LARGEST, MEDIAN, NOT_MEASURED, NOT_REPRODUCED, ONE_VALUE, PARTLY, REPRODUCED, RULES,
+                       SINGLE_RUN_SHARE_MARGIN, SIZE_FACTOR, Judgement, at_knobs, best_rates_by_n, fusion_speedups,
+                       judge, k_speedup, k_speedup_spread, rates_by_n, ratio_by_n, seconds_per_call, spread, trend,
+                       trend_direction)
 from .format import fmt_bytes, fmt_time, fmt_x, pow2_label
 from .paper import PAPER
 from .plans import (complexity_data, fusion_data, fusion_impl, overheads_data, profile_data, roofline_data,
                     vectorization_data)
 from .presets import ChapterParams, params
 
-COLUMNS = ["finding", "rule", "quantity", "paper", "paper source", "ours", "verdict", "reason", "paper_value",
-           "ours_value"]
+COLUMNS = ["finding", "key", "rule", "quantity", "paper", "paper source", "ours", "summary", "over N", "verdict",
+           "borderline", "reason", "paper_value", "ours_value", "ours_low", "ours_high"]
 SMALL_N = 2**13  # the paper's F.2 comparisons are over N <= 2^13
 
 
@@ -42,20 +67,82 @@ def _paper_text(pv) -> str:
     return {"x": fmt_x(pv.value), "%": f"{pv.value:g} %"}.get(pv.unit, pow2_label(pv.value))
 
 
-def row(finding, rule, quantity, paper_key, ours, reason, *, ours_text=None, paper_value=None, paper_text=None):
-    """One findings row; ``reason`` is kept for every verdict but "reproduced" (a row "not measured"
-    without one says that this build has no data for it)."""
+def _value_text(v, unit) -> str:
+    if v is None or not np.isfinite(v):
+        return "n/a"
+    return f"{v:.0f} %" if unit == "%" else fmt_x(v)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One comparison of the paper's, judged on one machine's measurements."""
+
+    finding: str  # "F.1" ... "F.4"
+    key: str  # the paper value's key in ``PAPER``: the same comparison on every machine
+    quantity: str  # what is compared, in this build's parameters
+    rule: str  # a key of ``analysis.RULES``
+    paper_value: float  # what the rule compares with (the paper's number, or its growth for "grows")
+    paper_text: str  # the paper's number as the table shows it
+    paper_source: str  # section / figure of the paper
+    judgement: Judgement  # verdict, summary value, min–max over N, borderline
+    reason: str  # why, in this machine's numbers ("" when reproduced)
+    ours_text: str  # our number as the table shows it
+    unit: str = "x"
+
+    verdict = property(lambda self: self.judgement.verdict)
+    value = property(lambda self: self.judgement.value)
+    borderline = property(lambda self: self.judgement.borderline)
+
+    @property
+    def over_n(self) -> str:
+        """The min–max over N the summary is over ("" for one value)."""
+        j = self.judgement
+        if j.summary == ONE_VALUE or j.num_n < 2:
+            return ""
+        return f"{_value_text(j.low, self.unit)}–{_value_text(j.high, self.unit)} over {j.num_n} N"
+
+    def as_row(self) -> dict:
+        """The record as a row of the findings table (``COLUMNS``)."""
+        j = self.judgement
+        return {"finding": self.finding, "key": self.key, "rule": f"{self.rule}: {RULES[self.rule].description}",
+                "quantity": self.quantity, "paper": self.paper_text, "paper source": self.paper_source,
+                "ours": self.ours_text, "summary": j.summary, "over N": self.over_n, "verdict": j.verdict,
+                "borderline": j.borderline, "reason": self.reason, "paper_value": float(self.paper_value),
+                "ours_value": j.value, "ours_low": j.low, "ours_high": j.high}
+
+    def __getitem__(self, column):  # a record reads like its table row
+        return self.as_row()[column]
+
+
+def _failing_text(j: Judgement, per_n: pd.Series, unit: str) -> str:
+    at = ", ".join(f"N = {pow2_label(n)} ({_value_text(per_n[n], unit)})" for n in j.failing_n)
+    return f"the median, {_value_text(j.value, unit)}, is within {SIZE_FACTOR:g}× of the paper's, but not {at}"
+
+
+def row(finding, rule, quantity, paper_key, ours, reason, *, ours_text=None, paper_value=None, paper_text=None,
+        summary=MEDIAN, margin=0.0, low=None, high=None) -> Finding:
+    """One finding. ``ours``: a number (one value), a Series indexed by N, or a frame indexed by N
+    with ``value``, ``low`` and ``high`` (the repeats' ends: ``analysis.ratio_by_n``). ``reason`` is
+    kept for every verdict but "reproduced" (a row "not measured" without one says that this build
+    has no data for it). ``low``/``high``: a single value's range over its repeats."""
     pv = PAPER[paper_key]
     value = pv.value if paper_value is None else paper_value
-    v = verdict(rule, ours, value)
+    if isinstance(ours, pd.DataFrame):
+        ours, low, high = ours["value"], ours["low"], ours["high"]
+    if not isinstance(ours, pd.Series):
+        summary = ONE_VALUE
+    j = judge(rule, value, ours, summary=summary, low=low, high=high, margin=margin)
+    unit = "%" if pv.unit == "%" else "x"
     if ours_text is None:
-        ours_text = "n/a" if v == NOT_MEASURED else fmt_x(ours) if pv.unit == "x" else f"{ours:.0f} %"
-    if v == NOT_MEASURED and not reason:
+        ours_text = _value_text(j.value, unit)
+    if j.failing_n:
+        reason = _failing_text(j, ours, unit) + (f"; {reason}" if reason else "")
+    elif j.verdict in (PARTLY, NOT_REPRODUCED):  # the rule's band that decided, then why in this machine's numbers
+        reason = RULES[rule].band(j.value, value).why + (f": {reason}" if reason else "")
+    if j.verdict == NOT_MEASURED and not reason:
         reason = "this build has no measurement for it"
-    return {"finding": finding, "rule": f"{rule}: {RULES[rule].compares}", "quantity": quantity,
-            "paper": paper_text or _paper_text(pv), "paper source": pv.where, "ours": ours_text, "verdict": v,
-            "reason": "" if v == REPRODUCED else reason, "paper_value": float(value),
-            "ours_value": float(ours) if ours is not None and np.isfinite(ours) else np.nan}
+    return Finding(finding, paper_key, quantity, rule, float(value), paper_text or _paper_text(pv), pv.where, j,
+                   "" if j.verdict == REPRODUCED else reason, ours_text, unit)
 
 
 def _per_env_step(df, impl, n=None, steps=None) -> float:
@@ -68,14 +155,18 @@ def _per_env_step(df, impl, n=None, steps=None) -> float:
 
 # ---- F.1 ------------------------------------------------------------------------------------------
 
-def vectorization_rows(P: ChapterParams, v: pd.DataFrame) -> list[dict]:
+def vectorization_rows(P: ChapterParams, v: pd.DataFrame) -> list[Finding]:
+    """F.1: the best vectorized implementation, and cpp, over gym at each N (each at its best K);
+    the paper's "up to" and "at most" are the largest over N, so ours is too."""
     best = v.groupby(["impl", "num_envs"])["samples_per_s"].max().unstack(0)
     if "gym" not in best:
         return []
     facts, rows = machine_facts(P), []
+    gym = best_rates_by_n(v[v["impl"] == "gym"])
     vec = [i for i in ("torch", "jax", "cuda") if i in best]
     if vec:
-        sp = (best[vec].max(axis=1) / best["gym"]).dropna()
+        ratios = ratio_by_n(best_rates_by_n(v[v["impl"].isin(vec)]), gym)
+        sp = ratios["value"]
         n = sp.idxmax() if len(sp) else None
         top = best.loc[n, vec].idxmax() if n is not None else None
         steps = (f"{fmt_time(_per_env_step(v, 'gym', n))} per environment-step in gym against "
@@ -90,10 +181,11 @@ def vectorization_rows(P: ChapterParams, v: pd.DataFrame) -> list[dict]:
             reason = (f"{top} runs on the same {facts.get('cores', '?')} CPU cores as gym's one: vectorizing removes "
                       f"gym's per-environment Python calls ({steps}) but adds no parallel hardware; the paper's "
                       f"{paper} is a GPU's")
-        rows.append(row("F.1", "speedup", "best vectorized (torch/jax) over gym, at the N where it is largest",
-                        "f1_gpu_over_gym", sp.max() if len(sp) else None, reason))
+        rows.append(row("F.1", "speedup", "best vectorized (torch/jax) over gym, largest over N",
+                        "f1_gpu_over_gym", ratios, reason, summary=LARGEST))
     if "cpp" in best:
-        sp = (best["cpp"] / best["gym"]).dropna()
+        ratios = ratio_by_n(best_rates_by_n(v[v["impl"] == "cpp"]), gym)
+        sp = ratios["value"]
         n = sp.idxmax() if len(sp) else None
         ours = sp.max() if len(sp) else None
         if ours is not None and ours <= 1.05:
@@ -104,8 +196,8 @@ def vectorization_rows(P: ChapterParams, v: pd.DataFrame) -> list[dict]:
                       f"environment-step against gym's {fmt_time(_per_env_step(v, 'gym', n))} at N = {pow2_label(n)}, "
                       "the MLP in PyTorch for both; the paper's C++ used threads over shared memory and is not "
                       "described as vectorized") if n is not None else ""
-        rows.append(row("F.1", "at most", "cpp (multi-core C++) over gym, at the N where it is largest",
-                        "f1_cpp_over_gym", ours, reason))
+        rows.append(row("F.1", "at most", "cpp (multi-core C++) over gym, largest over N",
+                        "f1_cpp_over_gym", ratios, reason, summary=LARGEST))
     return rows
 
 
@@ -134,23 +226,24 @@ def _k_reason(df, impl, kmax, max_n=None) -> str:
             f"calls were mostly that fixed cost ({PAPER['f2_cpu_share_k1'].value:g} % CPU-bound, Fig 5)")
 
 
-def overheads_rows(P: ChapterParams, o: pd.DataFrame, prof: pd.DataFrame) -> list[dict]:
+def overheads_rows(P: ChapterParams, o: pd.DataFrame, prof: pd.DataFrame) -> list[Finding]:
+    """F.2: jax at the largest K over torch at its best K, and jax's gain from K = 1 to the largest
+    K, each the median over N ≤ 2^13; the CPU-bound share of jax's time at K = 1 (one profiled run)."""
     rows, kmax = [], max(P.steps)
     if {"jax", "torch"} <= set(o["impl"]) and kmax > 1:
         small = o[o["num_envs"] <= SMALL_N]
-        j = small[(small["impl"] == "jax") & (small["steps"] == kmax)].set_index("num_envs")["samples_per_s"]
-        t = small[small["impl"] == "torch"].groupby("num_envs")["samples_per_s"].max()
-        ratio = (j / t).dropna()
+        ratio = ratio_by_n(rates_by_n(small[(small["impl"] == "jax") & (small["steps"] == kmax)]),
+                           best_rates_by_n(small[small["impl"] == "torch"]))
         tp = prof[prof["impl"] == "torch"] if len(prof) else prof
         calls = f", {tp['backend_calls_per_step'].median():.0f} Python→backend calls per torch step" if len(tp) else ""
         reason = (f"both compute on the same CPU cores, so what jax saves is torch's per-operation dispatch{calls}: "
                   f"{fmt_time(_per_env_step(small, 'torch'))} per environment-step in torch at best, "
                   f"{fmt_time(_per_env_step(small, 'jax', steps=kmax))} in jax")
-        rows.append(row("F.2", "speedup", f"jax (K = {kmax}) over torch (its best K), mean over N ≤ 2^13",
-                        "f2_xla_over_torch", ratio.mean() if len(ratio) else None, reason))
-        r = k_speedup(o, "jax", 1, kmax, max_n=SMALL_N)
-        rows.append(row("F.2", "speedup", f"jax K = 1 → {kmax} (with inference), mean over N ≤ 2^13",
-                        "f2_xla_k1_to_k1000", r.mean() if len(r) else None, _k_reason(o, "jax", kmax, SMALL_N)))
+        rows.append(row("F.2", "speedup", f"jax (K = {kmax}) over torch (its best K), median over N ≤ 2^13",
+                        "f2_xla_over_torch", ratio, reason))
+        rows.append(row("F.2", "speedup", f"jax K = 1 → {kmax} (with inference), median over N ≤ 2^13",
+                        "f2_xla_k1_to_k1000", k_speedup_spread(o, "jax", 1, kmax, max_n=SMALL_N),
+                        _k_reason(o, "jax", kmax, SMALL_N)))
     jp = prof[prof["impl"] == "jax"].sort_values("steps") if len(prof) else prof
     if len(jp):
         r = jp.iloc[0]
@@ -163,39 +256,51 @@ def overheads_rows(P: ChapterParams, o: pd.DataFrame, prof: pd.DataFrame) -> lis
                   f"and the backend {r['backend_s'] / r['total_s']:.0%} (paper: "
                   f"{PAPER['f2_python_share_k1'].value:g} % and {PAPER['f2_backend_share_k1'].value:g} %)")
         rows.append(row("F.2", "majority share", f"CPU-bound share of jax time at K = {int(r['steps'])} "
-                        f"(N = {pow2_label(r['num_envs'])})", "f2_cpu_share_k1", share, reason))
+                        f"(N = {pow2_label(r['num_envs'])}, one profiled run)", "f2_cpu_share_k1", share, reason,
+                        margin=SINGLE_RUN_SHARE_MARGIN))
     return rows
 
 
 # ---- F.3 ------------------------------------------------------------------------------------------
 
-def fusion_rows(P: ChapterParams, f: pd.DataFrame) -> list[dict]:
+def fusion_rows(P: ChapterParams, f: pd.DataFrame) -> list[Finding]:
+    """F.3: the fused implementation's K = max over K = 1 (the paper's "fusion alone"), jax's, and
+    the fused over jax at the largest K, each the median over N."""
     fi, kmax, rows = fusion_impl(P), max(P.steps), []
     if kmax <= 1:
         return rows
-    r = k_speedup(f, fi, 1, kmax)
+    fused = k_speedup_spread(f, fi, 1, kmax)
+    r = fused["value"]
     reason = ""
     if len(r):
-        fixed, step = k_overhead(f, fi, kmax, r.index.min())
-        reason = (f"fusing K steps saves a call's fixed cost ({fmt_time(fixed)} at N = {pow2_label(r.index.min())}: "
+        # The paper's "fusion alone" (CUDA K = 1 -> 10^3) includes what a K = 1 call costs besides its
+        # step (launch, API call); so does ours. What a fused step saves is that cost and the state's
+        # trip to memory, together: no point here times an empty call to part them.
+        splits = []
+        for n in sorted({r.index.min(), r.index.max()}):
+            saved, step = k_overhead(f, fi, kmax, n)
+            splits.append(f"at N = {pow2_label(n)} a K = 1 call takes {fmt_time(saved + step)} and a step of a "
+                          f"K = {kmax} call {fmt_time(step)} ({fmt_x(r[n])})")
+        reason = ("as in the paper, the gain is what a K = 1 call costs besides its step, which a fused call pays "
+                  "once per K steps: "
                   + ("the launch" if fi == "cuda" else "the native call and its OpenMP parallel region")
-                  + ") and the state's trip to memory between steps; the gain ranges "
-                  f"{fmt_x(r.min())}–{fmt_x(r.max())} over N"
-                  + (", largest at the smallest N, where a call's work is smallest" if r.idxmax() == r.index.min() else ""))
-    rows.append(row("F.3", "speedup", f"fusion alone: {fi} K = 1 → {kmax}, mean over N", "f3_fusion",
-                    r.mean() if len(r) else None, reason))
-    r = k_speedup(f, "jax", 1, kmax)
-    rows.append(row("F.3", "speedup", f"jax K = 1 → {kmax} (simulation only), mean over N", "f3_xla_k1_to_k1000",
-                    r.mean() if len(r) else None, _k_reason(f, "jax", kmax)))
-    a = f[(f["impl"] == fi) & (f["steps"] == kmax)].set_index("num_envs")["samples_per_s"]
-    b = f[(f["impl"] == "jax") & (f["steps"] == kmax)].set_index("num_envs")["samples_per_s"]
-    over = (a / b).dropna()
+                  + ", and the state's trip to memory between steps; " + "; ".join(splits)
+                  + (": the gain is largest at the smallest N, where a call's own work is smallest"
+                     if r.idxmax() == r.index.min() else ""))
+    rows.append(row("F.3", "speedup", f"fusion alone: {fi} K = 1 → {kmax}, median over N", "f3_fusion",
+                    fused, reason))
+    rows.append(row("F.3", "speedup", f"jax K = 1 → {kmax} (simulation only), median over N", "f3_xla_k1_to_k1000",
+                    k_speedup_spread(f, "jax", 1, kmax), _k_reason(f, "jax", kmax)))
+    at_kmax = f[f["steps"] == kmax]
+    ratios = ratio_by_n(rates_by_n(at_knobs(at_kmax[at_kmax["impl"] == fi])),
+                        rates_by_n(at_knobs(at_kmax[at_kmax["impl"] == "jax"])))
+    over = ratios["value"]
     reason = (f"{fi} and jax run on the same hardware here; at K = {kmax} jax needs "
               f"{fmt_time(_per_env_step(f, 'jax', steps=kmax))} per environment-step and {fi} "
               f"{fmt_time(_per_env_step(f, fi, steps=kmax))}; the paper's {fmt_x(PAPER['f3_fused_over_xla'].value)} "
               "sets a fused CUDA kernel against XLA's per-step GPU kernels") if len(over) else ""
-    rows.append(row("F.3", "speedup", f"{fi} over jax at K = {kmax}, mean over N", "f3_fused_over_xla",
-                    over.mean() if len(over) else None, reason))
+    rows.append(row("F.3", "speedup", f"{fi} over jax at K = {kmax}, median over N", "f3_fused_over_xla",
+                    ratios, reason))
     return rows
 
 
@@ -251,7 +356,25 @@ def _f4_trend_reason(t: pd.DataFrame, ceil: dict, regime: dict) -> str:
             f"{lo['unfused_of_memory']:.0%} of its memory ceiling")
 
 
-def complexity_rows(P: ChapterParams, c: pd.DataFrame, ceil: dict) -> list[dict]:
+def _growth_range(c: pd.DataFrame, impl, n, k, s_lo, s_hi) -> dict:
+    """The speedup's growth from S = s_lo to s_hi at N = n, at the ends of the repeats."""
+    at = c[c["num_envs"] == n]
+    a = k_speedup_spread(at, impl, 1, k, state_factor=s_lo)
+    b = k_speedup_spread(at, impl, 1, k, state_factor=s_hi)
+    if a.empty or b.empty:
+        return {}
+    return {"low": float(b["low"].iloc[0] / a["high"].iloc[0]), "high": float(b["high"].iloc[0] / a["low"].iloc[0])}
+
+
+def _spread_range(c: pd.DataFrame, impl, k, s) -> dict:
+    """The speedup's max/min over N at S = s, C = 1, at the ends of the repeats (at least 1)."""
+    r = k_speedup_spread(c, impl, 1, k, state_factor=s)
+    if len(r) < 2:
+        return {}
+    return {"low": max(1.0, float(r["low"].max() / r["high"].min())), "high": float(r["high"].max() / r["low"].min())}
+
+
+def complexity_rows(P: ChapterParams, c: pd.DataFrame, ceil: dict) -> list[Finding]:
     rows = []
     regime = c.attrs.get("memory")
     t = memory_regime_table(c, ceil) if regime else pd.DataFrame()
@@ -279,6 +402,8 @@ def complexity_rows(P: ChapterParams, c: pd.DataFrame, ceil: dict) -> list[dict]
             f"S = {int(hi['state_factor'])} at N = {pow2_label(regime['num_envs'])} (the memory regime: "
             f"{hi['cache_multiple']:.3g}× the cache at S = {int(hi['state_factor'])}), growth",
             "f4_speedup_s_high", None if in_cache else g, reason, paper_value=paper_growth,
+            **_growth_range(c, fusion_impl(P), regime["num_envs"], max(regime["steps"]), int(lo["state_factor"]),
+                            int(hi["state_factor"])),
             ours_text=f"{fmt_x(lo['speedup'])} → {fmt_x(hi['speedup'])} ({direction}, ×{g:.3g})",
             paper_text=f"{pow2_label(PAPER['f4_speedup_s_low'].value)} → {pow2_label(PAPER['f4_speedup_s_high'].value)} "
                        f"(grows, ×{paper_growth:g}; K = 10³)"))
@@ -303,12 +428,14 @@ def complexity_rows(P: ChapterParams, c: pd.DataFrame, ceil: dict) -> list[dict]
                       + f"; the speedup at S = {s_worst} goes from {fmt_x(d.iloc[0])} at N = {pow2_label(d.index[0])} "
                       f"to {fmt_x(d.iloc[-1])} at N = {pow2_label(d.index[-1])}") if len(base) >= 2 else ""
             rows.append(row("F.4", "flat", f"spread of the K = {kmax}, C = 1 speedup across N (max/min, worst S)",
-                            "f4_flat_in_n", worst, reason, paper_text="≈ 1× (flat in N)"))
+                            "f4_flat_in_n", worst, reason, paper_text="≈ 1× (flat in N)",
+                            **_spread_range(c[c["num_envs"].isin(P.num_envs)], fusion_impl(P), kmax, s_worst)))
         cmax = int(sp["compute_factor"].max())
         if cmax > 1:
             smin = sp["state_factor"].min()
             d = sp[(sp["steps"] == kmax) & (sp["compute_factor"] == cmax) & (sp["state_factor"] == smin)]
-            v = d["speedup"].median() if len(d) else None
+            v = k_speedup_spread(c[c["num_envs"].isin(P.num_envs)], fusion_impl(P), 1, kmax, state_factor=smin,
+                                 compute_factor=cmax)
             reason = ""
             if len(d):
                 n = int(d.loc[d["speedup"].idxmax(), "num_envs"])
@@ -325,9 +452,9 @@ def complexity_rows(P: ChapterParams, c: pd.DataFrame, ceil: dict) -> list[dict]
     return rows
 
 
-def findings(preset=None, data_dir=None, machine=None) -> pd.DataFrame:
+def finding_records(preset=None, data_dir=None, machine=None) -> list[Finding]:
     """F.1–F.4 of one machine (``machine``: a folder under the data folder; None: this one, whose
-    missing points are measured, resuming) as a frame of ``COLUMNS``."""
+    missing points are measured, resuming), as records."""
     from ..harness.provenance import machine_key
 
     kw = {} if machine in (None, machine_key()) else {"machine": machine}
@@ -340,15 +467,32 @@ def findings(preset=None, data_dir=None, machine=None) -> pd.DataFrame:
             + overheads_rows(p_o, overheads_data(p_o), profile_data(p_o))
             + fusion_rows(P("fusion"), fusion_data(P("fusion")))
             + complexity_rows(p_c, complexity_data(p_c), roofline_data(p_c)))
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return rows
+
+
+def findings_frame(records) -> pd.DataFrame:
+    """Records as the findings table (``COLUMNS``)."""
+    return pd.DataFrame([r.as_row() for r in records], columns=COLUMNS)
+
+
+def findings(preset=None, data_dir=None, machine=None) -> pd.DataFrame:
+    """F.1–F.4 of one machine as a frame of ``COLUMNS`` (``finding_records``, tabulated)."""
+    return findings_frame(finding_records(preset=preset, data_dir=data_dir, machine=machine))
+
+
+def verdict_text(r) -> str:
+    """The verdict as the tables print it: borderline verdicts marked."""
+    return f"{r['verdict']} (borderline)" if r["borderline"] else r["verdict"]
 
 
 def findings_md(rows) -> str:
-    """The rows as the Markdown a chapter's conclusion ends with: quantity, ours and the paper's,
-    the verdict and its reason."""
+    """The rows as the Markdown a chapter's conclusion ends with: quantity, ours (with its min–max
+    over N) and the paper's, the verdict, what it depends on, and its reason."""
     lines = []
-    for r in (rows.to_dict("records") if isinstance(rows, pd.DataFrame) else rows):
-        reason = f" — {r['reason']}." if r["reason"] else "."
-        lines.append(f"* **{r['finding']}**, {r['quantity']}: **{r['ours']}** here, {r['paper']} in the paper "
-                     f"({r['paper source']}): *{r['verdict']}*{reason}")
+    for r in (rows.to_dict("records") if isinstance(rows, pd.DataFrame) else [x.as_row() for x in rows]):
+        reason = f" — {r['reason']}" if r["reason"] else ""
+        over = f" ({r['over N']})" if r["over N"] else ""
+        border = f" Borderline: {r['borderline']}." if r["borderline"] else ""
+        lines.append(f"* **{r['finding']}**, {r['quantity']}: **{r['ours']}** here{over}, {r['paper']} in the paper "
+                     f"({r['paper source']}): *{r['verdict']}*{reason}.{border}")
     return "\n".join(lines)

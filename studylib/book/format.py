@@ -30,6 +30,12 @@ def fmt_x(v) -> str:
     return f"{v:.3g}×" if v < 1000 else f"{v:,.0f}×"
 
 
+def fmt_x_range(values) -> str:
+    """Speedups as a range "a–b", or one value where they agree to 3 digits (e.g. a single one)."""
+    lo, hi = fmt_x(min(values)), fmt_x(max(values))
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
 def fmt_time(seconds) -> str:
     """A duration with its unit: ns, µs, ms or s, 3 significant digits."""
     if seconds is None or not np.isfinite(seconds):

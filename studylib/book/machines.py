@@ -3,6 +3,7 @@
     folders = book.presets.machine_folders()        # key -> folder: the data folder, then <repo>/data
     machines.provenance(folders)                     # one row per machine: hardware, versions, commits
     machines.findings_by_machine(folders)            # F.1–F.4 of each machine beside the paper's values
+    machines.verdicts_by_machine(F)                  # each finding's verdict per machine, differences marked
 
 Nothing here measures: every plan runs under ``sweep.READ_ONLY``. Each machine is read at the
 preset its snapshot covers best (``best_preset``), so a folder measured with ``default`` and one
@@ -18,13 +19,15 @@ import pandas as pd
 from ..harness import store
 from ..harness.provenance import machine_key
 from ..harness.sweep import READ_ONLY, session
-from .claims import findings
+from .claims import findings, verdict_text
+from .paper import PAPER
 from .plans import complexity_data, fusion_data, overheads_data, vectorization_data
 from .presets import PRESETS, machine_info_of, params
 
 FINDING_PLANS = {"vectorization": vectorization_data, "overheads": overheads_data, "fusion": fusion_data,
                  "complexity": complexity_data}  # the sweeps F.1–F.4 are computed from
 PRESET_ORDER = ("paper", "default", "tiny")  # largest first: a tie goes to the larger preset
+DIFFERS, SAME, ONE_MACHINE = "differs", "same", "one machine only"  # verdicts_by_machine's ``differs``
 PROVENANCE_COLUMNS = ["machine", "this build", "cpu", "cores", "gpu", "os", "python", "torch", "jax", "cupy", "commits",
                       "measured", "points", "folder"]
 
@@ -95,3 +98,25 @@ def findings_by_machine(folders: dict) -> pd.DataFrame:
         F.insert(2, "coverage", share)
         frames.append(F)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def verdicts_by_machine(F: pd.DataFrame) -> pd.DataFrame:
+    """Every finding's verdict on each machine side by side: one row per comparison of the paper's
+    (``key``), one column per machine (``verdict (ours)``, borderline verdicts marked, "—" where
+    that machine's snapshot has no data for it), and ``differs``: ``DIFFERS`` where the machines
+    that measured it give different verdicts (a machine-specific result), ``SAME`` where they agree,
+    ``ONE_MACHINE`` where only one measured it."""
+    if F.empty:
+        return pd.DataFrame(columns=["finding", "key", "claim", "differs"])
+    cells = F.assign(cell=[f"{verdict_text(r)}: {r['ours']}" for r in F.to_dict("records")])
+    table = cells.pivot_table(index=["finding", "key"], columns="machine", values="cell", aggfunc="first")
+    verdicts = F.pivot_table(index=["finding", "key"], columns="machine", values="verdict", aggfunc="first")
+    order = list(dict.fromkeys(F["machine"]))
+    table = table.reindex(columns=order).fillna("—")
+    table.columns = list(table.columns)
+    out = table.reset_index()
+    out.insert(2, "claim", [f"{PAPER[k].claim} ({PAPER[k].where})" for k in out["key"]])
+    measured = [v.dropna() for _, v in verdicts.reindex(columns=order).iterrows()]
+    out["differs"] = [DIFFERS if v.nunique() > 1 else SAME if len(v) > 1 else ONE_MACHINE for v in measured]
+    first = {k: i for i, k in enumerate(dict.fromkeys(F["key"]))}
+    return out.sort_values("key", key=lambda s: s.map(first)).reset_index(drop=True)

@@ -3,8 +3,26 @@ which points of its grid were not measured (above the work cap, or unable to run
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from .format import md
 from .presets import ChapterParams, cuda_ok
+
+
+def cuda_sentence(ok: bool, reason: str) -> str:
+    """The CUDA status as one sentence for a reader (the raw driver error stays out of the page)."""
+    if ok:
+        return f"CUDA device: {reason}."
+    reason = reason.lower()
+    if "not importable" in reason or "not installed" in reason:
+        why = "CuPy, through which the `cuda` implementation reaches a GPU, is not installed"
+    elif "driver" in reason:
+        why = "CuPy is installed but finds no NVIDIA driver able to run CUDA on this machine"
+    elif "0 devices" in reason or "no device" in reason or "nodevice" in reason:
+        why = "the CUDA runtime reports no GPU on this machine"
+    else:
+        why = "CuPy cannot reach a GPU on this machine"
+    return f"No CUDA device here: {why}."
 
 
 def machine_note(chapter_uses_fusion: bool = True):
@@ -14,22 +32,71 @@ def machine_note(chapter_uses_fusion: bool = True):
     info = machine_info()
     ok, reason = cuda_ok()
     gpu = info.get("gpu") or "none"
-    lines = [f"This page was computed on **{info['cpu_model']}, {info['cores']} cores, GPU: {gpu}** "
-             f"(Python {info['python']}, torch {info['packages'].get('torch')}, jax {info['packages'].get('jax')}; "
-             f"commit `{(info.get('commit') or 'unknown')[:10]}`{' + local changes' if info.get('dirty') else ''}). "
+    lines = [f"This page was built on **{info['cpu_model']}, {info['cores']} cores, GPU: {gpu}** "
+             f"(Python {info['python']}, torch {info['packages'].get('torch')}, jax {info['packages'].get('jax')}) "
+             f"by commit `{(info.get('commit') or 'unknown')[:10]}`{' + local changes' if info.get('dirty') else ''}. "
              "The paper used an NVIDIA 2080Ti GPU and an AMD EPYC 7371 CPU."]
     if not ok:
-        reason = reason.removeprefix("no CUDA device: ")
-        lines.append(f"No CUDA device here ({reason}): **the `cuda` rows are absent**, torch and jax run on "
-                     "the CPU, and **`cpp` — the CPU build of the same kernel source, running K steps per "
-                     "call — stands in for kernel fusion**." if chapter_uses_fusion else
-                     f"No CUDA device here ({reason}): **the `cuda` rows are absent** and torch and jax run on the CPU.")
+        lines.append(cuda_sentence(ok, reason) + (
+            " **The `cuda` rows are absent**, torch and jax run on the CPU, and **`cpp` — the CPU build of the same "
+            "kernel source, running K steps per call — stands in for kernel fusion**." if chapter_uses_fusion else
+            " **The `cuda` rows are absent** and torch and jax run on the CPU."))
     body = "\n\n".join(lines)
     return md(f":::{{admonition}} Hardware of this build\n:class: {'warning' if not ok else 'note'}\n{body}\n:::\n")
 
 
+# The data files each chapter reads (harness.sweep names, one file per machine folder).
+CHAPTER_FILES = {"cartpole": ("fig2_cartpole", "fig2_brax"), "vectorization": ("fig4",),
+                 "overheads": ("fig4_k", "fig56_profile"), "fusion": ("fig8",), "complexity": ("fig9",),
+                 "beyond": ("beyond", "beyond_roofline"), "training": ("training",)}
+
+
+def measured_by(folder: Path, names) -> dict[str, dict]:
+    """Who measured the saved rows of the data files ``names`` in machine folder ``folder``:
+    commit (10 characters in backticks, "+ local changes" when dirty) -> {"rows": count, "dates": sorted dates,
+    "files": names}, from each row's run and that run's ``provenance.commit``."""
+    import json
+
+    found: dict[str, dict] = {}
+    for name in names:
+        path = Path(folder) / f"{name}.json"
+        if not path.is_file():
+            continue
+        data = json.loads(path.read_text())
+        runs = {r.get("run_id"): r.get("provenance", {}) for r in data.get("runs", [])}
+        for row in data.get("rows", []):
+            prov = runs.get(row.get("run_id"), {})
+            commit = f"`{(prov.get('commit') or 'unknown')[:10]}`" + (" + local changes" if prov.get("dirty") else "")
+            entry = found.setdefault(commit, {"rows": 0, "dates": set(), "files": set()})
+            entry["rows"] += 1
+            entry["files"].add(name)
+            if prov.get("date"):
+                entry["dates"].add(prov["date"][:10])
+    return {c: {**e, "dates": sorted(e["dates"]), "files": sorted(e["files"])} for c, e in found.items()}
+
+
+def provenance_sentence(chapter: str, data_dir: Path, machine: str | None = None) -> str:
+    """Which commit measured this page's data, beside the commit building it."""
+    from ..harness.provenance import machine_info, machine_key
+
+    info = machine_info()
+    built = f"`{(info.get('commit') or 'unknown')[:10]}`" + (" + local changes" if info.get("dirty") else "")
+    folder = Path(data_dir) / (machine or machine_key())
+    names = CHAPTER_FILES.get(chapter, ())
+    found = measured_by(folder, names)
+    files = ", ".join(f"`{n}.json`" for n in names)
+    if not found:
+        return (f"Data: none saved yet in {files}: this build (commit {built}) measures it." if not machine else
+                f"Data: no saved rows in {files} of machine {machine}.")
+    parts = [f"{c} ({e['rows']} point{'s' if e['rows'] != 1 else ''}, {', '.join(e['dates']) or 'undated'})"
+             for c, e in sorted(found.items(), key=lambda kv: -kv[1]["rows"])]
+    tail = "" if machine else " Points not saved there are measured by this build."
+    return (f"Data measured by commit{'s' if len(parts) > 1 else ''} {'; '.join(parts)} (saved in {files}); page built by commit {built}.{tail}")
+
+
 def params_note(P: ChapterParams):
-    return md(f":::{{admonition}} Parameters of this run\n:class: tip\n{P.describe()}\n"
+    return md(f":::{{admonition}} Parameters of this run\n:class: tip\n{P.describe()}\n\n"
+              f"{provenance_sentence(P.chapter, P.data_dir, P.machine)}\n\n"
               f"Rerun with other values: see [Reproducing](methodology.md#rerun-one-chapter-with-new-parameters).\n:::\n")
 
 

@@ -26,10 +26,11 @@ from .. import costs
 from ..harness.sweep import Keying, keyed_by, run, sweep
 from ..settings import PEERS, EnvSettings, MeasurePoint
 from .brax import brax_data
+from .model import model_calibration
 from .presets import ChapterParams
 
 SWEEP_NAMES = {"cartpole": "fig2_cartpole", "vectorization": "fig4", "overheads": "fig4_k",
-               "fusion": "fig8", "complexity": "fig9", "beyond": "beyond"}
+               "fusion": "fig8", "complexity": "fig9", "beyond": "beyond", "atari": "atari"}
 BEYOND_IMPLS = ("torch", "torch-compile", "jax", "fused", "cpp")  # the "Beyond the paper" chapter
 PROFILE_KEYS = ("impl", "num_envs", "steps", "state_factor", "compute_factor", "policy")
 
@@ -213,6 +214,54 @@ def profile_data(P: ChapterParams) -> pd.DataFrame:
     return df.sort_values(["impl", "steps"]).reset_index(drop=True) if len(df) else df
 
 
+ATARI_KEYING = Keying(lambda p: p.columns(), keyed_by("game", "impl", "num_envs", "policy"), lambda p: p.describe())
+BREAKDOWN_KEYING = Keying(lambda p: p.columns(), keyed_by("game", "loop", "num_envs"), lambda p: p.describe())
+
+
+def atari_points(P: ChapterParams) -> list:
+    """The Atari chapter's points, every one checked (game id, ROM, envpool task) before anything is
+    measured: per game, the single gymnasium environment (N = 1), gymnasium's AsyncVectorEnv at
+    ``async_num_envs``, ale-py's and envpool's threaded vector environments at ``num_envs``; each
+    without and with the Nature CNN (the policy varies fastest, so both share one environment)."""
+    from .. import atari
+
+    sizes = {"gym": (1,), "gym-async": P.async_num_envs, "ale-vector": P.num_envs, "envpool": P.num_envs}
+    return [atari.AtariPoint(game, impl, n, policy, repeats=P.repeats, min_seconds=P.min_seconds)
+            for game in P.games for impl in atari.IMPLS for n in sizes[impl] for policy in atari.POLICIES]
+
+
+def atari_sweep(name: str, points, data_dir, machine=None, measure_one=None, keying=ATARI_KEYING) -> pd.DataFrame:
+    """Measure (or read) Atari points into ``<data_dir>/<machine>/<name>.json``; the open
+    environment kept between points is closed at the end."""
+    from .. import atari
+
+    try:
+        result = run(name, points, measure_one or atari.measure, keying, data_dir=data_dir, progress=False,
+                     log=_quiet, machine=machine)
+    finally:
+        atari.close_open_env()
+    df = pd.DataFrame(result.rows)
+    df.attrs.update(skipped=result.skipped, path=result.path, measured=result.measured, dropped=[])
+    return df
+
+
+def atari_data(P: ChapterParams) -> pd.DataFrame:
+    """Atari frames per second against N (``atari_points``), saved in ``atari.json``."""
+    return atari_sweep(SWEEP_NAMES["atari"], atari_points(P), P.data_dir, P.machine)
+
+
+def atari_breakdown_data(P: ChapterParams) -> pd.DataFrame:
+    """Where a CNN-driven Atari collection step spends its time (``atari.measure_breakdown``): the
+    Python loop over single emulators and ale-py's vector environment, per game, at
+    ``breakdown_num_envs``; saved in ``atari_breakdown.json``."""
+    from .. import atari
+
+    points = [atari.BreakdownPoint(game, loop, n, min_seconds=P.breakdown_seconds)
+              for game in P.games for loop in atari.LOOPS for n in P.breakdown_num_envs]
+    return atari_sweep("atari_breakdown", points, P.data_dir, P.machine, atari.measure_breakdown, BREAKDOWN_KEYING)
+
+
 PLANS = {"cartpole": (cartpole_fig2_data, brax_data), "vectorization": (vectorization_data,),
          "overheads": (overheads_data, profile_data), "fusion": (fusion_data,), "complexity": (complexity_data,),
-         "beyond": (beyond_data, roofline_data)}
+         "beyond": (beyond_data, roofline_data), "atari": (atari_data, atari_breakdown_data),
+         "model": (model_calibration,)}

@@ -44,11 +44,14 @@ PRESETS: dict[str, dict[str, dict]] = {
                        "memory_max_bytes": 2**20},
         "beyond": {"num_envs": [16, 64], "steps": [1, 4], "peer_num_envs": [16], "peer_steps": 4,
                    "cap": {"*": 2**12}, "rollout_steps": 8},
+        "atari": {"games": ["pong"], "num_envs": [2], "steps": [1], "async_num_envs": [1],
+                  "breakdown_num_envs": [2], "breakdown_seconds": 0.05},
+        "model": {"num_envs": [2**10, 2**20], "steps": [1, 1000], "gpu_flops_per_s": None, "gpu_bytes_per_s": None},
     },
     "default": {
         "_timing": {"repeats": 3, "min_seconds": 0.1},
         "cartpole": {"num_envs": _pow2(4, 16, 3), "steps": [100], "brax_envs": ["ant", "humanoid"],
-                     "brax_num_envs": [2**4, 2**10], "brax_steps": 10, "conformance_envs": 1024},
+                     "brax_num_envs": [2**10], "brax_steps": 10, "conformance_envs": 1024},
         "vectorization": {"num_envs": _pow2(0, 15, 3), "steps": [1, 100],
                           "cap": {"gym": 2**12, "*": 2**21}},
         "overheads": {"num_envs": _pow2(4, 12, 4), "steps": [1, 10, 100, 1000],
@@ -62,6 +65,9 @@ PRESETS: dict[str, dict[str, dict]] = {
         "beyond": {"num_envs": [2**10, 2**13, 2**16], "steps": [1, 100], "peer_num_envs": [2**12, 2**16],
                    "peer_steps": 100, "cap": {"torch": 2**20, "torch-compile": 2**20, "gym": 2**12, "envpool": 2**19,
                                              "*": 2**24}, "rollout_steps": 256},
+        "atari": {"games": ["breakout", "pong"], "num_envs": [1, 4, 16], "steps": [1], "async_num_envs": [1, 4],
+                  "breakdown_num_envs": [16], "breakdown_seconds": 0.5},
+        "model": {"num_envs": [2**10, 2**20], "steps": [1, 1000], "gpu_flops_per_s": None, "gpu_bytes_per_s": None},
     },
     "paper": {
         "_timing": {"repeats": 5, "min_seconds": 0.5},
@@ -77,6 +83,10 @@ PRESETS: dict[str, dict[str, dict]] = {
                        "memory_steps": [1, 10, 100, 1000], "memory_cache_multiple": 8},
         "beyond": {"num_envs": _pow2(10, 20, 2), "steps": [1, 1000], "peer_num_envs": _pow2(10, 20, 2),
                    "peer_steps": 1000, "cap": {"envpool": 2**26, "gym": 2**22, "*": 2**34}, "rollout_steps": 1000},
+        "atari": {"games": ["breakout", "pong"], "num_envs": _pow2(0, 8, 1), "steps": [1],
+                  "async_num_envs": _pow2(0, 5, 1), "breakdown_num_envs": [1, 16, 64, 256], "breakdown_seconds": 2.0},
+        "model": {"num_envs": [2**10, 2**16, 2**20, 2**26], "steps": [1, 1000], "gpu_flops_per_s": None,
+                  "gpu_bytes_per_s": None},
     },
 }
 
@@ -122,6 +132,14 @@ class ChapterParams:
     peer_num_envs: tuple[int, ...] | None = None
     peer_steps: int | None = None
     rollout_steps: int | None = None
+    # atari (K is 1: one agent step of all N environments per call)
+    games: tuple[str, ...] | None = None  # ALE game ids
+    async_num_envs: tuple[int, ...] | None = None  # N of gymnasium's AsyncVectorEnv (one process each)
+    breakdown_num_envs: tuple[int, ...] | None = None  # N of the time breakdown (CNN policy)
+    breakdown_seconds: float | None = None  # length of each breakdown's timed region
+    # model: the reader's GPU for the cost model's projection (published figures; None: none entered)
+    gpu_flops_per_s: float | None = None  # peak FP32, flops/s
+    gpu_bytes_per_s: float | None = None  # memory bandwidth, bytes/s
 
     def cap_for(self, impl, cap=None):
         cap = self.cap if cap is None else cap
@@ -151,10 +169,10 @@ class ChapterParams:
 
 
 _INT_LISTS = {"num_envs", "steps", "state_factor", "compute_factor", "brax_num_envs", "profile_steps", "peer_num_envs",
-              "memory_steps"}
-_STR_LISTS = {"brax_envs"}
+              "memory_steps", "async_num_envs", "breakdown_num_envs"}
+_STR_LISTS = {"brax_envs", "games"}
 _INTS = {"brax_steps", "conformance_envs", "profile_num_envs", "peer_steps", "rollout_steps", "memory_max_bytes"}
-_FLOATS = {"memory_cache_multiple"}
+_FLOATS = {"memory_cache_multiple", "breakdown_seconds", "gpu_flops_per_s", "gpu_bytes_per_s"}
 _CHAPTER_FIELDS = {f.name for f in fields(ChapterParams)} - {"chapter", "preset", "data_dir", "impls", "repeats",
                                                                "min_seconds", "cap", "machine"}
 
@@ -267,7 +285,7 @@ def cuda_ok() -> tuple[bool, str]:
 
 
 def available_impls() -> list[str]:
-    """All five, less ``cuda`` where no CUDA device works (then cpp stands in for fusion)."""
+    """The paper's five (``IMPL_ORDER``), less ``cuda`` where no CUDA device works (then cpp stands in for fusion)."""
     return [i for i in IMPL_ORDER if i != "cuda" or cuda_ok()[0]]
 
 
@@ -312,7 +330,7 @@ def params(chapter: str, *, preset=None, data_dir=None, impls=None, num_envs=Non
     for k, v in (("num_envs", num_envs), ("steps", steps)):
         if v is not None:
             chosen[k] = v
-    typed = {k: _typed(k, v) for k, v in chosen.items()}
+    typed = {k: _typed(k, v) for k, v in chosen.items() if v is not None or k not in _FLOATS}
     typed["num_envs"], typed["steps"] = tuple(sorted(typed["num_envs"])), tuple(sorted(typed["steps"]))
     for k in ("steps", "memory_steps") if chapter == "complexity" else ():
         typed[k] = tuple(sorted({1, *typed[k]}))  # K = 1: the unfused baseline every fusion speedup divides by

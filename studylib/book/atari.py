@@ -1,0 +1,165 @@
+"""The Atari chapter's numbers, rules and charts: frames per second against N (``plans.atari_data``),
+the time breakdown (``plans.atari_breakdown_data``), CuLE's published figures beside them.
+
+Every rule here returns its numbers and a verdict that can come out either way (tests in
+``tests/test_atari_book.py``)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .format import fmt_list
+from .presets import ChapterParams, display_path
+
+IMPL_LABELS = {"gym": "gymnasium, one env (Python loop)", "gym-async": "gymnasium AsyncVectorEnv (a process per env)",
+               "ale-vector": "ale-py AtariVectorEnv (C++ threads)", "envpool": "envpool (C++ threads)"}
+VECTOR_IMPLS = ("ale-vector", "envpool")
+
+# CuLE's published figures: GPU measurements, quoted, never measured here.
+CULE_FRAMES_PER_HOUR = 155e6
+CULE = [
+    {"source": "Dalton & Frosio, NeurIPS 2020 (CuLE), abstract",
+     "claim": "“CuLE generates up to 155M frames per hour on a single GPU”",
+     "frames_per_s": CULE_FRAMES_PER_HOUR / 3600, "hardware": "one NVIDIA GPU (model not named in the abstract)",
+     "kind": "GPU measurement (published)"},
+    {"source": "Gleeson et al. 2022, §2 (related work), on CuLE",
+     "claim": "“the observed speedup over CPU is at most 2.54× when training Atari Assault on a Titan V GPU”",
+     "frames_per_s": None, "hardware": "NVIDIA Titan V", "kind": "GPU measurement (published, a ratio)"},
+    {"source": "Dalton et al., GTC 2018 slides, slide 24",
+     "claim": "“FRAMES PER SECOND Breakout, inference only (no training)” at 1, 1024, 4096 and 32768 environments, "
+              "with GPU occupancy",
+     "frames_per_s": None, "hardware": "a GPU (the slide's text does not name it)",
+     "kind": "GPU measurement (published; the bars' values are not in the slide text available here)"},
+]
+
+
+def describe(P: ChapterParams) -> str:
+    """The parameters of an Atari run, one paragraph (Markdown)."""
+    from ..atari import FRAMESKIP, SCREEN, STACK, cores
+
+    where = (f"the snapshot of machine **{P.machine}** (read, nothing measured)" if P.machine
+             else f"`{display_path(P.data_dir)}`")
+    return (f"preset **{P.preset}**; games: {', '.join(P.games)}; N = {fmt_list(P.num_envs)} (ale-py, envpool, "
+            f"{cores()} threads = cores), N = {fmt_list(P.async_num_envs)} (gymnasium AsyncVectorEnv), N = 1 "
+            f"(one gymnasium env); policies: none (random actions), Nature CNN (inference only); "
+            f"{P.repeats} timed regions of ≥ {P.min_seconds:g} s per point (median); time breakdown at N = "
+            f"{fmt_list(P.breakdown_num_envs)}, {P.breakdown_seconds:g} s each. Preprocessing: {SCREEN}×{SCREEN} "
+            f"grey, frameskip {FRAMESKIP} (max of the last two frames), {STACK} stacked frames. Frames are "
+            f"**emulator frames** ({FRAMESKIP} per agent step), as CuLE and envpool count them. Data: {where}.")
+
+
+def best(df: pd.DataFrame, game: str, policy: str, impls) -> pd.Series | None:
+    """The fastest row of ``game`` with ``policy`` among ``impls`` (None when none was measured)."""
+    rows = df[(df["game"] == game) & (df["policy"] == policy) & df["impl"].isin(impls)]
+    return rows.loc[rows["frames_per_s"].idxmax()] if len(rows) else None
+
+
+def threads_speedup(df: pd.DataFrame, game: str) -> dict | None:
+    """F.1 for Atari: the best threaded vector environment (ale-py or envpool, any N, random
+    actions) over the single gymnasium environment (N = 1), both emulator frames per second."""
+    single = best(df, game, "none", ("gym",))
+    vector = best(df, game, "none", VECTOR_IMPLS)
+    if single is None or vector is None:
+        return None
+    return {"game": game, "single_fps": single["frames_per_s"], "vector_fps": vector["frames_per_s"],
+            "vector_impl": vector["impl"], "vector_n": int(vector["num_envs"]),
+            "speedup": vector["frames_per_s"] / single["frames_per_s"]}
+
+
+def cnn_cost(df: pd.DataFrame) -> pd.DataFrame:
+    """Per (game, impl, N): frames/s without and with the CNN and their ratio (how many times the
+    policy slows collection)."""
+    wide = df.pivot_table(index=["game", "impl", "num_envs"], columns="policy", values="frames_per_s").reset_index()
+    wide = wide.dropna(subset=[c for c in ("none", "cnn") if c in wide.columns])
+    if not {"none", "cnn"} <= set(wide.columns):
+        return pd.DataFrame(columns=["game", "impl", "num_envs", "none", "cnn", "slowdown"])
+    wide["slowdown"] = wide["none"] / wide["cnn"]
+    return wide
+
+
+def cnn_bounds(breakdown: pd.DataFrame) -> pd.DataFrame:
+    """Per breakdown row: the phase with the largest share (``atari.limiting_phase``) and whether it
+    is the CNN ("inference"), i.e. whether the CNN, not the emulator, bounds throughput there; the
+    same with the inference time of one thread (``limiting_one_thread``, ``cnn_bound_one_thread``),
+    which differs where torch's threads waited for one another on a busy machine."""
+    from ..atari import limiting_phase
+
+    out = breakdown[["game", "loop", "num_envs"]].copy()
+    rows = breakdown.to_dict("records")
+    out["limiting"] = [limiting_phase(r) for r in rows]
+    out["cnn_bound"] = out["limiting"] == "inference"
+    if "inference_one_thread_s" in breakdown.columns:
+        out["limiting_one_thread"] = [limiting_phase(r, "inference_one_thread_s") for r in rows]
+        out["cnn_bound_one_thread"] = out["limiting_one_thread"] == "inference"
+    return out
+
+
+def what_binds(bounds: pd.DataFrame) -> str:
+    """Which part bounds a CNN-driven step in most breakdowns, "the CNN's inference" or "the
+    emulator (stepping and preprocessing)" (or host copies where they are the largest phase most
+    often), by the loop's own inference time."""
+    counts = bounds["limiting"].value_counts()
+    top = counts.idxmax() if len(counts) else None
+    return {"inference": "the CNN's inference", "env step": "the emulator (stepping and preprocessing)",
+            "host copies": "the host copies"}.get(top, "not measured")
+
+
+def shares_long(breakdown: pd.DataFrame) -> pd.DataFrame:
+    """The breakdown as (game, loop, N, phase, seconds, share) rows for a stacked bar; the vector
+    environment's step is one phase, "emulation + preprocessing", since both run inside one C++ call."""
+    rows = []
+    for r in breakdown.to_dict("records"):
+        if r["loop"] == "python-loop":
+            parts = {"emulation": r["emulation_s"], "preprocessing": r["preprocessing_s"]}
+        else:
+            parts = {"emulation + preprocessing": r["env_step_s"]}
+        parts.update({"host copies": r["host_copies_s"], "inference (CNN)": r["inference_s"]})
+        total = sum(parts.values())
+        rows += [{"game": r["game"], "loop": r["loop"], "num_envs": r["num_envs"], "phase": k, "seconds": v,
+                  "share": v / total} for k, v in parts.items()]
+    return pd.DataFrame(rows)
+
+
+def fps_chart(df: pd.DataFrame):
+    """Frames per second against N, one panel per game, colour = implementation, dashes = policy,
+    with CuLE's published single-GPU rate as a labelled rule."""
+    from .charts import _altair, x_n
+
+    alt = _altair()
+    d = df.assign(implementation=df["impl"].map(IMPL_LABELS),
+                  policy_label=df["policy"].map({"none": "no policy (random actions)", "cnn": "Nature CNN"}))
+    base = alt.Chart(d).encode(
+        x_n(), alt.Y("frames_per_s:Q", scale=alt.Scale(type="log"),
+                     axis=alt.Axis(title="emulator frames per second (log)", format="~s")),
+        alt.Color("implementation:N", legend=alt.Legend(orient="bottom", columns=1, labelLimit=400)),
+        alt.StrokeDash("policy_label:N", title="policy"),
+        tooltip=[alt.Tooltip("implementation:N"), alt.Tooltip("num_envs:Q", title="N"), alt.Tooltip("policy_label:N"),
+                 alt.Tooltip("frames_per_s:Q", title="frames/s", format=".3s"),
+                 alt.Tooltip("frames_per_s_min:Q", title="min", format=".3s"),
+                 alt.Tooltip("frames_per_s_max:Q", title="max", format=".3s")])
+    lines = base.mark_line() + base.mark_point(filled=True, size=30).encode(strokeDash=alt.value([1, 0]))
+    rule_d = pd.DataFrame([{"value": CULE_FRAMES_PER_HOUR / 3600,
+                            "label": "CuLE, one GPU: 155M frames/h (published GPU measurement)"}])
+    rule = alt.Chart(rule_d).mark_rule(strokeDash=[6, 4], color="#555").encode(
+        y="value:Q", tooltip=[alt.Tooltip("label:N", title="published")])
+    text = alt.Chart(rule_d).mark_text(align="left", baseline="bottom", dx=4, dy=-3, fontSize=10, color="#333").encode(
+        y="value:Q", x=alt.value(4), text="label:N")
+    return (lines + rule + text).properties(width=300, height=260).facet(column=alt.Column("game:N", title=None))
+
+
+def breakdown_chart(long: pd.DataFrame):
+    """Stacked shares of one CNN-driven collection step, per game and loop."""
+    from .charts import _altair
+
+    alt = _altair()
+    order = ["emulation", "preprocessing", "emulation + preprocessing", "host copies", "inference (CNN)"]
+    colors = ["#1f77b4", "#aec7e8", "#6baed6", "#ff7f0e", "#d62728"]
+    d = long.assign(row=long["game"] + " · " + long["loop"] + " · N=" + long["num_envs"].astype(str),
+                    order=long["phase"].map(order.index))
+    return alt.Chart(d).mark_bar().encode(
+        alt.X("share:Q", stack="normalize", axis=alt.Axis(format="%", title="share of one collection step")),
+        alt.Y("row:N", title=None),
+        alt.Color("phase:N", scale=alt.Scale(domain=order, range=colors), legend=alt.Legend(orient="bottom", columns=3)),
+        alt.Order("order:Q"),
+        tooltip=["row:N", "phase:N", alt.Tooltip("share:Q", format=".1%"), alt.Tooltip("seconds:Q", format=".3s")],
+    ).properties(width=520)

@@ -1,0 +1,337 @@
+"""A cost model of one data-collection call: K steps of N environments, per implementation family.
+
+    m = costmodel.machine_from_calibration(calibration_rows, ceiling_rows)   # this machine, measured
+    p = costmodel.predict("jax", m, num_envs=4096, steps=100, policy="mlp")
+    p.samples_per_s, p.regime                                                # e.g. 7e6, "compute-bound"
+
+The work of a step is counted once in ``studylib.costs`` (flops, sin/cos/tanh, bytes). The paper's
+knobs as §4.2 defines them: "The compute factor C increases the compute requirements of cartpole
+by C× by increasing the number of simulation iterations. The state factor S increases the cartpole
+state size by a factor of S×, resulting in S× as many global memory loads and stores": S enters
+only through ``costs.unfused_bytes(S)`` (32·S + 16 bytes per environment-step); the arithmetic is
+one CartPole's × C (``costs.step_flops(1, C)``).
+
+Assumptions (each a term of ``Prediction.terms``, seconds per call):
+
+* python   a fixed cost per call (the Python->backend dispatch of a compiled call, the native call,
+           the final fetch; the kernels a call launches once go under "launch") plus, for eager
+           frameworks, a cost per framework operation times the operations per step, and for gym
+           a Python cost per environment per step (C calls of gymnasium's ``CartPoleEnv.step``).
+           Host costs run one after another.
+* launch   per device kernel: on a GPU, each kernel launch costs the launch latency; on a CPU,
+           XLA's cost per kernel inside a compiled loop (eager frameworks' per-kernel cost is part
+           of their per-operation cost). Operations and kernels per step are counted from our
+           implementations (``harness.calibrate``).
+* compute  flops ÷ peak FP32 plus sin/cos/tanh × their cost (on a GPU they are left to the flops:
+           special-function units).
+* memory   bytes ÷ stream bandwidth. Unfused (every eager or compiled framework, and a native
+           call with a policy between its steps): 32·S + 16 bytes per environment-step, plus 1040
+           with the MLP's activations, plus 8 bytes per kernel (one float32 read and one written
+           per environment: the intermediates an unfused framework passes between its kernels).
+           Fused (a native call of K steps without policy: cpp on the CPU, cuda on a GPU): the
+           state goes to memory once per call, (32·S + 16)·N bytes.
+  Per step the device does the larger of compute and memory (a roofline). Host and device work
+  add up, except for a vectorized framework (torch, jax) on a GPU, whose host queues the steps
+  asynchronously: per step the larger of host time and device time counts. gym and cpp wait for
+  the policy's actions every step, and on a CPU one set of cores runs both.
+
+What it leaves out (the chapter says where it shows): caches (the memory term uses DRAM bandwidth
+even for a working set that fits in cache), SIMD and thread efficiency below peak, episode resets,
+the policy's launches in gym/cpp beyond their counted operations, and contention between processes.
+
+The regime of a call is its largest term: "Python-bound", "launch-bound", "compute-bound" or
+"memory-bound".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from . import costs
+from .errors import ConfigError
+
+FAMILIES = ("gym", "cpp", "torch", "jax", "cuda")
+TERMS = ("python", "launch", "compute", "memory")
+INTERMEDIATE_BYTES_PER_KERNEL = 2 * 4  # one float32 per environment read and one written by each kernel
+REGIMES = {"python": "Python-bound", "launch": "launch-bound", "compute": "compute-bound", "memory": "memory-bound"}
+
+
+@dataclass(frozen=True)
+class Processor:
+    """Ceilings of one processor (a CPU or a GPU)."""
+
+    flops_per_s: float  # peak FP32
+    bytes_per_s: float  # stream bandwidth (read + written)
+    transcendental_s: float = 0.0  # one sin/cos/tanh, the whole processor (0: counted as flops)
+    launch_s: float = 0.0  # per kernel: GPU launch latency (0 on a CPU)
+    is_gpu: bool = False
+
+
+@dataclass(frozen=True)
+class HostCosts:
+    """Seconds of the host's single-threaded costs (microbenchmarks, ``harness.calibrate``)."""
+
+    torch_op_s: float  # one eager PyTorch op doing no work
+    jax_call_s: float  # one call of a jitted JAX function
+    native_call_s: float  # one ctypes call into the C++ library (an empty OpenMP region)
+    xla_kernel_s: float  # one kernel inside an XLA:CPU compiled loop
+    gym_env_step_s: float  # one gymnasium CartPoleEnv.step in a Python loop
+
+    def scaled(self, factor: float) -> "HostCosts":
+        return HostCosts(*(getattr(self, f) * factor for f in HostCosts.__dataclass_fields__))
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Python->backend calls and device kernels per call and per step, per (family, policy),
+    counted from our implementations: {(impl, policy): {"calls_per_step", "calls_per_call",
+    "kernels_per_step", "kernels_per_call"}}."""
+
+    table: dict
+
+    def get(self, impl: str, policy: str, what: str) -> float:
+        try:
+            return float(self.table[(impl, policy)][what])
+        except KeyError:
+            raise ConfigError(f"no counted operations for {impl} with policy {policy!r}") from None
+
+
+@dataclass(frozen=True)
+class Machine:
+    """Where the model runs: the CPU (gym's and cpp's simulation, the host), an optional GPU
+    (torch, jax, cuda and the policy of gym/cpp run there when present), the host's costs, the
+    counts, and where each parameter comes from."""
+
+    name: str
+    cpu: Processor
+    host: HostCosts
+    counts: Counts
+    gpu: Processor | None = None
+    sources: dict = field(default_factory=dict)  # parameter -> citation or provenance
+
+    @property
+    def device(self) -> Processor:
+        return self.gpu or self.cpu
+
+
+@dataclass(frozen=True)
+class Prediction:
+    impl: str
+    num_envs: int
+    steps: int
+    seconds_per_call: float
+    terms: dict  # TERMS -> seconds per call (on a GPU, the hidden side of host/device overlap is 0)
+
+    @property
+    def samples_per_s(self) -> float:
+        return self.num_envs * self.steps / self.seconds_per_call
+
+    @property
+    def regime(self) -> str:
+        return REGIMES[max(self.terms, key=self.terms.get)]
+
+    @property
+    def dominant(self) -> str:
+        return max(self.terms, key=self.terms.get)
+
+
+def _device_work(proc: Processor, n: int, flops: float, trans: float, nbytes: float) -> tuple[float, float]:
+    """(compute, memory) seconds of the device's share, the smaller of the two zeroed (roofline)."""
+    compute = n * flops / proc.flops_per_s + n * trans * proc.transcendental_s
+    memory = nbytes / proc.bytes_per_s
+    return (compute, 0.0) if compute >= memory else (0.0, memory)
+
+
+def _combine(fixed, host: dict, device: dict, k: int, overlap: bool) -> tuple[float, dict]:
+    """Seconds per call and its terms from the fixed cost per call (seconds of Python, or a dict of
+    terms) and the per-step host and device terms.
+    ``overlap`` (a vectorized framework on a GPU: nothing waits for the device between steps): per
+    step only the larger of host and device counts; else they add up."""
+    if overlap:
+        per_step = host if sum(host.values()) >= sum(device.values()) else device
+    else:
+        per_step = {t: host.get(t, 0.0) + device.get(t, 0.0) for t in TERMS}
+    fixed = fixed if isinstance(fixed, dict) else {"python": fixed}
+    terms = {t: k * per_step.get(t, 0.0) + fixed.get(t, 0.0) for t in TERMS}
+    return sum(terms.values()), terms
+
+
+def predict(impl: str, machine: Machine, *, num_envs: int, steps: int, state_factor: int = 1,
+            compute_factor: int = 1, policy: str = "mlp", flops_per_step: float | None = None,
+            bytes_per_step: float | None = None) -> Prediction:
+    """The model's time of one ``rollout(K)`` call of ``impl`` (a family in FAMILIES; ``fused`` on
+    the CPU reads as cpp) on ``machine``. ``flops_per_step`` and ``bytes_per_step`` replace
+    CartPole's simulation flops (sin/cos then not counted apart) and state bytes (per
+    environment-step, unfused) for another simulator with CartPole's operation counts."""
+    fused_kernel = impl == "fused"  # the policy inside the kernel: one call of K steps whatever the policy
+    impl = {"fused": "cpp" if machine.gpu is None else "cuda"}.get(impl, impl)
+    if impl not in FAMILIES:
+        raise ConfigError(f"no cost model for {impl!r}; families: {', '.join(FAMILIES)}")
+    if impl == "cuda" and machine.gpu is None:
+        raise ConfigError("cuda needs a machine with a GPU")
+    n, k, s, c = int(num_envs), int(steps), int(state_factor), int(compute_factor)
+    if min(n, k, s, c) < 1:
+        raise ConfigError("N, K, S and C must be positive integers")
+    h, cnt = machine.host, machine.counts
+    # the paper's S: more state (bytes), the same arithmetic (one CartPole, C sub-steps)
+    sim_flops, sim_trans = costs.physics_flops(1, c), costs.step_transcendentals(1, c)
+    pol_flops = costs.step_flops(1, c, policy) - sim_flops
+    pol_trans = costs.step_transcendentals(1, c, policy) - sim_trans
+    if flops_per_step is not None:
+        sim_flops, sim_trans = float(flops_per_step), 0.0
+    flops, trans = sim_flops + pol_flops, sim_trans + pol_trans
+    state_bytes = costs.unfused_bytes(s) if bytes_per_step is None else float(bytes_per_step)
+    ops = lambda what: cnt.get(impl, policy, what)  # noqa: E731
+    between = lambda: ops("kernels_per_step") * INTERMEDIATE_BYTES_PER_KERNEL  # noqa: E731
+    on_gpu = machine.gpu is not None
+
+    if impl in ("torch", "jax"):  # vectorized on the device, the state to memory every step
+        dev = machine.device
+        compute, memory = _device_work(dev, n, flops, trans, n * (state_bytes + costs.policy_bytes(policy) + between()))
+        if impl == "torch":  # every operation a Python->ATen call; on a CPU its kernel's cost is in it
+            per_op, per_kernel = h.torch_op_s, dev.launch_s
+            host = {"python": ops("calls_per_step") * per_op, "launch": ops("kernels_per_step") * per_kernel}
+        else:  # one XLA call per K steps; each kernel of the loop costs a launch (GPU) or XLA's per-kernel cost
+            per_op, per_kernel = h.jax_call_s, (dev.launch_s if dev.is_gpu else h.xla_kernel_s)
+            host = {"python": 0.0, "launch": ops("kernels_per_step") * per_kernel}
+        fixed = {"python": ops("calls_per_call") * per_op, "launch": ops("kernels_per_call") * per_kernel}
+        return _prediction(impl, n, k, fixed, host, {"compute": compute, "memory": memory}, on_gpu)
+
+    if impl == "gym":  # C gymnasium steps per environment in Python, the policy batched; no overlap: the
+        # actions come back to the host every step
+        host = {"python": n * c * h.gym_env_step_s + ops("calls_per_step") * h.torch_op_s,
+                "launch": ops("kernels_per_step") * machine.device.launch_s}
+        compute, memory = _device_work(machine.device, n, pol_flops, pol_trans,
+                                       n * (costs.policy_bytes(policy) + between())) if policy == "mlp" else (0.0, 0.0)
+        return _prediction(impl, n, k, 0.0, host, {"compute": compute, "memory": memory}, False)
+
+    if impl == "cpp" and policy == "mlp" and not fused_kernel:  # one native call per step, the policy between steps
+        sim_c, sim_m = _device_work(machine.cpu, n, sim_flops, sim_trans, n * state_bytes)
+        pol_c, pol_m = _device_work(machine.device, n, pol_flops, pol_trans, n * (costs.policy_bytes(policy) + between()))
+        host = {"python": h.native_call_s + max(0.0, ops("calls_per_step") - 1) * h.torch_op_s,
+                "launch": ops("kernels_per_step") * machine.device.launch_s, "compute": sim_c, "memory": sim_m}
+        return _prediction(impl, n, k, 0.0, host, {"compute": pol_c, "memory": pol_m}, False)
+
+    # fused (cpp on the CPU without a policy; cuda on the GPU, the policy inside when "fused"):
+    # one call of K steps, the state to memory once per call.
+    proc = machine.gpu if impl == "cuda" else machine.cpu
+    compute = n * flops / proc.flops_per_s + n * trans * proc.transcendental_s  # per step
+    memory = n * state_bytes / proc.bytes_per_s  # per call
+    fixed = {"python": h.torch_op_s, "launch": proc.launch_s} if impl == "cuda" else h.native_call_s
+    device = {"compute": compute, "memory": 0.0} if k * compute >= memory else {"compute": 0.0, "memory": memory / k}
+    return _prediction(impl, n, k, fixed, {}, device, False)
+
+
+def _prediction(impl, n, k, fixed, host, device, overlap) -> Prediction:
+    total, terms = _combine(fixed, host, device, k, overlap)
+    return Prediction(impl, n, k, total, terms)
+
+
+# ---- machines ------------------------------------------------------------------------------------
+
+def counts_from_rows(rows) -> Counts:
+    return Counts({(r["impl"], r["policy"]): {k: r[k] for k in ("calls_per_step", "calls_per_call",
+                                                                  "kernels_per_step", "kernels_per_call")}
+                   for r in rows if r.get("quantity") == "calls"})
+
+
+def machine_from_calibration(calibration_rows, ceiling_rows, name: str = "this machine") -> Machine:
+    """This machine as its microbenchmarks measured it (``harness.calibrate``) and its ceilings
+    (``harness.roofline``: FMA peak, stream bandwidth)."""
+    value = {r["quantity"]: r.get("value") for r in calibration_rows if r.get("quantity") != "calls"}
+    ceil = {r["ceiling"]: r["value"] for r in ceiling_rows if r.get("ceiling") in ("fma", "memory")}
+    missing = [q for q in (*HostCosts.__dataclass_fields__, "transcendental_s") if value.get(q) is None]
+    if missing or set(ceil) != {"fma", "memory"}:
+        raise ConfigError(f"calibration incomplete: missing {', '.join(missing + sorted({'fma', 'memory'} - set(ceil)))}")
+    host = HostCosts(**{f: float(value[f]) for f in HostCosts.__dataclass_fields__})
+    cpu = Processor(ceil["fma"], ceil["memory"], transcendental_s=float(value["transcendental_s"]))
+    src = {**{f: "microbenchmark on this machine (harness.calibrate)" for f in HostCosts.__dataclass_fields__},
+           "transcendental_s": "microbenchmark on this machine (numpy sin/cos, harness.calibrate)",
+           "cpu.flops_per_s": "FMA microbenchmark (cuda/fma_peak.cpp)", "cpu.bytes_per_s": "stream copy (numpy)",
+           "counts": "counted in our implementations at N = 8 (harness.calibrate)"}
+    return Machine(name, cpu, host, counts_from_rows(calibration_rows), sources=src)
+
+
+# Published figures (the sources the chapter cites).
+LAUNCH_S = 5e-6
+LAUNCH_SOURCE = ("kernel launch overhead of 3–7 µs (Volkov & Demmel, 'Benchmarking GPUs to tune dense linear "
+                 "algebra', SC 2008); the model takes 5 µs")
+RTX_2080_TI = Processor(13.4e12, 616e9, launch_s=LAUNCH_S, is_gpu=True)
+RTX_2080_TI_SOURCE = "NVIDIA GeForce RTX 2080 Ti specification: 13.4 TFLOP/s FP32 (boost), 616 GB/s GDDR6"
+H100_SXM = Processor(67e12, 3.35e12, launch_s=LAUNCH_S, is_gpu=True)
+H100_SOURCE = "NVIDIA H100 Tensor Core GPU datasheet (SXM5): 67 TFLOP/s FP32, 3.35 TB/s HBM3"
+# AMD EPYC 7371 (§3.1 of the paper: "AMD EPYC 7371 CPU running at 3.1 GHz"): 16 cores (AMD's
+# specification), Zen: two 128-bit FMA pipes per core = 16 FP32 flops per cycle; 8 channels of DDR4-2666.
+EPYC_7371_CORES, EPYC_7371_HZ = 16, 3.1e9
+EPYC_7371 = Processor(EPYC_7371_CORES * EPYC_7371_HZ * 16, 8 * 2666e6 * 8)
+EPYC_7371_SOURCE = ("AMD EPYC 7371 specification: 16 cores, 3.1 GHz (§3.1), 8 channels DDR4-2666 (170.6 GB/s); "
+                    "Zen's two 128-bit FMA pipes: 16 FP32 flops per cycle per core (794 GFLOP/s)")
+
+
+def carried_to(machine: Machine, *, name: str, cpu: Processor, cpu_hz: float, cpu_cores: int, our_hz: float,
+               our_cores: int, gpu: Processor | None, sources: dict) -> Machine:
+    """``machine``'s host costs on another CPU by the stated rule: single-threaded host costs
+    scaled by clock (ours / theirs); the native call (an OpenMP region) too; sin/cos per element
+    scaled by clock and cores. Counts are ours."""
+    factor = our_hz / cpu_hz
+    cpu = replace(cpu, transcendental_s=machine.cpu.transcendental_s * factor * our_cores / cpu_cores)
+    return Machine(name, cpu, machine.host.scaled(factor), machine.counts, gpu=gpu,
+                   sources={**machine.sources, **sources,
+                            "host costs": f"this machine's microbenchmarks × clock ratio {our_hz / 1e9:.2f} GHz / "
+                                          f"{cpu_hz / 1e9:.2f} GHz = {factor:.2f}"})
+
+
+def paper_machine(ours: Machine, our_hz: float, our_cores: int) -> Machine:
+    """§3.1's machine: AMD EPYC 7371 at 3.1 GHz and one RTX 2080 Ti, host costs carried over."""
+    return carried_to(ours, name="the paper's machine (EPYC 7371 + RTX 2080 Ti)", cpu=EPYC_7371, cpu_hz=EPYC_7371_HZ,
+                      cpu_cores=EPYC_7371_CORES, our_hz=our_hz, our_cores=our_cores, gpu=RTX_2080_TI,
+                      sources={"gpu": RTX_2080_TI_SOURCE, "launch_s": LAUNCH_SOURCE, "cpu": EPYC_7371_SOURCE})
+
+
+def with_gpu(ours: Machine, gpu: Processor, name: str, source: str) -> Machine:
+    """This machine's host and CPU with ``gpu`` added (a projection: nothing measured on it)."""
+    return replace(ours, name=name, gpu=gpu, sources={**ours.sources, "gpu": source, "launch_s": LAUNCH_SOURCE})
+
+
+def limit_per_env_step(impl: str, machine: Machine, *, steps: int, state_factor=1, compute_factor=1,
+                       policy="mlp", num_envs: int = 2**40) -> float:
+    """Seconds per environment-step as N -> ∞ (fixed and per-step host costs vanish per env)."""
+    p = predict(impl, machine, num_envs=num_envs, steps=steps, state_factor=state_factor,
+                compute_factor=compute_factor, policy=policy)
+    return p.seconds_per_call / (p.num_envs * p.steps)
+
+
+@dataclass(frozen=True)
+class Advice:
+    """What pays for one simulator: each optimization's speedup (the faster over the slower) and
+    the two predictions it compares."""
+
+    optimization: str  # "vectorization", "ML compiler", "fusion"
+    faster: Prediction
+    slower: Prediction
+
+    @property
+    def speedup(self) -> float:
+        return self.faster.samples_per_s / self.slower.samples_per_s
+
+    @property
+    def pays(self) -> bool:
+        return self.speedup > 1.1  # a gain under 10 % is within the model's own error
+
+
+def advise(machine: Machine, *, flops_per_step: float, bytes_per_step: float, num_envs: int, steps: int,
+           policy: str = "none") -> list[Advice]:
+    """For a simulator of ``flops_per_step`` and ``bytes_per_step`` (per environment-step): GPU or
+    CPU vectorization (eager torch) over a scalar Python loop costing gymnasium's CartPole per
+    environment, an ML compiler (jax, K steps per call) over eager torch, and a fused kernel (cuda
+    on a GPU, cpp on a CPU) over the ML compiler, each at ``num_envs`` and ``steps``."""
+    kw = dict(num_envs=num_envs, steps=steps, policy=policy, flops_per_step=flops_per_step,
+              bytes_per_step=bytes_per_step)
+    p = {impl: predict(impl, machine, **kw) for impl in ("gym", "torch", "jax", "fused")}
+    return [Advice("vectorization", p["torch"], p["gym"]), Advice("ML compiler", p["jax"], p["torch"]),
+            Advice("fusion", p["fused"], p["jax"])]
+
+
+def log2_error(predicted: float, measured: float) -> float:
+    return abs(math.log2(predicted / measured))

@@ -1,0 +1,208 @@
+"""The cost model's calibration (``studylib.costmodel``): microbenchmarks and counts, never the
+throughputs the model predicts. Each item is measured once per machine into
+``<data_dir>/<machine>/costmodel_calibration.json`` through ``harness.sweep`` (resumable, with
+provenance, like every other measurement); the ceilings come from ``beyond_roofline.json``
+(``harness.roofline``: FMA peak and stream bandwidth), measured there if absent.
+
+Timed items (seconds; ``harness.timing``, the fastest of 100 timed regions of at least 0.5 ms: an
+overhead is what an undisturbed call costs, and short regions are the likeliest to run without
+another process taking the core):
+
+``torch_op_s``        one eager PyTorch op that does no work: ``x.add_(0)`` on a 1-element tensor
+``jax_call_s``        one call of a jitted JAX function of a scalar, result waited for
+``native_call_s``     one ctypes call into the C++ library that opens an OpenMP parallel region
+                      over every core and does no work (``fma_peak(0)``): what a cpp call pays
+                      before its first step
+``xla_kernel_s``      one kernel inside a compiled ``lax.scan``: chained 8x8 matrix-vector products,
+                      which XLA does not fuse (one kernel each, negligible work): what XLA pays per
+                      kernel inside a compiled loop on the CPU
+``gym_env_step_s``    one ``CartPoleEnv.step`` of gymnasium in a Python loop over 64 objects
+                      (reset when an episode ends): the scalar simulator's cost per environment
+``transcendental_s``  one float32 sin or cos on this machine (numpy on a cache-resident array,
+                      one core, divided by the cores): the work ``costs`` counts apart from flops
+
+Counted items (per call and per step of our implementations, at N = 8):
+
+``calls``    Python->backend calls (torch API calls, native calls, XLA executions) and device
+             kernels (ATen kernels, XLA:CPU thunks, native rollout calls) of torch, cpp and gym
+             (``profiler``'s TorchFunctionMode / TorchDispatchMode counters) and of jax (its
+             jax.profiler trace), at K = 2 and K = 6: per step = the difference / 4, per call =
+             what K = 2 leaves.
+
+The host clock (``/proc/cpuinfo``) is recorded for the rule that carries host costs to another CPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .provenance import cpu_cores, now_utc
+from .sweep import Keying, keyed_by, run
+from .timing import time_regions
+
+NAME = "costmodel_calibration"
+TIMED = ("torch_op_s", "jax_call_s", "native_call_s", "xla_kernel_s", "gym_env_step_s", "transcendental_s")
+COUNTED_IMPLS = ("torch", "cpp", "gym", "jax")
+POLICIES = ("mlp", "none")
+COUNT_N, COUNT_K = 8, (2, 6)
+MIN_SECONDS, REPEATS = 0.0005, 100
+
+
+def _best(call, per_call: float = 1.0) -> float:
+    """Seconds per unit of work of the fastest of REPEATS timed regions of ``call``."""
+    def timed():
+        call()  # what it returns is not a count
+
+    t = time_regions(timed, repeats=REPEATS, min_seconds=MIN_SECONDS)
+    return t.best_seconds_per_call / per_call
+
+
+def torch_op_s() -> float:
+    import torch
+
+    x = torch.zeros(1)
+    return _best(lambda: x.add_(0))
+
+
+def jax_call_s() -> float:
+    import jax
+
+    f = jax.jit(lambda x: x + 1)
+    x = jax.numpy.float32(0)
+    f(x).block_until_ready()
+    return _best(lambda: f(x).block_until_ready())
+
+
+def native_call_s() -> float:
+    from ..native import library
+
+    lib = library("fma_peak")
+    return _best(lambda: lib.fma_peak(0))
+
+
+def xla_kernel_s(iterations: int = 256, kernels: int = 16) -> float:
+    """Per kernel: (a scan of ``iterations`` iterations - a scan of one) / (iterations - 1) /
+    ``kernels``, each iteration ``kernels`` chained 8x8 matrix-vector products (XLA runs each as its
+    own kernel: a dot is not fused with its neighbours; 128 flops, negligible work)."""
+    import jax
+    import jax.numpy as jnp
+
+    w = jnp.eye(8, dtype=jnp.float32)
+
+    def body(c, _):
+        for _ in range(kernels):
+            c = w @ c
+        return c, None
+
+    def loop(k):
+        return jax.jit(lambda x: jax.lax.scan(body, x, None, length=k)[0])
+
+    long, short = loop(iterations), loop(1)
+    x = jnp.ones(8, jnp.float32)
+    long(x).block_until_ready(), short(x).block_until_ready()
+    t_long = _best(lambda: long(x).block_until_ready())
+    t_short = _best(lambda: short(x).block_until_ready())
+    return max(t_long - t_short, 0.0) / (iterations - 1) / kernels
+
+
+def gym_env_step_s(num_envs: int = 64, steps: int = 8) -> float:
+    from gymnasium.envs.classic_control.cartpole import CartPoleEnv
+
+    envs = [CartPoleEnv() for _ in range(num_envs)]
+    for i, e in enumerate(envs):
+        e.reset(seed=i)
+
+    def run_steps():
+        for _ in range(steps):
+            for e in envs:
+                if e.step(0)[2]:
+                    e.reset()
+
+    return _best(run_steps, num_envs * steps)
+
+
+def transcendental_s(size: int = 4096) -> float:
+    x = np.linspace(-1, 1, size, dtype=np.float32)
+    out = np.empty_like(x)
+
+    def both():
+        np.sin(x, out=out)
+        np.cos(x, out=out)
+
+    return _best(both, 2 * size) / cpu_cores()
+
+
+def _timed(name: str) -> float:
+    return {"torch_op_s": torch_op_s, "jax_call_s": jax_call_s, "native_call_s": native_call_s,
+            "xla_kernel_s": xla_kernel_s, "gym_env_step_s": gym_env_step_s,
+            "transcendental_s": transcendental_s}[name]()
+
+
+def _counts_at(impl: str, policy: str, k: int) -> tuple[float, float]:
+    """(Python->backend calls, device kernels) of one rollout of ``k`` steps at N = COUNT_N."""
+    from ..registry import make_from
+    from ..settings import MeasurePoint
+    from . import profiler
+
+    point = MeasurePoint.of(impl, COUNT_N, k, policy=policy)
+    env = make_from(point.env)
+    env.rollout(k, policy)  # warm-up (jax: compiles): first-call work is not per-step work
+    env.synchronize()
+    if impl == "jax":
+        _, _, calls, kernels, _, _ = profiler._profile_jax(env, k, policy)
+        return calls, kernels
+    api, kernels, native = profiler._count_torch_family(env, k, policy)
+    return (sum(api.values()) + sum(native.values()),
+            sum(kernels.values()) + profiler._native_kernel_calls(native))
+
+
+def count_calls(impl: str, policy: str) -> dict:
+    """Calls and kernels per call and per step of ``impl`` (see the module doc)."""
+    (c_lo, k_lo), (c_hi, k_hi) = (_counts_at(impl, policy, k) for k in COUNT_K)
+    span = COUNT_K[1] - COUNT_K[0]
+    calls_step, kernels_step = (c_hi - c_lo) / span, (k_hi - k_lo) / span
+    return {"calls_per_step": calls_step, "calls_per_call": max(0.0, c_lo - COUNT_K[0] * calls_step),
+            "kernels_per_step": kernels_step, "kernels_per_call": max(0.0, k_lo - COUNT_K[0] * kernels_step)}
+
+
+def host_clock_hz() -> float | None:
+    """This CPU's clock as /proc/cpuinfo reports it (the first core), None where it does not."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("cpu MHz"):
+                    return float(line.split(":", 1)[1]) * 1e6
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def items() -> list[dict]:
+    return ([{"quantity": q} for q in TIMED] + [{"quantity": "host_clock_hz"}]
+            + [{"quantity": "calls", "impl": i, "policy": p} for i in COUNTED_IMPLS for p in POLICIES])
+
+
+def measure_item(item: dict) -> dict:
+    q = item["quantity"]
+    if q == "calls":
+        return {**item, **count_calls(item["impl"], item["policy"]), "date": now_utc()}
+    value = host_clock_hz() if q == "host_clock_hz" else _timed(q)
+    return {**item, "value": value, "date": now_utc()}
+
+
+KEYING = Keying(dict, keyed_by("quantity", "impl", "policy"), lambda i: f"calibration {i}")
+
+
+def calibration_rows(data_dir, machine=None) -> list[dict]:
+    """The calibration rows of ``machine`` (None: this one, measuring what is not saved)."""
+    return run(NAME, items(), measure_item, KEYING, data_dir=data_dir, progress=False, log=lambda m: None,
+               machine=machine).rows
+
+
+def ceiling_rows(data_dir, machine=None) -> list[dict]:
+    """The FMA peak and stream bandwidth rows (``beyond_roofline.json``, shared with the roofline)."""
+    from . import roofline
+
+    keying = Keying(dict, keyed_by(*roofline.CEILING_KEYS), lambda i: f"ceiling {i}")
+    return run("beyond_roofline", roofline.ceiling_items(), roofline.measure_ceiling, keying, data_dir=data_dir,
+               progress=False, log=lambda m: None, machine=machine).rows

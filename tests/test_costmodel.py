@@ -1,0 +1,206 @@
+"""The cost model (studylib.costmodel) on synthetic machines: each regime reachable, the limits in
+K and N, the paper's S, the GPU's host/device overlap; its calibration items, the chapter's
+validation helpers and the ``advise`` command line."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from studylib import costmodel, costs
+from studylib.__main__ import main
+from studylib.book import model
+from studylib.errors import ConfigError
+
+COUNTS = costmodel.Counts({
+    ("torch", "mlp"): {"calls_per_step": 70, "calls_per_call": 2, "kernels_per_step": 60, "kernels_per_call": 1},
+    ("torch", "none"): {"calls_per_step": 80, "calls_per_call": 2, "kernels_per_step": 70, "kernels_per_call": 1},
+    ("jax", "mlp"): {"calls_per_step": 0, "calls_per_call": 2, "kernels_per_step": 100, "kernels_per_call": 7},
+    ("jax", "none"): {"calls_per_step": 0, "calls_per_call": 2, "kernels_per_step": 100, "kernels_per_call": 7},
+    ("gym", "mlp"): {"calls_per_step": 10, "calls_per_call": 0, "kernels_per_step": 6, "kernels_per_call": 0},
+    ("gym", "none"): {"calls_per_step": 0, "calls_per_call": 0, "kernels_per_step": 0, "kernels_per_call": 0},
+    ("cpp", "mlp"): {"calls_per_step": 12, "calls_per_call": 0, "kernels_per_step": 8, "kernels_per_call": 0},
+    ("cpp", "none"): {"calls_per_step": 0, "calls_per_call": 1, "kernels_per_step": 0, "kernels_per_call": 1},
+})
+HOST = costmodel.HostCosts(torch_op_s=5e-6, jax_call_s=2e-5, native_call_s=5e-6, xla_kernel_s=5e-8, gym_env_step_s=5e-6)
+CPU = costmodel.Processor(1e11, 2.5e10, transcendental_s=1e-10)
+SYNTH = costmodel.Machine("synthetic CPU", CPU, HOST, COUNTS)
+GPU = costmodel.with_gpu(SYNTH, costmodel.Processor(1e13, 5e11, launch_s=5e-6, is_gpu=True), "synthetic GPU", "test")
+
+
+def p(impl, m=SYNTH, **kw):
+    kw = {"num_envs": 1024, "steps": 1, "policy": "none", **kw}
+    return costmodel.predict(impl, m, **kw)
+
+
+def test_each_regime_is_reachable():
+    assert p("torch", num_envs=1).regime == "Python-bound"  # 80 ops of 5 µs, one environment
+    assert p("gym", num_envs=64).regime == "Python-bound"
+    assert p("jax", GPU, num_envs=16, steps=1000).regime == "launch-bound"  # 100 launches per step, tiny N
+    assert p("jax", GPU, num_envs=2**26, steps=1000, state_factor=2**8).regime == "memory-bound"
+    assert p("cuda", GPU, num_envs=2**26, steps=1000, compute_factor=2**10).regime == "compute-bound"
+    assert p("cpp", num_envs=2**24, steps=1000).regime == "compute-bound"
+
+
+def test_terms_add_up_to_the_call():
+    for impl in ("gym", "cpp", "torch", "jax"):
+        for policy in ("mlp", "none"):
+            r = p(impl, num_envs=4096, steps=10, policy=policy)
+            assert math.isclose(sum(r.terms.values()), r.seconds_per_call, rel_tol=1e-12)
+            assert set(r.terms) == set(costmodel.TERMS) and min(r.terms.values()) >= 0
+
+
+def test_k_to_infinity_removes_the_fixed_cost():
+    """As K grows, samples/s of a compiled (jax) or fused (cpp) call tends to N / (per-step time)."""
+    n = 4096
+    per_step_jax = COUNTS.get("jax", "none", "kernels_per_step") * HOST.xla_kernel_s + max(
+        n * (costs.physics_flops(1, 1) / CPU.flops_per_s + costs.step_transcendentals(1, 1) * CPU.transcendental_s),
+        n * (costs.unfused_bytes(1) + 100 * costmodel.INTERMEDIATE_BYTES_PER_KERNEL) / CPU.bytes_per_s)
+    assert math.isclose(p("jax", num_envs=n, steps=10**9).samples_per_s, n / per_step_jax, rel_tol=1e-6)
+    per_step_cpp = n * (costs.physics_flops(1, 1) / CPU.flops_per_s + 2 * CPU.transcendental_s)
+    assert math.isclose(p("cpp", num_envs=n, steps=10**9).samples_per_s, n / per_step_cpp, rel_tol=1e-6)
+    assert p("jax", steps=1).samples_per_s < p("jax", steps=1000).samples_per_s  # the fixed cost amortized
+    # eager torch pays per step, not per call: K changes almost nothing
+    assert p("torch", steps=1000).samples_per_s / p("torch", steps=1).samples_per_s < 1.05
+
+
+def test_n_to_infinity_reaches_the_roofline():
+    """As N grows, the time per environment-step tends to the larger of compute and memory."""
+    s = 2**6
+    limit = costmodel.limit_per_env_step("torch", SYNTH, steps=1, state_factor=s, policy="none")
+    memory = (costs.unfused_bytes(s) + 80 * 0 + 70 * costmodel.INTERMEDIATE_BYTES_PER_KERNEL) / CPU.bytes_per_s
+    assert math.isclose(limit, memory, rel_tol=1e-6)
+    small = p("torch", num_envs=16, state_factor=s)
+    assert small.seconds_per_call / 16 > 10 * limit  # per-op costs dominate at small N
+
+
+def test_paper_state_factor_is_memory_only():
+    """§4.2: S× the state, S× the loads and stores; the arithmetic is one CartPole's (× C)."""
+    a, b = p("cpp", num_envs=2**20, steps=1000), p("cpp", num_envs=2**20, steps=1000, state_factor=2**4)
+    assert a.terms["compute"] == b.terms["compute"] > 0  # the state once per call stays below K steps of compute
+    c, d = p("torch", num_envs=2**20, state_factor=2**4), p("torch", num_envs=2**20, state_factor=2**8)
+    assert d.terms["memory"] - c.terms["memory"] == pytest.approx(2**20 * 32 * (2**8 - 2**4) / CPU.bytes_per_s)
+    # a fused call's speedup over K = 1 grows with S up to about K (Fig 9's 2^10 plateau at K = 10^3)
+    speedup = lambda s: (p("cuda", GPU, num_envs=2**30, steps=1000, state_factor=s).samples_per_s  # noqa: E731
+                         / p("cuda", GPU, num_envs=2**30, steps=1, state_factor=s).samples_per_s)
+    assert speedup(1) < speedup(2**6) < speedup(2**11) <= 1000 * 1.0001
+    assert speedup(2**11) > 900
+    # a compute-bound step gains nothing from fusion (Fig 9: C = 2^10, S = 1)
+    c_bound = (p("cuda", GPU, num_envs=2**30, steps=1000, compute_factor=2**10).samples_per_s
+               / p("cuda", GPU, num_envs=2**30, steps=1, compute_factor=2**10).samples_per_s)
+    assert c_bound == pytest.approx(1.0, rel=1e-4)  # only the fixed cost per call is saved
+
+
+def test_gpu_overlaps_host_and_device():
+    r = p("torch", GPU, num_envs=2**24, steps=10)
+    host = 80 * HOST.torch_op_s + 70 * 5e-6
+    fixed = 2 * HOST.torch_op_s + 1 * 5e-6  # calls and kernel launches per call
+    assert r.seconds_per_call == pytest.approx(fixed + 10 * max(host, r.terms["memory"] / 10 + r.terms["compute"] / 10))
+    assert r.terms["python"] == pytest.approx(2 * HOST.torch_op_s)  # the host is hidden behind the device here
+    assert r.terms["launch"] == pytest.approx(5e-6)
+    j = p("jax", GPU, num_envs=1, steps=1)  # per call: 2 XLA calls and 7 launches; per step 100 launches
+    assert j.terms["python"] == pytest.approx(2 * HOST.jax_call_s) and j.terms["launch"] == pytest.approx(107 * 5e-6)
+
+
+def test_bad_input_is_refused():
+    with pytest.raises(ConfigError):
+        p("cuda")  # no GPU on this machine
+    with pytest.raises(ConfigError):
+        p("envpool")
+    with pytest.raises(ConfigError):
+        p("jax", num_envs=0)
+
+
+def test_advise_names_what_pays():
+    memory_heavy = costmodel.advise(GPU, flops_per_step=26, bytes_per_step=8192, num_envs=2**22, steps=1000)
+    by = {a.optimization: a for a in memory_heavy}
+    assert by["fusion"].pays and by["fusion"].speedup > 100 and by["fusion"].slower.regime == "memory-bound"
+    small = {a.optimization: a for a in costmodel.advise(SYNTH, flops_per_step=26, bytes_per_step=48, num_envs=16,
+                                                         steps=1000)}
+    assert small["ML compiler"].pays and small["ML compiler"].slower.regime == "Python-bound"
+    compute_heavy = {a.optimization: a for a in costmodel.advise(GPU, flops_per_step=1e6, bytes_per_step=48,
+                                                                 num_envs=2**22, steps=1000)}
+    assert not compute_heavy["fusion"].pays  # both compute-bound
+
+
+def test_machine_from_calibration_and_carry_over():
+    cal = [{"quantity": q, "value": getattr(HOST, q)} for q in costmodel.HostCosts.__dataclass_fields__]
+    cal += [{"quantity": "transcendental_s", "value": 1e-10}]
+    cal += [{"quantity": "calls", "impl": i, "policy": pol, **c} for (i, pol), c in COUNTS.table.items()]
+    ceil = [{"ceiling": "fma", "value": 1e11}, {"ceiling": "memory", "value": 2.5e10}]
+    m = costmodel.machine_from_calibration(cal, ceil)
+    assert m.host == HOST and m.cpu == CPU and m.counts.table == COUNTS.table
+    with pytest.raises(ConfigError, match="jax_call_s"):
+        costmodel.machine_from_calibration([r for r in cal if r["quantity"] != "jax_call_s"], ceil)
+    theirs = costmodel.paper_machine(m, our_hz=2.3e9, our_cores=2)
+    assert theirs.host.torch_op_s == pytest.approx(HOST.torch_op_s * 2.3 / 3.1)
+    assert theirs.gpu.flops_per_s == 13.4e12 and theirs.gpu.bytes_per_s == 616e9
+    assert theirs.cpu.flops_per_s == pytest.approx(16 * 3.1e9 * 16)
+
+
+def test_paper_predictions_cover_the_headline_numbers():
+    rows = model.paper_table(costmodel.paper_machine(SYNTH, our_hz=3.1e9, our_cores=16))
+    assert {"1.02e+03", "4", "13.4", "53.8", "87", "11.3", "113"} <= {f"{v:.3g}" for v in rows["paper value"]}
+    assert rows["model"].gt(0).all() and (rows["model / paper"] == rows["model"] / rows["paper value"]).all()
+    s_high = rows[rows["quantity"].str.contains("S = 2\\^11")]["model"].iloc[0]
+    assert 500 < s_high <= 1000.001  # memory-only S: the fused speedup reaches about K
+
+
+def test_validation_errors_and_missing_terms(monkeypatch):
+    measured = {"fig8": pd.DataFrame([{"impl": "cpp", "num_envs": 1024, "steps": 100, "state_factor": 1,
+                                       "compute_factor": 1, "policy": "none", "samples_per_s": 1e8, "device": "cpu"},
+                                      {"impl": "cuda", "num_envs": 1024, "steps": 100, "state_factor": 1,
+                                       "compute_factor": 1, "policy": "none", "samples_per_s": 1e9, "device": "cuda"}])}
+    monkeypatch.setattr(model, "_load", lambda P, sweep: measured.get(sweep, pd.DataFrame()))
+    v = model.model_validation(None, SYNTH)
+    assert list(v["finding"]) == ["F.3"]  # the GPU row has no figures on this machine: left out
+    pred = p("cpp", num_envs=1024, steps=100).samples_per_s
+    assert v["log2_error"].iloc[0] == pytest.approx(math.log2(pred / 1e8))
+    err = model.error_table(v).set_index("finding")
+    assert err.loc["F.3", "median |log2 error|"] == pytest.approx(abs(math.log2(pred / 1e8)))
+    reasons = model.miss_reasons(v, threshold=0.0)
+    assert len(reasons) == 1 and reasons["what the model lacks"].iloc[0] == model.MISSING_TERM[("compute", True)]
+
+
+def test_advise_command_line(monkeypatch, capsys):
+    from studylib.harness import calibrate
+
+    cal = [{"quantity": q, "value": getattr(HOST, q)} for q in costmodel.HostCosts.__dataclass_fields__]
+    cal += [{"quantity": "transcendental_s", "value": 1e-10}]
+    cal += [{"quantity": "calls", "impl": i, "policy": pol, **c} for (i, pol), c in COUNTS.table.items()]
+    monkeypatch.setattr(calibrate, "calibration_rows", lambda data_dir, machine=None: cal)
+    monkeypatch.setattr(calibrate, "ceiling_rows", lambda data_dir, machine=None: [
+        {"ceiling": "fma", "value": 1e11}, {"ceiling": "memory", "value": 2.5e10}])
+    argv = ["advise", "--flops-per-step", "26", "--bytes-per-step", "48", "--num-envs", "2^20", "--steps", "1000"]
+    assert main(argv + ["--gpu-tflops", "67", "--gpu-bandwidth-gbs", "3350"]) == 0
+    out = capsys.readouterr().out
+    assert "projection (model), not a measurement" in out and "fusion" in out and "bound" in out
+    for bad, message in ((["--num-envs", "0"], "--num-envs"), (["--gpu-tflops", "67"], "go together"),
+                         (["--bytes-per-step", "-1"], "--bytes-per-step"), (["--policy", "greedy"], "policy")):
+        args = argv + bad
+        assert main(args) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error:") and message in err[0]
+
+
+def test_calibration_items_measure_and_key():
+    from studylib.harness import calibrate
+
+    keys = {calibrate.KEYING.row_key(i) for i in calibrate.items()}
+    assert len(keys) == len(calibrate.items())  # every item its own key
+    row = calibrate.measure_item({"quantity": "transcendental_s"})
+    assert 0 < row["value"] < 1e-6
+    assert calibrate.count_calls("cpp", "none") == {"calls_per_step": 0, "calls_per_call": 1,
+                                                     "kernels_per_step": 0, "kernels_per_call": 1}
+
+
+def test_model_chapter_parameters():
+    from studylib.book import params
+
+    P = params("model", preset="tiny", gpu_flops_per_s="82.6e12", gpu_bytes_per_s=1008e9)
+    assert (P.gpu_flops_per_s, P.gpu_bytes_per_s) == (82.6e12, 1008e9)
+    assert params("model", preset="tiny").gpu_flops_per_s is None  # no GPU entered: no projection for it
+    with pytest.raises(ConfigError, match="gpu_bytes_per_s"):
+        params("model", gpu_bytes_per_s=0)
