@@ -5,9 +5,16 @@
 // logic the kernel runs. The physics mirrors studylib/dynamics.py (and gymnasium's
 // CartPoleEnv.step) line for line; the counter hash mirrors studylib/episodes.py bit for bit.
 //
-// Layout: an environment's state is one row of 4*S floats, copy s at [4s .. 4s+3] =
-// x, x_dot, theta, theta_dot. `stride` is the distance between consecutive floats of a row
-// (1 for a row in global memory; W when a CPU block keeps W rows interleaved for SIMD).
+// Layout: an environment's state is one row of 4*S floats: [0 .. 3] the CartPole (x, x_dot,
+// theta, theta_dot), [4 .. 4S) the 4*(S-1) carried floats of the paper's state factor S (section
+// 4.2: "The state factor S increases the cartpole state size by a factor of S×, resulting in S×
+// as many global memory loads and stores"; Fig 9: "state factor S increases memory bandwidth
+// requirements by S×"). The arithmetic is one CartPole's (x C) for every S; the carried floats
+// are memory traffic only: every step flips their sign (cp_carry), so an unfused step reads and
+// writes all 4*S floats and a K-step call reads and writes them once, flipping them (K & 1)
+// times. A sign flip is exact, is no arithmetic, and depends on K at run time, so no compiler can
+// fold or drop the loads and stores. `stride` is the distance between consecutive floats of the
+// CartPole (1 in global memory; W when a CPU block keeps W CartPoles interleaved for SIMD).
 #pragma once
 #if defined(__CUDACC_RTC__)  // NVRTC (CuPy's default compiler) ships no <stdint.h>
 typedef int int32_t;
@@ -16,6 +23,7 @@ typedef long long int64_t;
 typedef unsigned char uint8_t;
 #else
 #include <stdint.h>
+#include <string.h>
 #endif
 
 #if defined(__CUDACC__)
@@ -72,7 +80,7 @@ CP_HD CartPoleParams cp_params_from_array(const float* a, int32_t max_episode_st
 
 // The knobs of one rollout call that the per-step pieces below need (from RolloutArgs).
 struct RolloutConfig {
-    int32_t state_factor;    // S: CartPole copies per environment
+    int32_t state_factor;    // S: the state row is 4*S floats, the CartPole's 4 and 4*(S-1) carried
     int32_t compute_factor;  // C: Euler sub-steps of tau/C per step
     int32_t num_steps;       // K: steps fused into this call
     uint32_t seed;           // seeds the reset draws and the no-policy actions
@@ -127,11 +135,40 @@ CP_HD bool cp_terminated(float x, float theta, const CartPoleParams& p) {
            (theta > p.theta_threshold);
 }
 
-// Fill all 4*S floats of a row with the reset draws of episode `episode`.
-CP_HD void cp_reset_row(float* row, int64_t stride, uint32_t env, uint32_t episode,
-                        const RolloutConfig& cfg) {
-    for (int j = 0; j < 4 * cfg.state_factor; ++j)
-        row[(int64_t)j * stride] = cp_reset_value(cfg.seed, env, episode, (uint32_t)j);
+// Fill all 4*S floats of a row (in global memory) with the reset draws of episode `episode`: the
+// CartPole and the carried floats; every *_reset entry point (episode 0).
+CP_HD void cp_reset_row(float* row, uint32_t env, uint32_t episode, const RolloutConfig& cfg) {
+    for (int j = 0; j < 4 * cfg.state_factor; ++j) row[j] = cp_reset_value(cfg.seed, env, episode, (uint32_t)j);
+}
+
+// The CartPole's 4 floats (components 0..3 of cp_reset_row's draws) for episode `episode`: the
+// same-step reset and the restarts. The carried floats are not the CartPole's: a new episode
+// leaves them as they are, so its cost does not grow with S.
+CP_HD void cp_reset_cartpole(float* c, int64_t stride, uint32_t env, uint32_t episode, uint32_t seed) {
+    for (int j = 0; j < 4; ++j) c[(int64_t)j * stride] = cp_reset_value(seed, env, episode, (uint32_t)j);
+}
+
+// ---- the carried floats of the state factor S ----
+// The sign-bit mask of `num_steps` steps: each step flips the sign of every carried float once.
+CP_HD uint32_t cp_carry_mask(int32_t num_steps) { return (uint32_t)(num_steps & 1) << 31; }
+
+CP_HD float cp_flip_sign(float v, uint32_t mask) {
+#if defined(__CUDA_ARCH__)
+    return __uint_as_float(__float_as_uint(v) ^ mask);
+#else
+    uint32_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    bits ^= mask;
+    memcpy(&v, &bits, sizeof v);
+    return v;
+#endif
+}
+
+// The 4*(S-1) carried floats of a row in global memory (row[4 .. 4S)) read once and written once,
+// their signs flipped by `mask` (cp_carry_mask of the steps this call takes).
+CP_HD void cp_carry(float* row, int32_t state_factor, uint32_t mask) {
+    const int64_t end = 4 * (int64_t)state_factor;
+    for (int64_t j = 4; j < end; ++j) row[j] = cp_flip_sign(row[j], mask);
 }
 
 // The compute factor C splits each step into C Euler sub-steps of tau/C (C = 1: CartPole-v1).
@@ -139,11 +176,9 @@ CP_HD float cp_substep_dt(const RolloutConfig& cfg, const CartPoleParams& p) {
     return p.tau / (float)cfg.compute_factor;
 }
 
-// Physics of copy `s` of a row: C sub-steps of tau/C under one force.
-CP_HD void cp_copy_step(float* row, int64_t stride, int s, float force, const RolloutConfig& cfg,
-                        const CartPoleParams& p) {
+// Physics of the CartPole `c`: C sub-steps of tau/C under one force.
+CP_HD void cp_cartpole_step(float* c, int64_t stride, float force, const RolloutConfig& cfg, const CartPoleParams& p) {
     const float dt = cp_substep_dt(cfg, p);
-    float* c = row + (int64_t)4 * s * stride;
     float x = c[0], x_dot = c[stride], theta = c[2 * stride], theta_dot = c[3 * stride];
     for (int k = 0; k < cfg.compute_factor; ++k) cp_physics(x, x_dot, theta, theta_dot, force, dt, p);
     c[0] = x;
@@ -156,9 +191,9 @@ CP_HD float cp_force(int action, const CartPoleParams& p) {
     return action == 1 ? p.force_mag : -p.force_mag;
 }
 
-// Episode bookkeeping after the physics of a step, from copy 0's new x and theta: termination,
+// Episode bookkeeping after the physics of a step, from the CartPole's new x and theta: termination,
 // truncation at max_episode_steps, and the counters. If the episode ended the caller resets the
-// row (cp_reset_row) in the same step. Returns bit 0 = terminated, bit 1 = truncated.
+// CartPole (cp_reset_cartpole) in the same step. Returns bit 0 = terminated, bit 1 = truncated.
 CP_HD int cp_env_finish(float x, float theta, int32_t& elapsed, uint32_t& episode,
                         const CartPoleParams& p) {
     const bool terminated = cp_terminated(x, theta, p);
@@ -169,17 +204,17 @@ CP_HD int cp_env_finish(float x, float theta, int32_t& elapsed, uint32_t& episod
     return (int)terminated | ((int)truncated << 1);
 }
 
-// One full environment step with CartPole-v1 semantics and a same-step autoreset: the CUDA
-// kernel calls this per thread; the CPU build calls the same four pieces with its loops
-// interchanged (lanes innermost) so that they vectorize. `final_obs` (4 floats, or null) receives
-// copy 0 after the physics and before the reset: the terminal observation of an ended episode.
-CP_HD int cp_env_step(float* row, int64_t stride, int action, int32_t& elapsed, uint32_t& episode,
+// One CartPole step with CartPole-v1 semantics and a same-step autoreset, on the CartPole `c`
+// (its 4 floats; the caller carries the other 4*(S-1) with cp_carry): the CUDA kernel calls this
+// per thread; the CPU build calls the same pieces with its loops interchanged (lanes innermost)
+// so that they vectorize. `final_obs` (4 floats, or null) receives the CartPole after the physics
+// and before the reset: the terminal observation of an ended episode.
+CP_HD int cp_env_step(float* c, int64_t stride, int action, int32_t& elapsed, uint32_t& episode,
                       uint32_t env, float* final_obs, const RolloutConfig& cfg, const CartPoleParams& p) {
-    const float force = cp_force(action, p);
-    for (int s = 0; s < cfg.state_factor; ++s) cp_copy_step(row, stride, s, force, cfg, p);
+    cp_cartpole_step(c, stride, cp_force(action, p), cfg, p);
     if (final_obs)
-        for (int j = 0; j < 4; ++j) final_obs[j] = row[j * stride];
-    const int flags = cp_env_finish(row[0], row[2 * stride], elapsed, episode, p);
-    if (flags) cp_reset_row(row, stride, env, episode, cfg);
+        for (int j = 0; j < 4; ++j) final_obs[j] = c[j * stride];
+    const int flags = cp_env_finish(c[0], c[2 * stride], elapsed, episode, p);
+    if (flags) cp_reset_cartpole(c, stride, env, episode, cfg.seed);
     return flags;
 }

@@ -1,8 +1,8 @@
 // CUDA kernel: K CartPole steps per launch, one thread per environment.
 //
 // The dynamics come from cartpole.cuh, the same header the CPU build (cartpole_cpu.cpp) compiles,
-// so the CPU build runs this kernel's logic on machines without a GPU. The per-thread loop (state
-// in registers for all K steps when S == 1: the paper's simulator kernel fusion, section 4) is
+// so the CPU build runs this kernel's logic on machines without a GPU. The per-thread loop (the
+// CartPole in registers for all K steps: the paper's simulator kernel fusion, section 4) is
 // gpu_rollout.cuh, shared with the fused kernel. Every entry point (rollout, reset, restart) takes
 // one RolloutArgs by value (rollout_args.h). Launched through CuPy (studylib/backends.py);
 // compiled here with `nvcc -ptx` to check it.

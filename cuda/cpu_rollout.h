@@ -2,23 +2,24 @@
 // form of a kernel launch over environments, built from cartpole.cuh's pieces.
 //
 // Environments are split into blocks of CP_CPU_LANES lanes across OpenMP threads (the CPU's
-// "thread blocks"). A block's rows are copied into a small interleaved buffer (buf[j * W + lane]:
-// lane-contiguous, so one core's SIMD lanes step W environments at once), stepped K times while
-// the buffer stays in L1/L2, and written back once: the CPU form of the paper's kernel fusion.
-// K = 1 per call is the unfused form (one pass over memory per step). Each step of a block is
-// cp_env_step with its loops interchanged (lanes innermost, so they vectorize):
+// "thread blocks"). A block's CartPoles are copied into a small interleaved buffer (buf[j * W +
+// lane]: lane-contiguous, so one core's SIMD lanes step W environments at once) and their rows'
+// carried floats (state factor S > 1, cartpole.cuh) are read and written once in place
+// (cp_carry); the CartPoles are stepped K times while the buffer stays in L1 and written back
+// once: the CPU form of the paper's kernel fusion. K = 1 per call is the unfused form (one pass
+// over all 4*S floats of every row per step). Each step of a block is cp_env_step with its loops
+// interchanged (lanes innermost, so they vectorize):
 //   1. choose_forces fills force[W] (hashed actions, given actions, or the fused MLP);
-//   2. the physics of all S copies, C sub-steps each (cp_physics);
-//   3. on the call's last step, copy 0 into final_obs when it is given (before any reset);
+//   2. the physics, C sub-steps (cp_physics);
+//   3. on the call's last step, the CartPole into final_obs when it is given (before any reset);
 //   4. termination/truncation and the counters (cp_env_finish), then the same-step resets of the
-//      few lanes whose episode ended (cp_reset_row).
+//      few lanes whose episode ended (cp_reset_cartpole).
 // Host only: included by the *_cpu.cpp files, never by nvcc.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#include <vector>
 
 #include "cartpole.cuh"
 #include "rollout_args.h"
@@ -52,16 +53,19 @@ long long cp_cpu_rollout(const RolloutArgs& args, ChooseForces choose_forces, Re
     const CartPoleParams params = cp_args_params(args);
     const RolloutConfig config = cp_args_config(args);
     const int64_t row_len = 4 * (int64_t)config.state_factor;
+    const uint32_t carry_mask = cp_carry_mask(config.num_steps);
     const long long num_blocks = (n + W - 1) / W;
     long long episodes_done = 0;
-#pragma omp parallel reduction(+ : episodes_done) if (n * (long long)config.num_steps >= CP_CPU_PARALLEL_MIN_WORK)
+    // Work: the steps, and the state factor's carried floats passed over once (as many float4s).
+    const long long work = n * ((long long)config.num_steps + config.state_factor - 1);
+#pragma omp parallel reduction(+ : episodes_done) if (work >= CP_CPU_PARALLEL_MIN_WORK)
     {
         // Thread-local copies: with the shared originals GCC cannot prove that stores into the
         // buffer leave them unchanged, reloads them in the lane loops and does not vectorize.
         const CartPoleParams p = params;
         const RolloutConfig cfg = config;
         const float dt = cp_substep_dt(cfg, p);
-        std::vector<float> buf(row_len * W);
+        alignas(64) float buf[4 * W];
 #pragma omp for schedule(static)
         for (long long b = 0; b < num_blocks; ++b) {
             const long long first = b * W;
@@ -72,23 +76,21 @@ long long cp_cpu_rollout(const RolloutArgs& args, ChooseForces choose_forces, Re
             float force[W];
             // Lanes past n (the last block only) start from zeros and are stepped and reset like
             // the others, so they stay finite; they are never written back or counted.
-            memset(buf.data(), 0, buf.size() * sizeof(float));
+            memset(buf, 0, sizeof buf);
             for (int l = 0; l < lanes; ++l) {
-                const float* row = state + (first + l) * row_len;
-                for (int64_t j = 0; j < row_len; ++j) buf[j * W + l] = row[j];
+                float* row = state + (first + l) * row_len;
+                for (int j = 0; j < 4; ++j) buf[j * W + l] = row[j];
+                cp_carry(row, cfg.state_factor, carry_mask);  // the carried floats: one pass per call
                 el[l] = elapsed[first + l];
                 ep[l] = episode[first + l];
             }
-            float* bp = buf.data();
+            float* bp = buf;
             for (int k = 0; k < cfg.num_steps; ++k) {
                 choose_forces(bp, first, el, ep, force, k);  // 1.
-                for (int s = 0; s < cfg.state_factor; ++s) {  // 2. cp_copy_step, lanes innermost
-                    float* c = bp + 4 * (int64_t)s * W;
-                    for (int sub = 0; sub < cfg.compute_factor; ++sub) {
+                for (int sub = 0; sub < cfg.compute_factor; ++sub) {  // 2. cp_cartpole_step, lanes innermost
 #pragma omp simd
-                        for (int l = 0; l < W; ++l)
-                            cp_physics(c[l], c[W + l], c[2 * W + l], c[3 * W + l], force[l], dt, p);
-                    }
+                    for (int l = 0; l < W; ++l)
+                        cp_physics(bp[l], bp[W + l], bp[2 * W + l], bp[3 * W + l], force[l], dt, p);
                 }
                 if (final_obs && k + 1 == cfg.num_steps) {  // 3.
                     for (int l = 0; l < lanes; ++l)
@@ -99,14 +101,14 @@ long long cp_cpu_rollout(const RolloutArgs& args, ChooseForces choose_forces, Re
                 record(k, bp, first, lanes, fl);
                 for (int l = 0; l < W; ++l) {  // 4. same-step resets of the lanes whose episode ended
                     if (fl[l]) {
-                        cp_reset_row(bp + l, W, (uint32_t)(first + l), ep[l], cfg);
+                        cp_reset_cartpole(bp + l, W, (uint32_t)(first + l), ep[l], cfg.seed);
                         episodes_done += l < lanes;
                     }
                 }
             }
             for (int l = 0; l < lanes; ++l) {
                 float* row = state + (first + l) * row_len;
-                for (int64_t j = 0; j < row_len; ++j) row[j] = buf[j * W + l];
+                for (int j = 0; j < 4; ++j) row[j] = buf[j * W + l];
                 elapsed[first + l] = el[l];
                 episode[first + l] = ep[l];
                 flags_out[first + l] = (uint8_t)fl[l];

@@ -2,7 +2,7 @@
 // call, K steps, from the same headers (cartpole.cuh, mlp.cuh) the GPU kernel compiles.
 //
 // The block loop of cpu_rollout.h (shared with cartpole_cpu.cpp), with the forces of each step
-// chosen by the MLP on copy 0 of the W states: mlp_forward on a vector of W floats (below), so
+// chosen by the MLP on the W CartPoles (the observations): mlp_forward on a vector of W floats (below), so
 // every weight is loaded once and broadcast against W environments, with the second layer
 // register-blocked (the weights, 18 KiB, stay in L1 across all blocks and steps). Then the
 // physics, termination and same-step resets, as in cpp.
@@ -50,7 +50,7 @@ struct MlpLane<Lanes> {
 };
 
 namespace {
-// The MLP's two logits of the W observations in a block's buffer (copy 0: its first 4 x W floats).
+// The MLP's two logits of the W observations in a block's buffer (its 4 x W floats).
 inline void block_logits(const float* bp, const float* weights, float logits[2][W]) {
     const Lanes obs[MLP_IN] = {load_lanes(bp), load_lanes(bp + W), load_lanes(bp + 2 * W), load_lanes(bp + 3 * W)};
     Lanes l0, l1;
@@ -74,7 +74,7 @@ long long fused_rollout(const RolloutArgs* a) {
     const long long n = a->n;
     return cp_cpu_rollout(
         *a, [&](const float* bp, long long first, const int32_t* el, const uint32_t* ep, float* force, int) {
-            if (policy == CP_POLICY_MLP) {  // inference on copy 0 (the observation), in registers
+            if (policy == CP_POLICY_MLP) {  // inference on the CartPole (the observation), in registers
                 alignas(64) float logits[2][W];
                 block_logits(bp, weights, logits);
 #pragma omp simd
@@ -130,7 +130,7 @@ long long fused_collect(const RolloutArgs* a, const TrajectoryArgs* t) {
         },
         [&](int k, const float* bp, long long first, int lanes, const int* fl) {
             const long long i = at(k, first);
-            for (int l = 0; l < lanes; ++l) {  // copy 0 before the resets
+            for (int l = 0; l < lanes; ++l) {  // the CartPole before the resets
                 for (int j = 0; j < 4; ++j) traj.final_obs[(i + l) * 4 + j] = bp[j * W + l];
                 traj.flags[i + l] = (uint8_t)fl[l];
             }

@@ -1,11 +1,12 @@
 // CUDA kernel: policy inference fused with the simulation (paper section 7, future work).
 //
-// One thread per environment runs K steps, each: the MLP 4 -> 64 -> 64 -> 2 on copy 0 of its
-// state (mlp.cuh: h1 in registers, the weights in shared memory, loaded once per block and read
-// by a whole warp at the same address, a broadcast), the greedy action, then the CartPole step of
-// cartpole.cuh (all S copies, C sub-steps, termination/truncation, same-step reset). With S == 1
-// the state stays in registers for all K steps; nothing (no activations, no actions) goes to
-// global memory between steps, and there is one launch per rollout instead of K simulation
+// One thread per environment runs K steps, each: the MLP 4 -> 64 -> 64 -> 2 on the CartPole of
+// its state (mlp.cuh: h1 in registers, the weights in shared memory, loaded once per block and
+// read by a whole warp at the same address, a broadcast), the greedy action, then the CartPole
+// step of cartpole.cuh (C sub-steps, termination/truncation, same-step reset). The CartPole stays
+// in registers for all K steps and the carried floats of S > 1 are read and written once per
+// launch; nothing (no activations, no actions) goes to global memory between steps, and there is
+// one launch per rollout instead of K simulation
 // launches plus K inference launches. The CPU build of the same logic is cuda/fused_cpu.cpp.
 // Its entry points take one RolloutArgs by value (rollout_args.h), except the logits test kernel
 // and fused_collect (in-kernel sampling, the trajectory written), which also takes TrajectoryArgs.
@@ -18,7 +19,7 @@
 
 #define FUSED_JB 8  // layer-2 neurons per register block (mlp_forward)
 
-// The action of environment i for this step (CP_POLICY_* of rollout_args.h). `obs` is copy 0.
+// The action of environment i for this step (CP_POLICY_* of rollout_args.h). `obs`: the CartPole.
 __device__ __forceinline__ int fused_action(int policy, const float obs[MLP_IN], const float* w,
                                             const int32_t* __restrict__ actions, long long i, uint32_t seed,
                                             uint32_t episode, int32_t elapsed) {
@@ -91,10 +92,11 @@ __device__ __forceinline__ const float* fused_weights_per_step(const float* w) {
 #endif
 }
 
-// Environment i's T steps of fused_collect on its row (`row`: registers when S == 1, else global
-// memory): each step records obs, samples the action from the MLP's softmax (mlp_sample, keyed
+// Environment i's T steps of fused_collect on its CartPole (`row`: 4 floats in registers): each
+// step records obs, samples the action from the MLP's softmax (mlp_sample, keyed
 // by the counter hash), records it and its log-probability, then cp_env_step writes final_obs
-// (copy 0 before the same-step reset) and the step's flags are recorded. Returns the episodes ended.
+// (the CartPole before the same-step reset) and the step's flags are recorded. Returns the
+// episodes ended.
 __device__ __forceinline__ unsigned int fused_collect_steps(float* row, const float* w, const TrajectoryArgs& t,
                                                             long long i, long long n, int32_t& el, uint32_t& ep,
                                                             int& flags, const RolloutConfig& cfg,
@@ -118,8 +120,9 @@ __device__ __forceinline__ unsigned int fused_collect_steps(float* row, const fl
 
 // a.num_steps (T) steps of every environment with actions sampled from the MLP on a.weights,
 // the trajectory written into t (trajectory_args.h): the CUDA form of fused_cpu.cpp's
-// fused_collect. One thread per environment; the state stays in registers (S == 1) for all T
-// steps, the weights in shared memory; what goes to global memory is the trajectory itself.
+// fused_collect. One thread per environment; the CartPole stays in registers for all T steps (the
+// carried floats of S > 1 are read and written once), the weights in shared memory; what goes to
+// global memory is the trajectory itself.
 extern "C" __global__ void fused_collect(const RolloutArgs a, const TrajectoryArgs t) {
     __shared__ float w[MLP_NUM_PARAMS];
     load_weights_shared(w, a.weights);
@@ -132,13 +135,10 @@ extern "C" __global__ void fused_collect(const RolloutArgs a, const TrajectoryAr
     int flags = 0;
     float* row = a.state + i * 4 * (long long)cfg.state_factor;
     unsigned int done;
-    if (cfg.state_factor == 1) {
-        float r[4] = {row[0], row[1], row[2], row[3]};
-        done = fused_collect_steps(r, w, t, i, a.n, el, ep, flags, cfg, p);
-        for (int j = 0; j < 4; ++j) row[j] = r[j];
-    } else {
-        done = fused_collect_steps(row, w, t, i, a.n, el, ep, flags, cfg, p);
-    }
+    float r[4] = {row[0], row[1], row[2], row[3]};
+    cp_carry_device(row, cfg.state_factor, cp_carry_mask(cfg.num_steps));
+    done = fused_collect_steps(r, w, t, i, a.n, el, ep, flags, cfg, p);
+    for (int j = 0; j < 4; ++j) row[j] = r[j];
     a.elapsed[i] = el;
     a.episode[i] = ep;
     a.flags_out[i] = (uint8_t)flags;

@@ -1,12 +1,32 @@
 // The CUDA kernels' shared per-thread loop (cartpole_kernel.cu for `cuda`, fused_kernel.cu for
 // `fused`): one thread per environment, K steps per launch, built from cartpole.cuh's cp_env_step.
-// With S == 1 a thread keeps its 4 floats in registers for all K steps and touches global memory
-// once at each end: the paper's simulator kernel fusion (section 4). With S > 1 the row stays in
-// global memory (cached in L1/L2 between steps): 4*S floats are too many registers.
+// A thread keeps its CartPole's 4 floats in registers for all K steps and touches global memory
+// once at each end: the paper's simulator kernel fusion (section 4). The 4*(S-1) carried floats
+// of the state factor S are read and written once per launch (cp_carry_device), so K = 1 per
+// launch moves all 4*S floats every step and a K-step launch moves them once.
 // Device only: included by the .cu files; the CPU form of this loop is cpu_rollout.h.
 #pragma once
 #include "cartpole.cuh"
 #include "rollout_args.h"
+
+// cartpole.cuh's cp_carry with 16-byte loads and stores on the GPU: a row starts at a multiple of
+// 16 bytes (4*S floats per row, allocations 256-byte aligned), so its carried floats are S - 1
+// float4s. The host build (cuda_host.h) runs cp_carry itself.
+__device__ __forceinline__ void cp_carry_device(float* row, int32_t state_factor, uint32_t mask) {
+#if defined(__CUDA_ARCH__)
+    float4* v = reinterpret_cast<float4*>(row) + 1;
+    for (int32_t j = 0; j < state_factor - 1; ++j) {
+        float4 a = v[j];
+        a.x = cp_flip_sign(a.x, mask);
+        a.y = cp_flip_sign(a.y, mask);
+        a.z = cp_flip_sign(a.z, mask);
+        a.w = cp_flip_sign(a.w, mask);
+        v[j] = a;
+    }
+#else
+    cp_carry(row, state_factor, mask);
+#endif
+}
 
 // Adds this thread's `done` episodes to the launch's counter with one 64-bit atomic per warp
 // instead of one per thread (N atomics on one address serialize in L2): the lanes that arrive
@@ -25,8 +45,8 @@ __device__ __forceinline__ void cp_count_episodes(unsigned long long* counter, u
 }
 
 // Runs environment i's K steps; choose_action(const float obs[4], uint32_t episode,
-// int32_t elapsed) -> 0 or 1 picks each step's action from copy 0 of the state. The kernels pass
-// RolloutArgs' arrays here one by one: as __restrict__ parameters of this (inlined) function they
+// int32_t elapsed) -> 0 or 1 picks each step's action from the CartPole (the observation). The
+// kernels pass RolloutArgs' arrays here one by one: as __restrict__ parameters of this (inlined) function they
 // keep the no-alias promise that kernel parameters gave before the arguments became one struct.
 template <class ChooseAction>
 __device__ __forceinline__ void cp_thread_rollout(float* __restrict__ state, int32_t* __restrict__ elapsed,
@@ -41,25 +61,17 @@ __device__ __forceinline__ void cp_thread_rollout(float* __restrict__ state, int
     float* const final_row = final_obs ? final_obs + i * 4 : nullptr;  // written on the last step only
     unsigned int done = 0;
     int flags = 0;
-    if (cfg.state_factor == 1) {
-        float r[4] = {row[0], row[1], row[2], row[3]};  // in registers for all K steps
-        for (int k = 0; k < cfg.num_steps; ++k) {
-            flags = cp_env_step(r, 1, choose_action(r, ep, el), el, ep, (uint32_t)i,
-                                k + 1 == cfg.num_steps ? final_row : nullptr, cfg, p);
-            done += flags != 0;
-        }
-        row[0] = r[0];
-        row[1] = r[1];
-        row[2] = r[2];
-        row[3] = r[3];
-    } else {
-        for (int k = 0; k < cfg.num_steps; ++k) {
-            const float obs[4] = {row[0], row[1], row[2], row[3]};
-            flags = cp_env_step(row, 1, choose_action(obs, ep, el), el, ep, (uint32_t)i,
-                                k + 1 == cfg.num_steps ? final_row : nullptr, cfg, p);
-            done += flags != 0;
-        }
+    float r[4] = {row[0], row[1], row[2], row[3]};  // in registers for all K steps
+    cp_carry_device(row, cfg.state_factor, cp_carry_mask(cfg.num_steps));
+    for (int k = 0; k < cfg.num_steps; ++k) {
+        flags = cp_env_step(r, 1, choose_action(r, ep, el), el, ep, (uint32_t)i,
+                            k + 1 == cfg.num_steps ? final_row : nullptr, cfg, p);
+        done += flags != 0;
     }
+    row[0] = r[0];
+    row[1] = r[1];
+    row[2] = r[2];
+    row[3] = r[3];
     elapsed[i] = el;
     episode[i] = ep;
     flags_out[i] = (uint8_t)flags;

@@ -6,11 +6,11 @@
 //
 // T = RolloutArgs.num_steps steps of n environments, step-major: element (t, i) of a (T, n)
 // array is at t * n + i, of a (T, n, 4) array at (t * n + i) * 4. Step t of environment i:
-//   obs        copy 0 of the state before the step (what the policy saw)
+//   obs        the CartPole before the step (what the policy saw)
 //   actions    the action sampled from softmax(logits) (mlp_sample, mlp.cuh)
 //   logp       log pi(action | obs): the log-probability of that action under the same logits
 //   flags      bit 0 terminated, bit 1 truncated (the step's cp_env_finish)
-//   final_obs  copy 0 after the step's physics, before its same-step reset: the terminal
+//   final_obs  the CartPole after the step's physics, before its same-step reset: the terminal
 //              observation where the episode ended, the next obs (t + 1) elsewhere
 // Every array is written in full by every call (nothing is left from an earlier call).
 #pragma once

@@ -5,7 +5,7 @@ With ``arrays="numpy"`` the observations, flags and final observations are numpy
 backend's buffers. With ``arrays="native"`` they are torch tensors over those very buffers, made
 once (``torch.from_numpy`` on the CPU, ``torch.from_dlpack`` of the CuPy arrays on a GPU): a
 step writes the state, flags and final observations in place, and the observations it returns
-are a view of the state (copy 0 of each row) and ``final_obs()`` a view of the final-observation
+are a view of the state (the CartPole columns 0..3 of each row) and ``final_obs()`` a view of the final-observation
 buffer: no copy, the same storage every step. Actions and restart masks cross the other way
 without a copy when they already have the kernels' dtypes (int32 actions, bool masks). On a GPU
 the kernels are launched on torch's current stream (CudaModuleBackend.stream_source), the stream

@@ -89,11 +89,11 @@ class CollectedSteps(NamedTuple):
     """What ``collect`` returns: T steps of N environments, step-major (cuda/trajectory_args.h),
     numpy arrays on the CPU backend, CuPy arrays on the GPU one; fresh arrays every call."""
 
-    obs: object  # (T, N, 4) float32, copy 0 before each step
+    obs: object  # (T, N, 4) float32, the CartPole before each step
     actions: object  # (T, N) int32, sampled from the MLP's softmax
     logp: object  # (T, N) float32, log-probability of each action
     flags: object  # (T, N) uint8, bit 0 terminated, bit 1 truncated
-    final_obs: object  # (T, N, 4) float32, copy 0 before each step's same-step reset
+    final_obs: object  # (T, N, 4) float32, the CartPole before each step's same-step reset
     episodes_finished: int
 
 

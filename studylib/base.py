@@ -23,12 +23,14 @@ from .settings import EnvSettings, check_policy, positive_int
 
 def restart_rows(state, elapsed, episode, final_obs, mask, fresh, xp=np):
     """The array family's masked restart (``VectorCartPole.restart``), as ``episodes.advance``
-    resets: rows of ``mask`` take ``fresh`` (N, 4S), their step counter 0, episode counter + 1 and
-    final observation copy 0 of ``fresh``. Returns (state, elapsed, episode, final_obs); pure, for
-    numpy, torch and jax.numpy alike."""
+    resets: the CartPoles of ``mask`` take ``fresh`` (N, 4) (their carried floats stay), their
+    step counter 0, episode counter + 1 and final observation ``fresh``. Returns (state, elapsed,
+    episode, final_obs); pure, for numpy, torch and jax.numpy alike."""
     rows = mask[:, None]
-    return (xp.where(rows, fresh, state), xp.where(mask, 0, elapsed), episode + mask,
-            xp.where(rows, fresh[:, :STATE_SIZE], final_obs))
+    cartpole = xp.where(rows, fresh, state[:, :STATE_SIZE])
+    if state.shape[1] > STATE_SIZE:
+        cartpole = xp.concatenate((cartpole, state[:, STATE_SIZE:]), axis=1)
+    return cartpole, xp.where(mask, 0, elapsed), episode + mask, xp.where(rows, fresh, final_obs)
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,7 @@ class RolloutResult:
 
 
 class VectorCartPole(abc.ABC):
-    """N CartPole-v1 environments (each S copies, C sub-steps) stepped together.
+    """N CartPole-v1 environments (state factor S: rows of 4*S floats; C sub-steps) stepped together.
 
     Public API (used by the harness, the book, the gymnasium adapter and the tests):
       reset() -> obs (N, 4);  step(actions) -> (obs, reward, terminated, truncated);

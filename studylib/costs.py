@@ -4,7 +4,14 @@ The roofline (studylib.harness.roofline) divides this machine's measured ceiling
 counts. The counts are of the source's operations, as written: a compiler may fold a few
 constants (e.g. polemass_length / total_mass), which makes the real count slightly lower.
 
-Physics, per CartPole copy and Euler sub-step (dynamics.physics_step):
+The paper's two knobs (Gleeson et al. 2022, §4.2) move different resources, and are counted so:
+the compute factor C multiplies the arithmetic (C Euler sub-steps), the state factor S the memory
+traffic only ("The state factor S increases the cartpole state size by a factor of S×, resulting
+in S× as many global memory loads and stores"; Fig 9: "state factor S increases memory bandwidth
+requirements by S×"). The 4*(S-1) carried floats of S (studylib.dynamics) are sign-flipped each
+step: one bit, counted as no flop.
+
+Physics, per Euler sub-step of the one CartPole (dynamics.physics_step), whatever S:
   temp      (force + pml * theta_dot^2 * sin) / total_mass    5 flops
   thetaacc  (g*sin - cos*temp) / (l*(4/3 - mp*cos^2/M))        9 flops
   xacc      temp - pml * thetaacc * cos / M                    4 flops
@@ -15,8 +22,9 @@ Physics, per CartPole copy and Euler sub-step (dynamics.physics_step):
 MLP 4 -> 64 -> 64 -> 2 (policy.mlp_logits): 2 * (4*64 + 64*64 + 64*2) multiply-adds as flops plus
   130 bias adds; 128 tanh counted apart.
 Memory, per environment and step, when the state does NOT stay in cache between steps (unfused):
-  the 4*S float32 state read and written (32*S bytes) and the int32 elapsed and uint32 episode
-  counters read and written (16 bytes): 32*S + 16 bytes.
+  the 4*S float32 state row (the CartPole and its carried floats) read and written (32*S bytes)
+  and the int32 elapsed and uint32 episode counters read and written (16 bytes): 32*S + 16 bytes.
+  A call that fuses K steps moves these bytes once, for all K steps.
   With the MLP in an unfused framework, each layer's output (64 + 64 + 2 float32) is written and
   read back once more: 2 * 4 * 130 = 1040 bytes (``policy_bytes``).
 Transcendentals (``step_transcendentals``): sin and cos per physics sub-step counted, plus the
@@ -28,7 +36,7 @@ from __future__ import annotations
 from .dynamics import STATE_SIZE
 from .policy import LAYER_SIZES
 
-PHYSICS_FLOPS_PER_SUBSTEP = 5 + 9 + 4 + 8  # per copy; sin and cos apart
+PHYSICS_FLOPS_PER_SUBSTEP = 5 + 9 + 4 + 8  # sin and cos apart
 PHYSICS_TRANSCENDENTALS_PER_SUBSTEP = 2  # sin, cos
 COUNTER_BYTES = 4 + 4  # int32 elapsed, uint32 episode
 MLP_FLOPS = sum(2 * a * b + b for a, b in zip(LAYER_SIZES[:-1], LAYER_SIZES[1:]))  # 9090
@@ -37,8 +45,10 @@ MLP_ACTIVATION_BYTES = 2 * 4 * sum(LAYER_SIZES[1:])  # 1040: each layer's float3
 
 
 def physics_flops(state_factor: int = 1, compute_factor: int = 1) -> int:
-    """Arithmetic flops of one environment step (S copies x C sub-steps), sin/cos not counted."""
-    return PHYSICS_FLOPS_PER_SUBSTEP * state_factor * compute_factor
+    """Arithmetic flops of one environment step: one CartPole's C sub-steps, sin/cos not counted.
+    The state factor S adds memory traffic, no arithmetic (``unfused_bytes``), so it does not
+    enter; it is a parameter so that every count takes the same (S, C)."""
+    return PHYSICS_FLOPS_PER_SUBSTEP * compute_factor
 
 
 def step_flops(state_factor: int = 1, compute_factor: int = 1, policy: str = "none") -> int:
@@ -52,7 +62,7 @@ def unfused_bytes(state_factor: int = 1) -> int:
 
 
 def arithmetic_intensity(state_factor: int = 1, compute_factor: int = 1, policy: str = "none") -> float:
-    """Flops per byte of memory traffic of an unfused step."""
+    """Flops per byte of memory traffic of an unfused step: falls as 1/S (paper §4.2's S)."""
     return step_flops(state_factor, compute_factor, policy) / unfused_bytes(state_factor)
 
 

@@ -39,7 +39,7 @@ class CudaCartPole(BackendCartPole):
         self._cp = cp
         self._init_backend(CudaModuleBackend("cartpole", self.num_envs, self.state_factor, self.compute_factor,
                                              self.params))
-        self.state = self.backend.state  # (N, 4S) on the GPU; the policy reads copy 0 in place
+        self.state = self.backend.state  # (N, 4S) on the GPU; the policy reads the CartPole (columns 0..3) in place
         self._layers = [(cp.asarray(w), cp.asarray(b)) for w, b in self.policy_weights.layers()]
         self._reset()
 

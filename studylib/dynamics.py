@@ -8,11 +8,18 @@ the four side by side.
 The paper's complexity knobs (Gleeson et al. 2022, section 4.2) are defined here, once:
 
 state factor S
-    An environment's state is S independent CartPoles driven by the same action: 4*S floats,
-    every one read and written each step. Observation, reward and termination come from copy 0;
-    all copies reset together. Each copy starts from its own random state, so the copies differ
-    and no compiler can merge them, and all 4*S floats are returned by ``get_state``, so none of
-    the work is dead. S=1 is CartPole-v1.
+    Paper §4.2: "The state factor S increases the cartpole state size by a factor of S×,
+    resulting in S× as many global memory loads and stores"; Fig 9's caption: "state factor S
+    increases memory bandwidth requirements by S×" (C, below, is the knob for arithmetic). An
+    environment's state is one row of 4*S floats: the CartPole's 4 (x, x_dot, theta, theta_dot)
+    and 4*(S-1) *carried* floats, which are memory traffic and no arithmetic: every step flips
+    their sign (``carry``: x -> -x, exact), so a step that passes over memory reads and writes all
+    4*S floats, and an implementation that fuses K steps in one call reads and writes them once,
+    flipped K times. A sign flip cannot be folded by a compiler or skipped (XLA, TorchInductor and
+    g++ must load, flip and store every carried float), and the carried floats are returned by
+    ``get_state``. The CartPole's transition is the same for every S; observation, reward and
+    termination are the CartPole's; an episode's reset redraws the CartPole and leaves the carried
+    floats as they are (``reset()`` draws all 4*S). S=1 is CartPole-v1.
 compute factor C
     Each step integrates C explicit-Euler sub-steps of tau/C. Each sub-step depends on the one
     before, so the work cannot be folded away; the result changes with C (and converges as C
@@ -27,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 STATE_COMPONENTS = ("x", "x_dot", "theta", "theta_dot")
-STATE_SIZE = len(STATE_COMPONENTS)  # floats per CartPole copy
+STATE_SIZE = len(STATE_COMPONENTS)  # floats of the CartPole; a state row is STATE_SIZE * S
 RESET_LOW, RESET_HIGH = -0.05, 0.05  # CartPole-v1 reset bounds, uniform per component
 
 
@@ -85,7 +92,7 @@ def physics_step(state, force, dt: float, p: CartPoleParams = CARTPOLE_V1, xp=np
 
 
 def is_terminated(obs, p: CartPoleParams = CARTPOLE_V1):
-    """CartPole-v1 termination on copy 0: strict inequalities, as gymnasium."""
+    """CartPole-v1 termination of the CartPole: strict inequalities, as gymnasium."""
     x, theta = obs[..., 0], obs[..., 2]
     return (
         (x < -p.x_threshold)
@@ -95,24 +102,31 @@ def is_terminated(obs, p: CartPoleParams = CARTPOLE_V1):
     )
 
 
+def carry(carried, xp=np):
+    """The state factor's carried floats (..., 4*(S-1)) after one step: each flips its sign.
+
+    Exact in any float format, and no arithmetic worth counting (one bit); K steps flip them K
+    times, so a K-step call that reads and writes them once flips them (K mod 2) times."""
+    return -carried
+
+
 def reference_step(states, actions, *, compute_factor: int = 1, p: CartPoleParams = CARTPOLE_V1):
-    """Advance float64 states (N, 4*S) by one step with actions (N,) in {0, 1}.
+    """Advance float64 states (N, 4*S) by one step with actions (N,) in {0, 1}: the CartPole
+    (columns 0..3) by C sub-steps, the carried floats (columns 4..4S) by ``carry``.
 
     Returns (next_states, observations (N, 4) float32, terminated (N,) bool). No reset and no
     truncation: those are episode bookkeeping, not dynamics.
     """
     states = np.asarray(states, dtype=np.float64)
-    n = states.shape[0]
-    copies = states.reshape(n, -1, STATE_SIZE)
-    force = np.where(np.asarray(actions) == 1, p.force_mag, -p.force_mag)[:, None]
-    next_states = integrate(copies, force, compute_factor, p).reshape(n, -1)
-    obs = next_states[:, :STATE_SIZE]
+    force = np.where(np.asarray(actions) == 1, p.force_mag, -p.force_mag)
+    obs = integrate(states[:, :STATE_SIZE], force, compute_factor, p)
+    next_states = np.concatenate((obs, carry(states[:, STATE_SIZE:])), axis=1)
     return next_states, obs.astype(np.float32), is_terminated(obs, p)
 
 
-def integrate(copies, force, compute_factor: int, p: CartPoleParams = CARTPOLE_V1, xp=np):
-    """The compute factor: C sub-steps of tau/C on copies (..., S, 4); C=1 is one CartPole-v1 step."""
+def integrate(cartpole, force, compute_factor: int, p: CartPoleParams = CARTPOLE_V1, xp=np):
+    """The compute factor: C sub-steps of tau/C on CartPoles (..., 4); C=1 is one CartPole-v1 step."""
     dt = p.tau / compute_factor
     for _ in range(compute_factor):
-        copies = physics_step(copies, force, dt, p, xp)
-    return copies
+        cartpole = physics_step(cartpole, force, dt, p, xp)
+    return cartpole

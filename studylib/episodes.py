@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .dynamics import CARTPOLE_V1, STATE_SIZE, CartPoleParams, integrate, is_terminated
+from .dynamics import CARTPOLE_V1, STATE_SIZE, CartPoleParams, carry, integrate, is_terminated
 
 _MIX_MULTIPLIERS = (0x7FEB352D, 0x846CA68B)
 _KEY_MULTIPLIERS = (0x9E3779B1, 0x85EBCA77, 0xC2B2AE3D, 0x27D4EB2F)
@@ -87,8 +87,8 @@ def reset_values_numpy(seed: int, env: np.ndarray, episode: np.ndarray, row_len:
 
 
 class EpisodeStep(NamedTuple):
-    """One step's result. ``state`` already holds the next episode's first state for finished envs
-    (same-step reset); ``final_obs`` is copy 0 at the end of the step, before that reset."""
+    """One step's result. ``state`` already holds the next episode's first CartPole for finished
+    envs (same-step reset); ``final_obs`` is the CartPole at the end of the step, before that reset."""
 
     state: object  # (N, 4S)
     elapsed: object  # (N,) steps into the current episode (0 after a reset)
@@ -113,18 +113,18 @@ def end_of_step(terminated, elapsed, episode, p: CartPoleParams = CARTPOLE_V1, x
 
 def advance(state, elapsed, episode, actions, fresh, *, state_factor: int, compute_factor: int,
             p: CartPoleParams = CARTPOLE_V1, xp=np) -> EpisodeStep:
-    """One step of N envs: the force of each action, C sub-steps of the S copies, termination on
-    copy 0, truncation, and the same-step reset to ``fresh`` (N, 4S) rows where the episode ended.
+    """One step of N envs: the force of each action, C sub-steps of the CartPole, termination,
+    truncation, the same-step reset of the CartPole to ``fresh`` (N, 4) where the episode ended,
+    and the state factor's carried floats (columns 4..4S, ``dynamics.carry``) read and written.
 
     Pure: torch, torch.compile and jax.jit run these lines as they are (``xp`` = torch / jax.numpy).
     """
-    n = state.shape[0]
-    copies = state.reshape(n, state_factor, STATE_SIZE)
     # Python floats: each module's default float (float32 for torch and jax, float64 for numpy).
-    force = xp.where(actions == 1, p.force_mag, -p.force_mag)[:, None]
-    copies = integrate(copies, force, compute_factor, p, xp)
-    final_obs = copies[:, 0]
+    force = xp.where(actions == 1, p.force_mag, -p.force_mag)
+    final_obs = integrate(state[:, :STATE_SIZE], force, compute_factor, p, xp)
     terminated = is_terminated(final_obs, p)
     truncated, done, elapsed, episode = end_of_step(terminated, elapsed, episode, p, xp)
-    state = xp.where(done[:, None], fresh, copies.reshape(n, -1))
-    return EpisodeStep(state, elapsed, episode, terminated, truncated, done, final_obs)
+    cartpole = xp.where(done[:, None], fresh, final_obs)
+    if state_factor > 1:
+        cartpole = xp.concatenate((cartpole, carry(state[:, STATE_SIZE:], xp)), axis=1)
+    return EpisodeStep(cartpole, elapsed, episode, terminated, truncated, done, final_obs)

@@ -1,7 +1,7 @@
 """``fused``: policy inference and simulation in ONE kernel (the paper's section 7, future work).
 
 One call runs K steps of every environment, each step the MLP 4 -> 64 -> 64 -> 2 on the
-observation, the greedy action, the CartPole step (S copies, C sub-steps), termination,
+observation, the greedy action, the CartPole step (C sub-steps; the carried floats of S once per call), termination,
 truncation and the same-step reset, with the state kept in registers / L1 throughout. There is
 no framework call per step and no activation, action or observation written to memory between
 steps: where ``cpp`` and ``cuda`` pay one simulation call plus one framework inference per step

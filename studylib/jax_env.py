@@ -1,6 +1,8 @@
 """``jax``: the N x (4*S) state matrix with jax.numpy; K steps, inference included, in one jitted call.
 
-The physics is ``studylib.dynamics.integrate`` with ``xp=jax.numpy``. ``rollout(K)`` traces one
+The physics is ``studylib.dynamics.integrate`` with ``xp=jax.numpy`` on the CartPole's 4
+columns; the state factor's carried columns are sign-flipped every step (``episodes.advance``),
+inside the scan, so XLA loads and stores all 4*S floats of every row per step. ``rollout(K)`` traces one
 step and wraps it in ``lax.scan``, so a rollout is one Python->XLA call whatever K is (paper F.2),
 and XLA compiles it once per (K, policy). Resets draw from ``jax.random`` keyed by ``seed``.
 
@@ -32,7 +34,9 @@ class JaxCartPole(VectorCartPole):
 
     @classmethod
     def estimate_bytes(cls, num_envs, state_factor):
-        return num_envs * (4 * 4 * state_factor * 16 + 4 * 64 * 4 + 64)
+        # The carry's state and its next value (and a copy XLA may make), the CartPole's
+        # temporaries, the policy's activations.
+        return num_envs * (4 * 4 * state_factor * 4 + 4 * 4 * 16 + 4 * 64 * 4 + 64)
 
     def _resolve_device(self, device):
         self._jax_device = resolve_jax_device(device)
@@ -60,27 +64,27 @@ class JaxCartPole(VectorCartPole):
         episode, key); returns (carry, (terminated, truncated, final_obs))."""
         state, elapsed, episode, key = carry
         key, draw = jax.random.split(key)
-        fresh = jax.random.uniform(draw, state.shape, state.dtype, RESET_LOW, RESET_HIGH)
+        fresh = jax.random.uniform(draw, (state.shape[0], STATE_SIZE), state.dtype, RESET_LOW, RESET_HIGH)
         out = advance(state, elapsed, episode, actions, fresh, state_factor=self.state_factor,
                       compute_factor=self.compute_factor, p=self.params, xp=jnp)
         return (out.state, out.elapsed, out.episode, key), (out.terminated, out.truncated, out.final_obs)
 
     def _step_pure(self, carry, actions):
-        """``_advance`` with the observations (copy 0 of the new state) among the outputs."""
+        """``_advance`` with the observations (the CartPoles of the new state) among the outputs."""
         carry, (terminated, truncated, final_obs) = self._advance(carry, actions)
         return carry, (carry[0][:, :STATE_SIZE], terminated, truncated, final_obs)
 
     def _restart_pure(self, carry, final_obs, mask, seed):
         state, elapsed, episode, key = carry
-        fresh = self._reset_values(seed, episode + 1)  # the next episode's draws (used where mask)
+        fresh = self._reset_values(seed, episode + 1, STATE_SIZE)  # the next episode's CartPoles (used where mask)
         state, elapsed, episode, final_obs = restart_rows(state, elapsed, episode, final_obs, mask, fresh, jnp)
         return (state, elapsed, episode, key), state[:, :STATE_SIZE], final_obs
 
-    def _reset_values(self, seed, episode):
-        """cp_reset_value of cuda/cartpole.cuh for every env and component of ``episode`` (N,): the
-        draws of episodes.reset_values_numpy, in jax.numpy."""
+    def _reset_values(self, seed, episode, columns):
+        """cp_reset_value of cuda/cartpole.cuh for every env and the first ``columns`` components of
+        ``episode`` (N,): the draws of episodes.reset_values_numpy, in jax.numpy."""
         u32 = jnp.uint32
-        component = jnp.arange(self.row_len, dtype=u32)[None, :]
+        component = jnp.arange(columns, dtype=u32)[None, :]
         bits = hash4(seed ^ u32(RESET_SALT), self._env_index[:, None], episode[:, None], component) >> u32(8)
         return (bits.astype(jnp.int32) - 2**23).astype(jnp.float32) * (jnp.float32(0.1) / jnp.float32(2**24))
 

@@ -35,7 +35,7 @@ from flax import struct
 from gymnasium import spaces as gymnasium_spaces
 
 from .dynamics import CARTPOLE_V1, RESET_HIGH, RESET_LOW, STATE_SIZE, CartPoleParams
-from .dynamics import integrate, is_terminated
+from .dynamics import carry, integrate, is_terminated
 from .episodes import advance
 from .gym_vector import observation_space as _gymnasium_observation_space
 
@@ -57,7 +57,7 @@ class EnvParams:
     x_threshold: float = CARTPOLE_V1.x_threshold
     theta_threshold_radians: float = CARTPOLE_V1.theta_threshold_radians
     max_episode_steps: int = CARTPOLE_V1.max_episode_steps
-    state_factor: int = struct.field(pytree_node=False, default=1)  # S CartPole copies per env
+    state_factor: int = struct.field(pytree_node=False, default=1)  # S: 4*(S-1) carried floats per env
     compute_factor: int = struct.field(pytree_node=False, default=1)  # C Euler sub-steps per step
 
     # Derived constants: CartPoleParams' own definitions (studylib.dynamics), not typed in again.
@@ -74,17 +74,18 @@ class EnvParams:
 
 @struct.dataclass
 class EnvState:
-    """One environment: its S CartPoles (copy 0 is observed) and the steps into its episode."""
+    """One environment: its state row (the CartPole, observed, then the state factor's carried
+    floats, ``studylib.dynamics``) and the steps into its episode."""
 
-    cartpole: jax.Array  # (4*S,) float32: x, x_dot, theta, theta_dot of each copy
+    cartpole: jax.Array  # (4*S,) float32: x, x_dot, theta, theta_dot, then 4*(S-1) carried floats
     time: jax.Array  # int32, gymnax's name for the steps taken in this episode
 
 
 default_params = EnvParams()
 
 
-def _draw(key, params: EnvParams) -> jax.Array:
-    return jax.random.uniform(key, (STATE_SIZE * params.state_factor,), jnp.float32, RESET_LOW, RESET_HIGH)
+def _draw(key, size: int) -> jax.Array:
+    return jax.random.uniform(key, (size,), jnp.float32, RESET_LOW, RESET_HIGH)
 
 
 name = "CartPole-v1"  # gymnax's env.name
@@ -104,7 +105,7 @@ def reset(key: jax.Array, params: EnvParams | None = None) -> tuple[jax.Array, E
 
 def reset_env(key: jax.Array, params: EnvParams | None = None) -> tuple[jax.Array, EnvState]:
     """gymnax's ``reset_env``: the reset itself (``reset`` is this, jitted)."""
-    cartpole = _draw(key, _params(params))
+    cartpole = _draw(key, STATE_SIZE * _params(params).state_factor)  # the CartPole and the carried floats
     return cartpole[:STATE_SIZE], EnvState(cartpole, jnp.zeros((), jnp.int32))
 
 
@@ -113,17 +114,17 @@ def step_env(key: jax.Array, state: EnvState, action, params: EnvParams | None =
     state after an ending step is the ended episode's (``step`` adds the reset). ``key`` is unused
     (CartPole's step is deterministic)."""
     params = _params(params)
-    copies = state.cartpole.reshape(1, params.state_factor, STATE_SIZE)
-    force = jnp.where(jnp.asarray(action) == 1, params.force_mag, -params.force_mag)[None, None]
-    copies = integrate(copies, force, params.compute_factor, params, jnp)
-    next_state = EnvState(copies.reshape(-1), state.time + 1)
+    force = jnp.where(jnp.asarray(action) == 1, params.force_mag, -params.force_mag)
+    cartpole = integrate(state.cartpole[:STATE_SIZE], force, params.compute_factor, params, jnp)
+    carried = carry(state.cartpole[STATE_SIZE:], jnp)  # the state factor's floats (studylib.dynamics)
+    next_state = EnvState(jnp.concatenate((cartpole, carried)), state.time + 1)
     terminated = is_terminal(next_state, params)
     info = {"discount": discount(next_state, params)}
     return get_obs(next_state, params), next_state, jnp.ones((), jnp.float32), terminated, info
 
 
 def get_obs(state: EnvState, params: EnvParams | None = None, key=None) -> jax.Array:
-    """gymnax's ``get_obs``: copy 0 of the state, (4,) float32."""
+    """gymnax's ``get_obs``: the CartPole of the state, (4,) float32."""
     return state.cartpole[:STATE_SIZE]
 
 
@@ -144,13 +145,14 @@ def discount(state: EnvState, params: EnvParams | None = None) -> jax.Array:
 
 @jax.jit
 def step(key: jax.Array, state: EnvState, action, params: EnvParams | None = None):
-    """One step with ``action`` (0 or 1) and the same-step reset (drawn from ``key``) if it ends
-    the episode: (obs, state, reward, terminated, truncated, info), as gymnax's ``step``."""
+    """One step with ``action`` (0 or 1) and the same-step reset of the CartPole (drawn from
+    ``key``) if it ends the episode: (obs, state, reward, terminated, truncated, info), as gymnax's
+    ``step``."""
     params = _params(params)
     # A batch of one through the implementations' episode step; ``episode`` (which keys the
     # cpp/cuda reset draws) has no use here: ``key`` is this env's randomness.
     out = advance(state.cartpole[None], state.time[None], jnp.zeros(1, jnp.uint32),
-                  jnp.asarray(action)[None], _draw(key, params)[None], state_factor=params.state_factor,
+                  jnp.asarray(action)[None], _draw(key, STATE_SIZE)[None], state_factor=params.state_factor,
                   compute_factor=params.compute_factor, p=params, xp=jnp)
     terminated, truncated = out.terminated[0], out.truncated[0]
     info = {"discount": 1.0 - terminated.astype(jnp.float32), "terminated": terminated,
@@ -218,7 +220,7 @@ def observation_space(params: EnvParams | None = None):
 
 
 def state_space(params: EnvParams | None = None):
-    """gymnax's ``state_space(params)``: the S copies (4S,) and the steps into the episode."""
+    """gymnax's ``state_space(params)``: the state row (4S,) and the steps into the episode."""
     params = _params(params)
     spaces = _space_classes()
     high = jnp.tile(jnp.asarray(observation_space(params).high), params.state_factor)

@@ -31,6 +31,11 @@ DEVICES = (None, "cpu", "cuda")  # None: the implementation's default
 # on its device (torch tensors; jax arrays for jax), see studylib/arrays.py.
 ARRAYS = ("numpy", "native")
 MAX_SEED = 2**32 - 1
+# What the state factor S means in a measured row: the paper's (a row of 4*S floats, the CartPole
+# and 4*(S-1) carried floats, studylib.dynamics). Rows measured with S > 1 under an earlier
+# meaning (S independent CartPoles) have no such column, so their keys differ and no sweep reads
+# them as today's S; at S = 1 both meanings are CartPole-v1, so those rows stay valid.
+STATE_LAYOUT = "cartpole+carried"
 
 
 def positive_int(name: str, value) -> int:
@@ -90,11 +95,11 @@ def check_min_seconds(min_seconds) -> float:
 
 @dataclass(frozen=True)
 class EnvSettings:
-    """N environments of one implementation, each S CartPoles integrated with C sub-steps."""
+    """N environments of one implementation: the paper's knobs N, S and C (studylib.dynamics)."""
 
     impl: str  # one of IMPLEMENTATIONS (or PEERS, for the harness)
     num_envs: int  # N
-    state_factor: int = 1  # S: CartPole copies per environment under one action (dynamics.py)
+    state_factor: int = 1  # S: state rows of 4*S floats, the CartPole and 4*(S-1) carried (dynamics.py)
     compute_factor: int = 1  # C: Euler sub-steps of tau/C per step (dynamics.py)
     seed: int = 0  # episode 0 of every env draws its reset state from this
     device: str | None = None  # None: the implementation's default ('cuda' where it can and one exists)
@@ -163,7 +168,8 @@ class MeasurePoint:
         e = self.env
         return {"impl": e.impl, "num_envs": e.num_envs, "steps": self.steps, "state_factor": e.state_factor,
                 "compute_factor": e.compute_factor, "policy": self.policy, "device": e.device,
-                "repeats": self.repeats, "min_seconds": self.min_seconds, "seed": e.seed}
+                "repeats": self.repeats, "min_seconds": self.min_seconds, "seed": e.seed,
+                "state_layout": STATE_LAYOUT}
 
     def key(self) -> tuple:
         """Identity of a measured point: a resumed sweep skips a point whose key is saved."""
@@ -180,11 +186,15 @@ POINT_KEYS = ("impl", "num_envs", "steps", "state_factor", "compute_factor", "po
 
 
 def point_key(row: dict) -> tuple:
-    """The key of a saved row (its ``device_requested`` is the device that was asked for)."""
+    """The key of a saved row (its ``device_requested`` is the device that was asked for). With
+    S > 1 the key ends with the row's ``state_layout`` (``STATE_LAYOUT``; None in rows measured
+    before it), so a row of an earlier meaning of S never stands for a point of today's."""
     values = []
     for k in POINT_KEYS:
         v = row.get("device_requested", row.get("device")) if k == "device" else row.get(k)
         values.append(float(v) if k == "min_seconds" and v is not None else v)
+    if row.get("state_factor", 1) != 1:
+        values.append(row.get("state_layout"))
     return tuple(values)
 
 

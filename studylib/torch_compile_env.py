@@ -13,7 +13,7 @@ On a GPU the compiled function is additionally captured as a CUDA graph (``mode=
 replay into static output buffers, so outputs are cloned before the next call overwrites them.
 
 Randomness: resets draw from the same ``torch.Generator`` as ``torch`` (seeded by ``seed`` in
-``reset``), outside the compiled region: one ``torch.rand`` per step of shape (N, 4S), passed in.
+``reset``), outside the compiled region: one ``torch.rand`` per step of shape (N, 4), passed in.
 Inductor's own RNG (philox, not the generator's stream) is never used, so the same seed gives the
 same trajectory on every run and a different seed a different one; the reset draws are the very
 numbers ``torch`` draws. Physics and inference may differ from eager ``torch`` by float32
@@ -46,7 +46,7 @@ def _steps(state, elapsed, episode, uniforms, env_index, actions, w1, b1, w2, b2
            *, state_factor: int, compute_factor: int, policy: str, p: CartPoleParams = CARTPOLE_V1):
     """``len(uniforms)`` steps of all envs (TorchCartPole._advance, policy included), pure.
 
-    uniforms: (steps, N, 4S) in [0, 1), the reset draws of each step. actions: (N,) for
+    uniforms: (steps, N, 4) in [0, 1), the CartPole reset draws of each step. actions: (N,) for
     policy "given" (one step), else unused. Returns (state, elapsed, episode, terminated,
     truncated, episodes finished, final obs): the flags and the observations before the same-step
     reset are those of the last step.
@@ -107,7 +107,7 @@ class TorchCompileCartPole(TorchCartPole):
 
     def _call(self, policy: str, steps: int, actions=None):
         """``steps`` steps in one compiled call; updates the state, returns (term, trunc, done)."""
-        uniforms = torch.rand((steps, self.num_envs, self.row_len), generator=self._generator,
+        uniforms = torch.rand((steps, self.num_envs, STATE_SIZE), generator=self._generator,
                               device=self.device)
         if actions is None:
             actions = self._env_index  # a placeholder of the right shape: "given" only reads it

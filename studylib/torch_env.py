@@ -1,7 +1,8 @@
 """``torch``: the N x (4*S) state matrix stepped with eager PyTorch ops, on the CPU or a GPU.
 
 The physics is ``studylib.dynamics.integrate`` with ``xp=torch`` (the reference's own lines on
-float32 tensors). Eager execution means every op of every step is its own Python->ATen call
+float32 tensors) on the CartPole's 4 columns; the state factor's carried columns are sign-flipped
+and concatenated every step (``episodes.advance``). Eager execution means every op of every step is its own Python->ATen call
 (and on a GPU its own kernel launch), however many steps a rollout asks for: the paper's F.2.
 
 With ``arrays="native"`` reset/step/final_obs/restart take and return tensors on the env's
@@ -31,9 +32,9 @@ class TorchCartPole(VectorCartPole):
 
     @classmethod
     def estimate_bytes(cls, num_envs, state_factor):
-        # State, the reset draws and ~20 float32 temporaries of the state's size per step,
-        # plus the policy's activations.
-        return num_envs * (4 * 4 * state_factor * 24 + 4 * 64 * 4 + 64)
+        # The state row, a step's new row and the sign-flipped carried floats (and one more row in
+        # flight), ~20 float32 temporaries of the CartPole's size, the policy's activations.
+        return num_envs * (4 * 4 * state_factor * 4 + 4 * 4 * 24 + 4 * 64 * 4 + 64)
 
     def _resolve_device(self, device):
         return resolve_torch_device(device)
@@ -50,21 +51,22 @@ class TorchCartPole(VectorCartPole):
         self._layers = self._policy.layers  # the same weights, for torch-compile's compiled step
         self._reset()
 
-    def _draw_reset_rows(self, rows: int | None = None):
-        u = torch.rand((self.num_envs if rows is None else rows, self.row_len), generator=self._generator,
+    def _draw_reset_rows(self, rows: int | None = None, columns: int = STATE_SIZE):
+        """Reset draws: a new episode's CartPoles (``columns`` 4), or whole state rows (``reset``)."""
+        u = torch.rand((self.num_envs if rows is None else rows, columns), generator=self._generator,
                        device=self.device)
         return u * (RESET_HIGH - RESET_LOW) + RESET_LOW
 
     def _reset(self):
         self._generator.manual_seed(self.seed)
-        self.state = self._draw_reset_rows()
+        self.state = self._draw_reset_rows(columns=self.row_len)
         self.elapsed = torch.zeros(self.num_envs, dtype=torch.int64, device=self.device)
         self.episode = torch.zeros(self.num_envs, dtype=torch.int64, device=self.device)
         self._final_obs = self.state[:, :STATE_SIZE]
         return self._obs()
 
     def _obs(self):
-        """Copy 0 of the state: a view on the device (native), or numpy (no copy on the CPU: a
+        """The CartPole (columns 0..3 of the state): a view on the device (native), or numpy (no copy on the CPU: a
         state tensor is never written in place; each step or restart makes a new one)."""
         obs = self.state[:, :STATE_SIZE]
         return obs if self._native else obs.cpu().numpy()
@@ -103,12 +105,13 @@ class TorchCartPole(VectorCartPole):
             self.state, self.elapsed, self.episode, self._final_obs = restart_rows(
                 self.state, self.elapsed, self.episode, self._final_obs, mask, self._draw_reset_rows(), torch)
             return self._obs()
-        # On the CPU the same by index: draws for the restarted rows only and no where over (N, 4S),
+        # On the CPU the same by index: draws for the restarted rows only and no where over (N, 4),
         # much the cheaper when a few % of the envs restart. Out of place, as every update of the
         # state here: observations returned earlier are views of the old tensors.
         index = mask.nonzero().squeeze(1)
         fresh = self._draw_reset_rows(len(index))
-        self.state = self.state.index_put((index,), fresh)
+        columns = torch.arange(STATE_SIZE, device=self.device)
+        self.state = self.state.index_put((index[:, None], columns[None, :]), fresh)
         self._final_obs = self._final_obs.index_put((index,), fresh[:, :STATE_SIZE])
         self.elapsed, self.episode = self.elapsed.index_fill(0, index, 0), self.episode + mask
         return self._obs()

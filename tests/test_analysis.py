@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from studylib import book
+from studylib import book, costs
 from studylib.book import analysis, claims
 from studylib.book.analysis import NOT_MEASURED, NOT_REPRODUCED, PARTLY, REPRODUCED
 
@@ -88,8 +88,8 @@ def test_cpp_over_gym_is_judged_against_the_bound_both_ways(cpp, expected, tmp_p
 
 
 def _complexity(speedups_by_s: dict, llc=2**20, n_mem=2**14, grid_speedup=None):
-    """A Fig 9 frame: K = 1 at 1e7 copy-steps/s for every S, K = 100 at speedup x that; the memory
-    regime at N = n_mem, and a grid N = {4, 64} whose K = 100 speedup is grid_speedup[N]."""
+    """A Fig 9 frame: K = 1 at 1e7/S environment-steps/s for every S, K = 100 at speedup x that; the
+    memory regime at N = n_mem, and a grid N = {4, 64} whose K = 100 speedup is grid_speedup[N]."""
     rows = []
     for s, x in speedups_by_s.items():
         for k, rate in ((1, 1e7 / s), (100, x * 1e7 / s)):
@@ -117,7 +117,29 @@ def test_f4_trend_in_the_memory_regime(speedups, expected, tmp_path):
     assert trend_row["ours_value"] == pytest.approx(speedups[64] / speedups[1])
     assert trend_row["paper_value"] == 64
     if expected == NOT_REPRODUCED:  # the reason names the regime and the ceilings, in this frame's numbers
-        assert "the 1 MiB cache" in trend_row["reason"] and "flop/byte" in trend_row["reason"]
+        assert "the 1 MiB cache" in trend_row["reason"] and "the roofline bounds the speedup" in trend_row["reason"]
+
+
+def test_memory_regime_counts_the_papers_state_factor_bytes():
+    """Paper §4.2's S: "S× as many global memory loads and stores". An unfused step that streams
+    exactly 32·S + 16 bytes at the measured bandwidth reads as 1× the count; fusing K = 100 steps
+    lifts the bound on the speedup to K where the compute ceiling allows it."""
+    bw = CEIL["memory_bytes_per_s"]
+    rows = []
+    for s in (1, 1024):
+        unfused = bw / (32 * s + 16)
+        rows += _rows("cpp", {2**14: unfused}, steps=1, state_factor=s) + _rows("cpp", {2**14: 50 * unfused}, steps=100,
+                                                                               state_factor=s)
+    df = pd.DataFrame(rows)
+    df.attrs["memory"] = {"num_envs": 2**14, "state_factor": (1, 1024), "steps": (1, 100), "llc_bytes": 2**20,
+                          "llc_measured": True, "working_set": {s: 2**14 * (16 * s + 8) for s in (1, 1024)}}
+    t = claims.memory_regime_table(df, CEIL).set_index("state_factor")
+    assert t["counted_bytes"].to_dict() == {1: 48, 1024: 32784}
+    assert t["bytes_ratio"].to_numpy() == pytest.approx([1.0, 1.0])  # time x bandwidth = the count
+    assert t["speedup"].to_numpy() == pytest.approx([50.0, 50.0])
+    assert t.loc[1024, "speedup_bound"] == pytest.approx(100)  # K: the state moves once per call
+    compute = CEIL["fma_flops_per_s"] / costs.physics_flops(1, 1)
+    assert t.loc[1, "speedup_bound"] == pytest.approx(compute / t.loc[1, "memory_ceiling"])  # compute binds
 
 
 def test_f4_trend_in_cache_is_not_measured(tmp_path):
@@ -156,6 +178,16 @@ def test_findings_frame_contract(tmp_path, monkeypatch):
         assert (F.loc[F["verdict"] != REPRODUCED, "reason"].str.len() > 20).all()
         assert (F.loc[F["verdict"] == REPRODUCED, "reason"] == "").all()
     assert "F.4" in book.findings_md(F) and "not reproduced here" in book.findings_md(F)
+
+
+def test_memory_regime_n_from_the_cache_within_the_presets_bytes():
+    from studylib.book.plans import memory_num_envs
+
+    per_env = costs.unfused_bytes(1024) // 2  # 16 KiB of state and 8 bytes of counters
+    assert memory_num_envs(1024, 32 * 2**20, 8) == 2**14  # 8x a 32 MiB cache: 256 MiB of state
+    assert memory_num_envs(1024, 260 * 2**20, 8) == 2**18
+    assert memory_num_envs(1024, 260 * 2**20, 8, max_bytes=2**30) == 2**15  # halved to fit the bound
+    assert 2**15 * per_env <= 2**30 < 2**16 * per_env
 
 
 # ---- rules: the description is the code --------------------------------------------------------------

@@ -202,16 +202,20 @@ def test_weights_updated_between_calls_take_effect_without_a_rebuild():
 
 
 def test_state_factor_and_a_partial_block():
-    """S = 2 and N not a multiple of the 16-lane block: copy 1 evolves under the same actions,
-    and the envs of the partial block are recorded like the others."""
+    """S = 2 (paper §4.2: the state row 2x CartPole's) and N not a multiple of the 16-lane block:
+    the CartPole steps as CartPole-v1, the 4 carried floats flip sign once per step (read and
+    written once per call), and the envs of the partial block are recorded like the others."""
     n = 37
     env = _env(n, seed=12, state_factor=2)
     before = env.get_state()
     steps = env.collect(1)
-    ref_state = reference_step(before[:, 4:], steps.actions[0])[0]
+    ref_state = reference_step(before[:, :4], steps.actions[0])[0]
     live = steps.flags[0] == 0
-    np.testing.assert_allclose(env.get_state()[live, 4:], ref_state[live], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(env.get_state()[live, :4], ref_state[live], rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(env.get_state()[:, 4:], -before[:, 4:])
     np.testing.assert_array_equal(steps.obs[0], before[:, :4].astype(np.float32))
+    env.collect(3)
+    np.testing.assert_array_equal(env.get_state()[:, 4:], before[:, 4:])  # four flips
 
 
 def test_only_the_fused_kernels_collect():

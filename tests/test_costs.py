@@ -4,6 +4,7 @@ on a value type that counts every arithmetic operation."""
 import types
 
 import numpy as np
+import pytest
 
 from studylib import costs
 from studylib.dynamics import physics_step
@@ -55,7 +56,8 @@ def test_physics_flops_match_the_formula():
     physics_step(State([0.1, 0.2, 0.03, 0.4]), 10.0, 0.02, xp=COUNTING)
     assert Counted.ops["flops"] == costs.PHYSICS_FLOPS_PER_SUBSTEP
     assert Counted.ops["transcendental"] == costs.PHYSICS_TRANSCENDENTALS_PER_SUBSTEP
-    assert costs.physics_flops(8, 4) == 32 * costs.PHYSICS_FLOPS_PER_SUBSTEP
+    # C multiplies the arithmetic; S (paper §4.2: "S× as many global memory loads and stores") does not
+    assert costs.physics_flops(8, 4) == costs.physics_flops(1, 4) == 4 * costs.PHYSICS_FLOPS_PER_SUBSTEP
 
 
 def test_mlp_flops_match_the_layer_shapes():
@@ -69,4 +71,6 @@ def test_mlp_flops_match_the_layer_shapes():
 def test_unfused_bytes_count_state_and_counters_read_and_written():
     assert costs.unfused_bytes(1) == 2 * (16 + 8)
     assert costs.unfused_bytes(64) - costs.unfused_bytes(1) == 2 * 16 * 63
+    assert costs.unfused_bytes(1024) == 32 * 1024 + 16
+    assert costs.arithmetic_intensity(64) == pytest.approx(costs.arithmetic_intensity(1) * 48 / (32 * 64 + 16))
     assert costs.arithmetic_intensity(1, 1, "mlp") > 100 * costs.arithmetic_intensity(1, 1, "none")

@@ -26,7 +26,7 @@ def test_both_builds_share_the_headers():
         assert "mlp_forward<" in src and "mlp_greedy_action" in src
     assert '#include "cpu_rollout.h"' in cpu  # the block loop shared with cpp
     cpu += native.CPU_ROLLOUT_HEADER.read_text()
-    for piece in ("cp_physics", "cp_env_finish", "cp_reset_row", "cp_hash_action"):
+    for piece in ("cp_physics", "cp_env_finish", "cp_reset_cartpole", "cp_carry", "cp_hash_action"):
         assert piece in cpu
     info = native.build_info("fused_cpu")
     assert info["path"].endswith(".so") and "fused_cpu" in info["path"]

@@ -49,6 +49,18 @@ def test_measure_contract_and_resets_during_measurement():
     assert len(row["samples_per_s_all"]) == 2
 
 
+def test_rows_of_an_earlier_state_factor_never_stand_for_todays():
+    """Rows measured when S meant S CartPoles have no ``state_layout``: with S > 1 their key is not
+    a point's of today (paper §4.2's S), at S = 1 (CartPole-v1 under both meanings) it is."""
+    from studylib.settings import point_key
+
+    for s, same in ((1, True), (64, False)):
+        point = MeasurePoint.of("cpp", 64, 10, state_factor=s, policy="none")
+        old_row = {k: v for k, v in point.flat().items() if k != "state_layout"}
+        assert (point_key(old_row) == point.key()) is same
+        assert point_key({**old_row, "state_layout": point.flat()["state_layout"]}) == point.key()
+
+
 def test_measure_jax_compile_timed_separately():
     row = measure.measure(MeasurePoint.of("jax", 8, 3, **FAST))
     _check_row(row, impl="jax", steps=3)

@@ -134,15 +134,16 @@ def test_restart_starts_new_episodes_in_the_masked_envs_only(impl):
 
 
 def test_restart_rows_is_one_rule_for_numpy_torch_and_jax():
-    """The array family's restart (torch on a GPU, jax): masked rows take the fresh rows, step
-    counter 0, episode + 1, final observation the fresh copy 0; the others keep everything."""
+    """The array family's restart (torch on a GPU, jax): masked rows take the fresh CartPole (their
+    carried floats of S = 2 stay), step counter 0, episode + 1, final observation the fresh
+    CartPole; the others keep everything."""
     rng = np.random.default_rng(8)
     n = 7
     arrays = (rng.random((n, 8), np.float32), rng.integers(1, 9, n), rng.integers(0, 3, n),
-              rng.random((n, 4), np.float32), rng.random(n) < 0.5, rng.random((n, 8), np.float32))
+              rng.random((n, 4), np.float32), rng.random(n) < 0.5, rng.random((n, 4), np.float32))
     state, elapsed, episode, final, mask, fresh = arrays
-    expected = (np.where(mask[:, None], fresh, state), np.where(mask, 0, elapsed), episode + mask,
-                np.where(mask[:, None], fresh[:, :4], final))
+    expected = (np.concatenate((np.where(mask[:, None], fresh, state[:, :4]), state[:, 4:]), axis=1),
+                np.where(mask, 0, elapsed), episode + mask, np.where(mask[:, None], fresh, final))
     for xp, convert in ((np, np.asarray), (torch, torch.from_numpy), (jnp, jnp.asarray)):
         out = restart_rows(*(convert(a) for a in arrays[:4]), convert(mask), convert(fresh), xp)
         for got, want in zip(out, expected):
@@ -160,8 +161,8 @@ def test_restart_draws_the_next_episode_from_the_counter_hash(impl):
     mask = index % 3 == 0
     for episode in (1, 2):
         env.restart(mask)
-        expected = np.where(mask[:, None], reset_values_numpy(seed, index, np.full(n, episode), 8), 0)
-        np.testing.assert_array_equal(env.get_state(), expected)
+        cartpole = np.where(mask[:, None], reset_values_numpy(seed, index, np.full(n, episode), 4), 0)
+        np.testing.assert_array_equal(env.get_state(), np.concatenate((cartpole, np.zeros((n, 4))), axis=1))  # carried stay
 
 
 def test_unknown_or_impossible_arrays_are_one_clear_error():

@@ -19,15 +19,18 @@ def test_bound_selection():
     assert roofline.bound_for(_row("cpp", 1000), CEIL) == ("compute", pytest.approx(COMPUTE))  # fused: in cache
     assert roofline.bound_for(_row("jax", 1000), CEIL) == ("memory", pytest.approx(4.8e10 / 48))  # a pass per step
     assert roofline.bound_for(_row("cpp", 1), CEIL)[0] == "memory"  # unfused cpp
-    assert roofline.bound_for(_row("cpp", 1000, s=64), CEIL) == ("compute", pytest.approx(COMPUTE / 64))
+    # the paper's S: memory traffic only, once per K-step call when fused
+    assert roofline.bound_for(_row("cpp", 1000, s=64), CEIL) == ("compute", pytest.approx(COMPUTE))
+    assert roofline.bound_for(_row("cpp", 10, s=4096), CEIL) == ("memory", pytest.approx(4.8e10 * 10 / (32 * 4096 + 16)))
     assert roofline.bound_for(_row("cpp", 1, s=64), CEIL) == ("memory", pytest.approx(4.8e10 / (32 * 64 + 16)))
     assert roofline.bound_for(_row("cpp", 1, c=1024), CEIL) == ("compute", pytest.approx(COMPUTE / 1024))
     mlp = 2.6e11 / (costs.physics_flops() + costs.MLP_FLOPS)
     assert roofline.bound_for(_row("torch", 1, "mlp"), CEIL) == ("compute", pytest.approx(mlp))  # inference dominates
     # cpp with a policy runs one step per call; fused keeps its block in cache whatever the policy
     assert "memory" in roofline.ceilings_for(_row("cpp", 100, "mlp"), CEIL)
-    assert roofline.ceilings_for(_row("fused", 100, "mlp"), CEIL).keys() == {"compute"}
-    assert "memory" in roofline.ceilings_for(_row("fused", 1, "mlp"), CEIL)
+    fused = roofline.ceilings_for(_row("fused", 100, "mlp"), CEIL)
+    assert fused["memory"] == pytest.approx(100 * roofline.ceilings_for(_row("fused", 1, "mlp"), CEIL)["memory"])
+    assert roofline.bound_for(_row("fused", 100, "mlp"), CEIL)[0] == "compute"
     assert roofline.balance(CEIL) == pytest.approx(2.6e11 / 4.8e10)
 
 

@@ -309,44 +309,52 @@ def fusion_rows(P: ChapterParams, f: pd.DataFrame) -> list[Finding]:
 
 def memory_regime_table(c: pd.DataFrame, ceil: dict) -> pd.DataFrame:
     """Per S, at the memory regime's N and C = 1: unfused (K = 1) and fused (largest K) throughput in
-    copy-steps/s (N·S·K per second), each ceiling in the same unit, and the fusion speedup."""
+    environment-steps/s, the ceilings of ``harness.roofline`` in the same unit (an unfused step
+    moves ``costs.unfused_bytes(S)`` = 32·S + 16 bytes, a K-step call moves them once), the fusion
+    speedup, the roofline's bound on it (the fused ceiling over the unfused one: min(K, compute
+    ceiling / memory ceiling); an unfused step slower than its memory ceiling, e.g. by a call's
+    fixed cost, can be sped up beyond it), and the bytes an unfused step takes at the measured
+    stream bandwidth (its time × the bandwidth) against the bytes counted."""
     regime = c.attrs.get("memory")
     if not regime:
         return pd.DataFrame()
     d = c[(c["num_envs"] == regime["num_envs"]) & (c["compute_factor"] == 1)]
     k = max(regime["steps"])
+    # nan where a snapshot lacks a ceiling (files of an earlier format): its columns read as unknown
+    bw, fma = (float(ceil.get(k) or np.nan) for k in ("memory_bytes_per_s", "fma_flops_per_s"))
+    compute = fma / costs.physics_flops(1, 1)
     out = []
     for s, g in d.groupby("state_factor"):
-        u = g[g["steps"] == 1]["samples_per_s"].median() * s
-        f = g[g["steps"] == k]["samples_per_s"].median() * s
-        memory = ceil["memory_bytes_per_s"] / (costs.unfused_bytes(s) / s)
-        compute = ceil["fma_flops_per_s"] / costs.physics_flops(1, 1)
+        u = g[g["steps"] == 1]["samples_per_s"].median()
+        f = g[g["steps"] == k]["samples_per_s"].median()
+        counted = costs.unfused_bytes(s)
+        memory, fused_memory = bw / counted, bw * k / counted
+        fused_ceiling = np.fmin(compute, fused_memory)
         out.append({"state_factor": int(s), "working_set": regime["working_set"].get(s, np.nan),
                     "cache_multiple": regime["working_set"].get(s, np.nan) / regime["llc_bytes"],
                     "unfused": u, "fused": f, "speedup": f / u, "memory_ceiling": memory, "compute_ceiling": compute,
-                    "unfused_of_memory": u / memory, "fused_of_compute": f / compute,
-                    "unfused_bandwidth": u * costs.unfused_bytes(s) / s})
+                    "fused_ceiling": fused_ceiling, "speedup_bound": fused_ceiling / memory,
+                    "unfused_of_memory": u / memory, "fused_of_ceiling": f / fused_ceiling,
+                    "fused_of_compute": f / compute, "unfused_bandwidth": u * counted,
+                    "counted_bytes": counted, "measured_bytes": bw / u, "bytes_ratio": bw / u / counted})
     return pd.DataFrame(out)
 
 
 def _f4_trend_reason(t: pd.DataFrame, ceil: dict, regime: dict) -> str:
-    """Why the fusion speedup does not grow with S here, in the memory regime's numbers."""
+    """The fusion speedup's growth with S explained in the memory regime's numbers and the
+    roofline's (``harness.roofline``): bytes moved per unfused step, and the speedup's bound."""
     lo, hi = t.iloc[0], t.iloc[-1]
     s_lo, s_hi = int(lo["state_factor"]), int(hi["state_factor"])
-    share = hi["unfused_of_memory"]
-    bound = ("bound by memory bandwidth" if share >= 0.8 else "partly bound by memory bandwidth" if share >= 0.3
-             else "not bound by memory bandwidth")
+    k = max(regime["steps"])
     return (f"at S = {s_hi} the unfused working set is {fmt_bytes(hi['working_set'])}, {hi['cache_multiple']:.3g}× the "
-            f"{fmt_bytes(regime['llc_bytes'])} cache, and the unfused step is {bound}: it streams "
-            f"{hi['unfused_bandwidth'] / 1e9:.3g} GB/s of the {ceil['memory_bytes_per_s'] / 1e9:.3g} GB/s measured "
-            f"and costs {fmt_time(1 / hi['unfused'])} per copy against the fused step's {fmt_time(1 / hi['fused'])} "
-            f"({hi['fused_of_compute']:.0%} of the FMA ceiling: sin, cos and divisions are not multiply-adds). At S = "
-            f"{s_lo} ({lo['cache_multiple']:.3g}× the cache) the unfused step costs {fmt_time(1 / lo['unfused'])} per "
-            f"copy, its per-environment work (episode counters, termination, moving rows into SIMD lanes) carried by "
-            f"one copy, against {fmt_time(1 / lo['fused'])} fused. What fusion saves is about the same multiple of the "
-            f"fused step at both ends, so the speedup does not grow with S. This machine's balance is "
-            f"{ceil['fma_flops_per_s'] / ceil['memory_bytes_per_s']:.3g} flop/byte: fusion could lift a bandwidth-bound "
-            f"step at most {hi['compute_ceiling'] / hi['memory_ceiling']:.3g}× here (compute ceiling over memory ceiling)")
+            f"{fmt_bytes(regime['llc_bytes'])} cache; an unfused step takes {fmt_time(1 / hi['unfused'])} per "
+            f"environment, the time of {hi['measured_bytes']:.4g} bytes at the {ceil['memory_bytes_per_s'] / 1e9:.3g} "
+            f"GB/s measured against the {int(hi['counted_bytes'])} counted ({hi['bytes_ratio']:.3g}×), and a step of a "
+            f"K = {k} call {fmt_time(1 / hi['fused'])}, {hi['fused_of_ceiling']:.0%} of its roofline ceiling (the "
+            f"smaller of the compute ceiling and K× the memory one). For an unfused step at its memory "
+            f"ceiling the roofline bounds the speedup at {fmt_x(hi['speedup_bound'])} there and "
+            f"{fmt_x(lo['speedup_bound'])} at S = {s_lo}, where the unfused step reaches "
+            f"{lo['unfused_of_memory']:.0%} of its memory ceiling")
 
 
 def _growth_range(c: pd.DataFrame, impl, n, k, s_lo, s_hi) -> dict:
@@ -371,6 +379,11 @@ def complexity_rows(P: ChapterParams, c: pd.DataFrame, ceil: dict) -> list[Findi
     rows = []
     regime = c.attrs.get("memory")
     t = memory_regime_table(c, ceil) if regime else pd.DataFrame()
+    if regime and len(t) < 2:  # e.g. a snapshot measured before S was the paper's: its S > 1 rows are not read
+        rows.append(row("F.4", "grows", "fusion speedup in the memory regime from the smallest to the largest S, growth",
+                        "f4_speedup_s_high", None, "this data has no memory-regime points at two values of the "
+                        "paper's state factor S (rows measured when S meant S CartPoles are not read as today's S)",
+                        paper_value=PAPER["f4_speedup_s_high"].value / PAPER["f4_speedup_s_low"].value))
     if len(t) >= 2:
         g = trend(t.set_index("state_factor")["speedup"])
         lo, hi = t.iloc[0], t.iloc[-1]
@@ -381,10 +394,9 @@ def complexity_rows(P: ChapterParams, c: pd.DataFrame, ceil: dict) -> list[Findi
             reason = (f"at S = {int(hi['state_factor'])} the unfused working set is {fmt_bytes(hi['working_set'])}, "
                       f"{hi['cache_multiple']:.3g}× the {fmt_bytes(regime['llc_bytes'])} cache: this run never leaves "
                       "the cache, so it cannot show the memory-bound regime F.4 is about")
-        elif direction == "grows":
-            reason = f"the speedup grows {fmt_x(g)} where the paper's grows {fmt_x(paper_growth)}"
         else:
-            reason = _f4_trend_reason(t, ceil, regime)
+            reason = ((f"the speedup grows {fmt_x(g)} where the paper's grows {fmt_x(paper_growth)}; "
+                       if direction == "grows" else "") + _f4_trend_reason(t, ceil, regime))
         rows.append(row(
             "F.4", "grows",
             f"fusion speedup (K = {max(regime['steps'])} over K = 1, C = 1) from S = {int(lo['state_factor'])} to "

@@ -93,16 +93,17 @@ def model_validation(P: ChapterParams, machine: costmodel.Machine) -> pd.DataFra
                         "state_factor": int(r["state_factor"]), "compute_factor": int(r["compute_factor"]),
                         "policy": r["policy"], "measured": r["samples_per_s"], "predicted": p.samples_per_s,
                         "log2_error": float(np.log2(p.samples_per_s / r["samples_per_s"])), "dominant": p.regime,
-                        "arithmetic_grows_with_s": _arithmetic_grows_with_s(int(r["state_factor"]))})
+                        "arithmetic_grows_with_s": _arithmetic_grows_with_s(r)})
     return pd.DataFrame(out)
 
 
-def _arithmetic_grows_with_s(state_factor: int) -> bool:
-    """True where ``costs`` counts S× the arithmetic at this S (S copies of CartPole stepped), so the
-    implementation measured is not the paper's S, which the model assumes (memory only)."""
-    from .. import costs
+def _arithmetic_grows_with_s(row: dict) -> bool:
+    """True for a row measured with S > 1 before S was the paper's (S copies of CartPole stepped: no
+    ``state_layout`` of ``settings.STATE_LAYOUT``), whose arithmetic grew S×, which the model, with
+    the paper's S (memory only), does not assume."""
+    from ..settings import STATE_LAYOUT
 
-    return costs.physics_flops(state_factor, 1) != costs.physics_flops(1, 1)
+    return int(row["state_factor"]) != 1 and row.get("state_layout") != STATE_LAYOUT
 
 
 def error_table(v: pd.DataFrame) -> pd.DataFrame:

@@ -114,33 +114,41 @@ def last_level_cache(P: ChapterParams) -> tuple[int, bool]:
     return (int(size), True) if size else (ASSUMED_LLC_BYTES, False)
 
 
-def memory_num_envs(state_factor: int, llc_bytes: int, multiple: float) -> int:
+def memory_num_envs(state_factor: int, llc_bytes: int, multiple: float, max_bytes: int | None = None) -> int:
     """The smallest power-of-2 N whose unfused working set at ``state_factor`` (the state and the
-    counters, ``costs.unfused_bytes / 2`` per environment) is at least ``multiple`` x the cache."""
+    counters, ``costs.unfused_bytes / 2`` per environment) is at least ``multiple`` x the cache;
+    halved while that working set exceeds ``max_bytes`` (where given)."""
     per_env = costs.unfused_bytes(state_factor) // 2
-    return 2 ** max(0, math.ceil(math.log2(multiple * llc_bytes / per_env)))
+    n = 2 ** max(0, math.ceil(math.log2(multiple * llc_bytes / per_env)))
+    while max_bytes and n > 1 and n * per_env > max_bytes:
+        n //= 2
+    return n
 
 
 def memory_regime(P: ChapterParams) -> dict:
     """The complexity chapter's memory-bound configurations: {"num_envs", "state_factor" (all S),
     "steps", "llc_bytes", "llc_measured", "working_set" {S: bytes}}."""
     llc, measured = last_level_cache(P)
-    n = memory_num_envs(max(P.state_factor), llc, P.memory_cache_multiple)
+    n = memory_num_envs(max(P.state_factor), llc, P.memory_cache_multiple, P.memory_max_bytes)
     return {"num_envs": n, "state_factor": P.state_factor, "steps": P.memory_steps, "llc_bytes": llc,
             "llc_measured": measured, "working_set": {s: n * costs.unfused_bytes(s) // 2 for s in P.state_factor}}
 
 
 def complexity_data(P: ChapterParams) -> pd.DataFrame:
-    """Fig 9: the fused implementation over N x K x S x C, simulation only, plus the memory regime
-    (``memory_regime``: one N whose working set leaves the cache, each S, C = 1, one repeat, no
-    work cap). ``df.attrs["memory"]``: the ``memory_regime`` dict."""
+    """Fig 9: the fused implementation over N x K x S x C, simulation only, plus two regimes exempt
+    from the work cap, one timed repeat each: the memory regime (``memory_regime``: one N whose
+    working set leaves the cache, each S, C = 1, K in memory_steps) and the compute regime (the
+    smallest N and S, each C, K = 1 and the largest K: F.4's "vanishes" at the paper's C).
+    ``df.attrs["memory"]``: the ``memory_regime`` dict."""
     impl = fusion_impl(P)
     points, dropped = capped_points(P, [impl], "none", state_factors=P.state_factor, compute_factors=P.compute_factor)
     regime = memory_regime(P)
     in_grid = {(p.env.num_envs, p.steps, p.env.state_factor, p.env.compute_factor) for p in points}
-    points += [MeasurePoint.of(impl, regime["num_envs"], k, state_factor=s, policy="none", repeats=1,
+    extra = [(regime["num_envs"], k, s, 1) for s in P.state_factor for k in P.memory_steps]
+    extra += [(min(P.num_envs), k, min(P.state_factor), c) for c in P.compute_factor for k in (1, max(P.steps))]
+    points += [MeasurePoint.of(impl, n, k, state_factor=s, compute_factor=c, policy="none", repeats=1,
                                min_seconds=P.min_seconds)
-               for s in P.state_factor for k in P.memory_steps if (regime["num_envs"], k, s, 1) not in in_grid]
+               for n, k, s, c in dict.fromkeys(extra) if (n, k, s, c) not in in_grid]
     df = _measured(SWEEP_NAMES["complexity"], P, points, dropped)
     df.attrs["memory"] = regime
     return df

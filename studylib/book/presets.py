@@ -3,7 +3,7 @@
 Presets (``PRESETS``), chosen with ``preset=`` or the environment variable ``STUDYLIB_PRESET``:
   tiny     seconds per chapter; what the tests build (no conclusion is meaningful at this size)
   default  what ``jupyter-book build book/`` runs: a cold build in a few minutes on 2 CPU cores
-  paper    the paper's ranges (N up to 2^26, K up to 10^3, S and C up to 2^10); hours on a CPU,
+  paper    the paper's ranges (N up to 2^26, K up to 10^3, S up to 2^11, C up to 2^10); hours on a CPU,
            and memory-limited points are skipped with the reason
 The data folder is ``data_dir=``, else ``$STUDYLIB_DATA_DIR``, else ``<repo>/data``.
 ``machine=`` (a machine folder: ``machine_folders``) plots another machine's snapshot, read only.
@@ -48,7 +48,8 @@ PRESETS: dict[str, dict[str, dict]] = {
                       "profile_steps": [1, 4]},
         "fusion": {"num_envs": [4, 64], "steps": [1, 4], "cap": {"*": 2**12}},
         "complexity": {"num_envs": [4, 64], "steps": [1, 4], "state_factor": [1, 4], "compute_factor": [1, 4],
-                       "cap": {"*": 2**14}, "memory_steps": [1, 4], "memory_cache_multiple": 1 / 16},
+                       "cap": {"*": 2**14}, "memory_steps": [1, 4], "memory_cache_multiple": 1 / 16,
+                       "memory_max_bytes": 2**20},
         "beyond": {"num_envs": [16, 64], "steps": [1, 4], "peer_num_envs": [16], "peer_steps": 4,
                    "cap": {"*": 2**12}, "rollout_steps": 8},
         "atari": {"games": ["pong"], "num_envs": [2], "steps": [1], "async_num_envs": [1],
@@ -66,9 +67,9 @@ PRESETS: dict[str, dict[str, dict]] = {
                       "profile_steps": [1, 10, 100, 1000], "profile_cap": {"torch": 2**17, "*": 2**20}},
         "fusion": {"num_envs": _pow2(6, 18, 4), "steps": [1, 10, 100, 1000],
                    "cap": {"cpp": 2**26, "cuda": 2**30, "jax": 2**24, "torch": 2**20}},
-        "complexity": {"num_envs": [2**8, 2**14], "steps": [1, 10, 100, 1000], "state_factor": [1, 8, 64],
-                       "compute_factor": [1, 8, 64], "cap": {"*": 2**26}, "memory_steps": [1, 100],
-                       "memory_cache_multiple": 8},
+        "complexity": {"num_envs": [2**8, 2**14], "steps": [1, 10, 100, 1000], "state_factor": [1, 64, 1024],
+                       "compute_factor": [1, 32, 1024], "cap": {"*": 2**26}, "memory_steps": [1, 1000],
+                       "memory_cache_multiple": 8, "memory_max_bytes": 2**30},
         "beyond": {"num_envs": [2**10, 2**13, 2**16], "steps": [1, 100], "peer_num_envs": [2**12, 2**16],
                    "peer_steps": 100, "cap": {"torch": 2**20, "torch-compile": 2**20, "gym": 2**12, "envpool": 2**19,
                                              "*": 2**24}, "rollout_steps": 256},
@@ -86,8 +87,8 @@ PRESETS: dict[str, dict[str, dict]] = {
                       "profile_num_envs": 2**16, "profile_steps": [1, 10, 100, 1000], "profile_cap": {"*": 2**30}},
         "fusion": {"num_envs": _pow2(0, 26, 2), "steps": [1, 10, 100, 1000], "cap": {"*": 2**36}},
         "complexity": {"num_envs": _pow2(10, 20, 5), "steps": [1, 10, 100, 1000],
-                       "state_factor": _pow2(0, 12, 2), "compute_factor": _pow2(0, 10, 2), "cap": {"*": 2**38},
-                       "memory_steps": [1, 1000], "memory_cache_multiple": 8},
+                       "state_factor": _pow2(0, 10, 2) + [2**11], "compute_factor": _pow2(0, 10, 2), "cap": {"*": 2**38},
+                       "memory_steps": [1, 10, 100, 1000], "memory_cache_multiple": 8},
         "beyond": {"num_envs": _pow2(10, 20, 2), "steps": [1, 1000], "peer_num_envs": _pow2(10, 20, 2),
                    "peer_steps": 1000, "cap": {"envpool": 2**26, "gym": 2**22, "*": 2**34}, "rollout_steps": 1000},
         "atari": {"games": ["breakout", "pong"], "num_envs": _pow2(0, 8, 1), "steps": [1],
@@ -120,10 +121,12 @@ class ChapterParams:
     state_factor: tuple[int, ...] | None = None  # S
     compute_factor: tuple[int, ...] | None = None  # C
     # the memory regime: at the largest S, N environments whose unfused working set (state and
-    # counters) is at least this multiple of the last-level cache, each S, C = 1, K in memory_steps,
-    # one timed repeat (exempt from the work cap: these calls are long by design)
+    # counters) is at least this multiple of the last-level cache (but at most memory_max_bytes,
+    # where given: a preset's time budget), each S, C = 1, K in memory_steps, one timed repeat
+    # (exempt from the work cap: these calls are long by design)
     memory_steps: tuple[int, ...] | None = None
     memory_cache_multiple: float | None = None
+    memory_max_bytes: int | None = None
     # cartpole
     brax_envs: tuple[str, ...] | None = None
     brax_num_envs: tuple[int, ...] | None = None
@@ -158,8 +161,11 @@ class ChapterParams:
         if self.compute_factor is not None:
             parts.append(f"C = {fmt_list(self.compute_factor)}")
         if self.memory_steps is not None:
-            parts.append(f"memory regime: working set ≥ {self.memory_cache_multiple:g}× the last-level cache at "
-                         f"S = {max(self.state_factor)}, K = {fmt_list(self.memory_steps)}, C = 1, one timed repeat")
+            most = f" (at most {self.memory_max_bytes / 2**20:g} MiB)" if self.memory_max_bytes else ""
+            parts.append(f"memory regime: working set ≥ {self.memory_cache_multiple:g}× the last-level cache{most} at "
+                         f"S = {max(self.state_factor)}, K = {fmt_list(self.memory_steps)}, C = 1, one timed repeat; "
+                         f"compute regime: N = {pow2_label(min(self.num_envs))}, S = {min(self.state_factor)}, each C, "
+                         f"K = 1 and {max(self.steps)}, one timed repeat")
         caps = ", ".join(f"{k if k != '*' else 'others'} ≤ {pow2_label(v)}" for k, v in self.cap.items()
                          if k == "*" or k in self.impls)
         if caps:
@@ -173,7 +179,7 @@ class ChapterParams:
 _INT_LISTS = {"num_envs", "steps", "state_factor", "compute_factor", "brax_num_envs", "profile_steps", "peer_num_envs",
               "memory_steps", "async_num_envs", "breakdown_num_envs"}
 _STR_LISTS = {"brax_envs", "games"}
-_INTS = {"brax_steps", "conformance_envs", "profile_num_envs", "peer_steps", "rollout_steps"}
+_INTS = {"brax_steps", "conformance_envs", "profile_num_envs", "peer_steps", "rollout_steps", "memory_max_bytes"}
 _FLOATS = {"memory_cache_multiple", "breakdown_seconds", "gpu_flops_per_s", "gpu_bytes_per_s"}
 _CHAPTER_FIELDS = {f.name for f in fields(ChapterParams)} - {"chapter", "preset", "data_dir", "impls", "repeats",
                                                                "min_seconds", "cap", "machine"}

@@ -78,7 +78,7 @@ def measure(point: MeasurePoint) -> dict:
     compute_factor, policy, device (resolved), device_requested, device_name, samples_per_s (median
     over repeats), samples_per_s_min/max/all, rel_spread ((max-min)/median), repeats,
     calls_per_repeat, seconds_per_repeat (median), min_seconds, compile_s, setup_s, warmup_s,
-    episodes_finished (during the timed repeats), seed, machine, date, timer."""
+    episodes_finished (during the timed repeats), seed, state_layout, machine, date, timer."""
     check_feasible(point)
     e, k, policy = point.env, point.steps, point.policy
     env, setup_s, compile_s = _make(point)
@@ -110,6 +110,7 @@ def measure(point: MeasurePoint) -> dict:
         "warmup_s": t.warmup_s,
         "episodes_finished": t.counted,
         "seed": e.seed,
+        "state_layout": flat["state_layout"],  # what S means (settings.STATE_LAYOUT): part of the key
         "machine": machine_key(),
         "date": now_utc(),
         "timer": TIMER,

@@ -11,9 +11,12 @@ machine can do), and the work of one step, counted once in ``studylib.costs``:
 
 A step's ceiling in steps/s (``bound_for``):
   compute  fma / ``costs.step_flops(S, C, policy)`` (the MLP's flops included with the MLP)
-  memory   memory / ``costs.unfused_bytes(S)``, for an implementation that passes over its state
-           in memory every step: every one except cpp/cuda/fused running K > 1 steps per call
-           without a policy between them, and ``fused`` with K > 1 (state kept in cache)
+  memory   memory / ``costs.unfused_bytes(S)`` for an implementation that passes over its state
+           in memory every step; K x that for one that passes over it once per K-step call and
+           keeps it in cache in between (cpp/cuda/fused running K > 1 steps per call without a
+           policy between them, and ``fused`` with K > 1): the paper's state factor S makes that
+           pass 32*S + 16 bytes per environment, so fusion's gain is bounded by K and by the
+           compute ceiling over the memory ceiling
 and the binding one is the smaller. The flop count leaves out sin, cos and divisions (see
 ``studylib.costs``), so the compute ceiling is an upper bound no step reaches; how far below it a
 measurement stays is what the chapters read.
@@ -126,13 +129,12 @@ def keeps_state_in_cache(row: dict) -> bool:
 
 
 def ceilings_for(row: dict, ceil: dict) -> dict:
-    """Steps/s of each ceiling that applies to one measurement row: {"compute": ..., and "memory"
-    when the state goes to memory every step}."""
+    """Steps/s of each ceiling of one measurement row: {"compute": ..., "memory": ...}, the memory
+    one for one pass over the state per step, or per K-step call where it stays in cache."""
     s, c = int(row["state_factor"]), int(row["compute_factor"])
-    out = {"compute": ceil["fma_flops_per_s"] / costs.step_flops(s, c, row["policy"])}
-    if not keeps_state_in_cache(row):
-        out["memory"] = ceil["memory_bytes_per_s"] / costs.unfused_bytes(s)
-    return out
+    steps_per_pass = int(row["steps"]) if keeps_state_in_cache(row) else 1
+    return {"compute": ceil["fma_flops_per_s"] / costs.step_flops(s, c, row["policy"]),
+            "memory": ceil["memory_bytes_per_s"] * steps_per_pass / costs.unfused_bytes(s)}
 
 
 def bound_for(row: dict, ceil: dict) -> tuple[str, float]:
