@@ -250,3 +250,33 @@ def test_fused_collector_episode_returns_match_a_step_by_step_count():
         expected.extend(length[row])
         length[row] = 0
     np.testing.assert_array_equal(np.sort(np.concatenate([t.episode_returns for t in trajs])), np.sort(expected))
+
+
+def test_jax_population_seed_does_not_depend_on_its_neighbours():
+    """Seed 3's first rollout and first update: alone, and as member 3 of a vmapped population of
+    16 (PureJaxRL's shape), the same to float tolerance."""
+    import jax
+
+    from studylib.train.ppo_jax import make_program, population_keys
+
+    s = PPOSettings(num_envs=8, num_steps=8, num_minibatches=2, update_epochs=1)
+    init, update, _ = make_program(s, 8)
+    first = lambda key: update(init(key))  # noqa: E731 (init, the first rollout, the first update)
+    alone, alone_totals = jax.jit(first)(jax.random.key(3))
+    many, many_totals = jax.jit(jax.vmap(first))(population_keys(range(16)))
+    member = lambda tree: jax.tree.map(lambda x: x[3], tree)  # noqa: E731
+    close = lambda a, b: jax.tree.map(lambda x, y: np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6), a, b)  # noqa: E731
+    close((alone.obs, alone.episode_return, alone_totals), (member(many.obs), member(many.episode_return), member(many_totals)))
+    close(alone.params, member(many.params))
+    assert not np.allclose(np.asarray(many.params["actor"][0][0][3]), np.asarray(many.params["actor"][0][0][4]))
+
+
+def test_a_solve_needs_a_second_independent_check():
+    from studylib.train.progress import Clock
+
+    clock = Clock(TrainRun("cpp", 16, seed=0), num_envs=16, batch_size=256)
+    clock.start(compile_s=0.0, device="cpu")
+    assert not clock.record_check(480.0, 300.0) and clock.unconfirmed == 1  # lucky once: not solved
+    assert not clock.record_check(200.0, None) and clock.unconfirmed == 1
+    assert clock.record_check(490.0, 476.0) and clock.stopped == "solved"
+    assert [p[3] for p in clock.curve] == [480.0, 200.0, 490.0]
