@@ -29,6 +29,7 @@ from .. import jax_functional as env
 from ..policy import LAYER_SIZES
 from .evaluate import greedy_checks
 from .progress import CONFIRM_STREAM, Clock, TrainResult
+from .results import POPULATION_TRAINER
 from .settings import PPOSettings, TrainRun
 
 
@@ -329,7 +330,7 @@ def train_population(runs: list[TrainRun], *, log=None, on_result=None) -> list[
             c = clocks[i]
             if c.record_check(g, cf) or c.out_of_budget():
                 t_judge = time.perf_counter()
-                results[i] = c.finish(arrays[i], trainer="jax-ppo-population")
+                results[i] = c.finish(arrays[i], trainer=POPULATION_TRAINER)
                 if on_result is not None:
                     on_result(results[i])
                 shared.pause(time.perf_counter() - t_judge)

@@ -74,7 +74,8 @@ def _iqm_v(x, axis=-1):
 
 def _ratio_v(a, b, axis=-1):
     ia, ib = _iqm_v(a, axis), _iqm_v(b, axis)
-    return np.where(ia >= BIG / 10, 0.0, np.minimum(ib / ia, BIG))
+    both = (ia >= BIG / 10) & (ib >= BIG / 10)  # neither solved: no ratio
+    return np.where(both, np.nan, np.where(ia >= BIG / 10, 0.0, np.minimum(ib / ia, BIG)))
 
 
 def _p_faster_v(a, b, axis=-1):
@@ -101,11 +102,6 @@ def iqm_table(groups: dict, seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _ratio(a, b) -> float:
-    ia, ib = _iqm(a), _iqm(b)
-    return 0.0 if ia >= BIG / 10 else min(ib / ia, BIG)
-
-
 def _p_faster(a, b) -> float:
     """P(a run of A takes less than a run of B), rliable's probability of improvement of -A over -B."""
     from rliable import metrics
@@ -120,7 +116,7 @@ def compare(x, y, seed: int = 0) -> dict:
     x, y = _finite(x), _finite(y)
     lo, hi = _interval([x, y], _ratio_v, seed)
     p_lo, p_hi = _interval([x, y], _p_faster_v, seed)
-    return {"ratio": _back(_ratio(x, y)), "ratio_lo": lo, "ratio_hi": hi, "p_improve": _p_faster(x, y),
+    return {"ratio": _back(float(_ratio_v(x, y))), "ratio_lo": lo, "ratio_hi": hi, "p_improve": _p_faster(x, y),
             "p_lo": p_lo, "p_hi": p_hi, "runs_x": len(x), "runs_y": len(y)}
 
 
@@ -136,7 +132,12 @@ def verdict(c: dict, x: str, y: str, what: str = "trains faster") -> str:
 
 
 def fmt_x(v: float) -> str:
-    return "unbounded" if not math.isfinite(v) else ("n/a" if math.isnan(v) else f"{v:.2f}×")
+    return "n/a" if math.isnan(v) else ("unbounded" if math.isinf(v) else f"{v:.2f}×")
+
+
+def fmt_pct(m: float, lo: float, hi: float) -> str:
+    """A share with its interval (the interval left out where it could not be computed)."""
+    return f"{m:.0%}" + ("" if math.isnan(lo) or math.isnan(hi) else f" (95% CI {lo:.0%}–{hi:.0%})")
 
 
 def fraction_solved(groups: dict, taus, seed: int = 0) -> pd.DataFrame:
