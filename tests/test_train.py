@@ -206,12 +206,12 @@ def test_fused_collects_in_the_kernel_with_the_models_current_actor():
     actor's (the weights reached the kernel), also after an update changed them (no rebuild)."""
     from studylib import native
 
-    collector = make_collector("fused", 32, seed=0)
-    assert isinstance(collector, FusedCollector) and collector.name == "fused"
+    collector = make_collector("fused", 32, seed=0, device="cpu")  # compared on the CPU, learner beside it
+    assert isinstance(collector, FusedCollector) and collector.name == "fused" and collector.device == "cpu"
     collector.warm_up()
     calls = []
     collector.env.backend.call_hook = lambda name, fn, *args: calls.append(name) or fn(*args)
-    learner = TorchPPO(PPOSettings(num_envs=32), seed=0)
+    learner = TorchPPO(PPOSettings(num_envs=32), seed=0, device=collector.device)
     traj = collector.collect(learner.model, 64)
     assert calls == ["fused_collect"]
     assert traj.obs.shape == (64, 32, 4) and traj.actions.dtype == torch.int64 and traj.final_obs.shape == (64, 32, 4)
@@ -227,11 +227,11 @@ def test_fused_collects_in_the_kernel_with_the_models_current_actor():
     # the episode returns are the lengths of the episodes that ended (CartPole: reward 1 per step)
     done = traj.terminated | traj.truncated
     assert len(traj.episode_returns) == int(done.sum()) > 0 and np.all(traj.episode_returns >= 1)
-    assert torch.equal(traj.rewards, torch.ones(64, 32))
+    assert torch.equal(traj.rewards, torch.ones(64, 32, device=collector.device))
 
 
 def test_fused_step_is_the_same_kernel_stepped_with_torch_sampling():
-    collector = make_collector("fused-step", 8, seed=0)
+    collector = make_collector("fused-step", 8, seed=0, device="cpu")
     assert isinstance(collector, StepCollector) and collector.name == "fused-step"
     assert collector.env.name == "fused"
     assert TrainRun("fused-step").collector == "fused-step"
@@ -240,10 +240,10 @@ def test_fused_step_is_the_same_kernel_stepped_with_torch_sampling():
 def test_fused_collector_episode_returns_match_a_step_by_step_count():
     """The returns come from the recorded flags, counted across calls: the same as counting the
     steps of every episode over the concatenated trajectory."""
-    collector = make_collector("fused", 16, seed=4)
-    learner = TorchPPO(PPOSettings(num_envs=16), seed=4)
+    collector = make_collector("fused", 16, seed=4, device="cpu")
+    learner = TorchPPO(PPOSettings(num_envs=16), seed=4, device=collector.device)
     trajs = [collector.collect(learner.model, 50) for _ in range(4)]
-    done = torch.cat([t.terminated | t.truncated for t in trajs]).numpy()
+    done = torch.cat([t.terminated | t.truncated for t in trajs]).cpu().numpy()
     expected, length = [], np.zeros(16)
     for row in done:
         length += 1
@@ -280,3 +280,33 @@ def test_a_solve_needs_a_second_independent_check():
     assert not clock.record_check(200.0, None) and clock.unconfirmed == 1
     assert clock.record_check(490.0, 476.0) and clock.stopped == "solved"
     assert [p[3] for p in clock.curve] == [480.0, 200.0, 490.0]
+
+
+@pytest.mark.parametrize("name", ["cpp", "torch", "fused", "fused-step"])
+def test_collector_and_learner_share_one_device(name):
+    """A trajectory lives where its collector says, and the learner is put there: nothing is
+    compared across devices by accident (the CPU here, on any machine)."""
+    collector = make_collector(name, 8, seed=0, device="cpu")
+    learner = TorchPPO(PPOSettings(num_envs=8), seed=0, device=collector.device)
+    traj = collector.collect(learner.model, 4)
+    tensors = [traj.obs, traj.actions, traj.logp, traj.rewards, traj.terminated, traj.truncated, traj.next_obs, traj.final_obs]
+    assert {str(t.device) for t in tensors} == {learner.device} == {"cpu"}
+    learner.update(traj)
+
+
+def test_fused_trajectory_and_gae_stay_on_a_fake_accelerator():
+    """What a GPU run does, on torch's ``meta`` device (shapes and devices, no data): the fused
+    collector's trajectory lands wholly on the collector's device, and the learner's GAE on that
+    device runs without meeting a CPU tensor (meta refuses mixed devices as CUDA does)."""
+    collector = make_collector("fused", 8, seed=0, device="cpu")
+    weights = TorchPPO(PPOSettings(num_envs=8), seed=0).model  # the kernel reads weights on the host
+    collector.device = "meta"  # as if the kernel's arrays were on an accelerator
+    traj = collector.collect(weights, 4)
+    tensors = [traj.obs, traj.actions, traj.logp, traj.rewards, traj.terminated, traj.truncated, traj.next_obs, traj.final_obs]
+    assert {t.device.type for t in tensors} == {"meta"}
+    learner = TorchPPO(PPOSettings(num_envs=8), seed=0)
+    learner.model.to("meta")
+    adv, returns = learner.advantages(traj)
+    assert adv.device.type == returns.device.type == "meta" and adv.shape == (4, 8)
+    with pytest.raises(RuntimeError, match="device"):  # the check has teeth: a CPU learner refuses it
+        TorchPPO(PPOSettings(num_envs=8), seed=0).advantages(traj)
