@@ -310,3 +310,42 @@ def test_fused_trajectory_and_gae_stay_on_a_fake_accelerator():
     assert adv.device.type == returns.device.type == "meta" and adv.shape == (4, 8)
     with pytest.raises(RuntimeError, match="device"):  # the check has teeth: a CPU learner refuses it
         TorchPPO(PPOSettings(num_envs=8), seed=0).advantages(traj)
+
+
+def test_an_interrupted_population_resumes_with_the_unfinished_seeds(tmp_path, monkeypatch):
+    """Each seed of a population is saved as it finishes; a rerun trains only the others."""
+    from studylib.train import chapter, ppo_jax
+    from studylib.train.results import POPULATION_TRAINER
+
+    runs = [TrainRun("jax", 16, seed=k, settings=SHORT, max_seconds=5) for k in range(4)]
+    asked = []
+
+    class Done:
+        def __init__(self, run):
+            self.seed = run.seed
+            self.row = {"collector": "jax", "num_envs": 16, "seed": run.seed, "budget_s": 5.0, "trainer": POPULATION_TRAINER,
+                        "settings": {**SHORT.as_dict(), "num_envs": 16}, "solved": True, "samples": 512 * (run.seed + 1)}
+
+        def as_dict(self):
+            return dict(self.row)
+
+    def population(todo, on_result):
+        asked.append([r.seed for r in todo])
+        for r in todo[:2]:
+            on_result(Done(r))
+        if len(todo) == 4:
+            raise KeyboardInterrupt  # interrupted after two seeds finished
+        for r in todo[2:]:
+            on_result(Done(r))
+
+    monkeypatch.setattr(ppo_jax, "train_population", population)
+    with pytest.raises(KeyboardInterrupt):
+        chapter.population_or_load(runs, tmp_path)
+    rows = chapter.population_or_load(runs, tmp_path)
+    assert asked == [[0, 1, 2, 3], [2, 3]] and [r["samples"] for r in rows] == [512, 1024, 1536, 2048]
+    again = chapter.population_or_load(runs, tmp_path)  # all saved: nothing trained
+    assert [r["samples"] for r in again] == [512, 1024, 1536, 2048] and len(asked) == 2
+    single = TrainRun("jax", 16, seed=0, settings=SHORT, max_seconds=5)
+    monkeypatch.setattr(chapter, "train", lambda run: pytest.fail("trained"))
+    with pytest.raises(pytest.fail.Exception):  # a population's row is not a single run's
+        chapter.run_or_load(single, tmp_path)
