@@ -206,12 +206,12 @@ def test_fused_collects_in_the_kernel_with_the_models_current_actor():
     actor's (the weights reached the kernel), also after an update changed them (no rebuild)."""
     from studylib import native
 
-    collector = make_collector("fused", 32, seed=0)
-    assert isinstance(collector, FusedCollector) and collector.name == "fused"
+    collector = make_collector("fused", 32, seed=0, device="cpu")  # compared on the CPU, learner beside it
+    assert isinstance(collector, FusedCollector) and collector.name == "fused" and collector.device == "cpu"
     collector.warm_up()
     calls = []
     collector.env.backend.call_hook = lambda name, fn, *args: calls.append(name) or fn(*args)
-    learner = TorchPPO(PPOSettings(num_envs=32), seed=0)
+    learner = TorchPPO(PPOSettings(num_envs=32), seed=0, device=collector.device)
     traj = collector.collect(learner.model, 64)
     assert calls == ["fused_collect"]
     assert traj.obs.shape == (64, 32, 4) and traj.actions.dtype == torch.int64 and traj.final_obs.shape == (64, 32, 4)
@@ -227,11 +227,11 @@ def test_fused_collects_in_the_kernel_with_the_models_current_actor():
     # the episode returns are the lengths of the episodes that ended (CartPole: reward 1 per step)
     done = traj.terminated | traj.truncated
     assert len(traj.episode_returns) == int(done.sum()) > 0 and np.all(traj.episode_returns >= 1)
-    assert torch.equal(traj.rewards, torch.ones(64, 32))
+    assert torch.equal(traj.rewards, torch.ones(64, 32, device=collector.device))
 
 
 def test_fused_step_is_the_same_kernel_stepped_with_torch_sampling():
-    collector = make_collector("fused-step", 8, seed=0)
+    collector = make_collector("fused-step", 8, seed=0, device="cpu")
     assert isinstance(collector, StepCollector) and collector.name == "fused-step"
     assert collector.env.name == "fused"
     assert TrainRun("fused-step").collector == "fused-step"
@@ -240,13 +240,112 @@ def test_fused_step_is_the_same_kernel_stepped_with_torch_sampling():
 def test_fused_collector_episode_returns_match_a_step_by_step_count():
     """The returns come from the recorded flags, counted across calls: the same as counting the
     steps of every episode over the concatenated trajectory."""
-    collector = make_collector("fused", 16, seed=4)
-    learner = TorchPPO(PPOSettings(num_envs=16), seed=4)
+    collector = make_collector("fused", 16, seed=4, device="cpu")
+    learner = TorchPPO(PPOSettings(num_envs=16), seed=4, device=collector.device)
     trajs = [collector.collect(learner.model, 50) for _ in range(4)]
-    done = torch.cat([t.terminated | t.truncated for t in trajs]).numpy()
+    done = torch.cat([t.terminated | t.truncated for t in trajs]).cpu().numpy()
     expected, length = [], np.zeros(16)
     for row in done:
         length += 1
         expected.extend(length[row])
         length[row] = 0
     np.testing.assert_array_equal(np.sort(np.concatenate([t.episode_returns for t in trajs])), np.sort(expected))
+
+
+def test_jax_population_seed_does_not_depend_on_its_neighbours():
+    """Seed 3's init, first rollout and first update as member 3 of a vmapped population of 16
+    (PureJaxRL's shape) and as member 0 of a population of 16 other seeds: the same to float
+    tolerance. One compiled program (same shapes) serves both, which keeps the test cheap."""
+    import jax
+
+    from studylib.train.ppo_jax import make_program, population_keys
+
+    s = PPOSettings(num_envs=8, num_steps=8, num_minibatches=2, update_epochs=1)
+    init, update, _ = make_program(s, 8)
+    first = jax.jit(jax.vmap(lambda key: update(init(key))))  # init, the first rollout, the first update
+    (a, a_totals), (b, b_totals) = first(population_keys(range(16))), first(population_keys([3, *range(100, 115)]))
+    member = lambda tree, i: jax.tree.map(lambda x: x[i], tree)  # noqa: E731
+    close = lambda x, y: jax.tree.map(lambda u, v: np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-6), x, y)  # noqa: E731
+    close(member((a.obs, a.episode_return, a_totals, a.params), 3), member((b.obs, b.episode_return, b_totals, b.params), 0))
+    assert not np.allclose(np.asarray(a.params["actor"][0][0][3]), np.asarray(a.params["actor"][0][0][4]))
+    assert first._cache_size() == 1
+
+
+def test_a_solve_needs_a_second_independent_check():
+    from studylib.train.progress import Clock
+
+    clock = Clock(TrainRun("cpp", 16, seed=0), num_envs=16, batch_size=256)
+    clock.start(compile_s=0.0, device="cpu")
+    assert not clock.record_check(480.0, 300.0) and clock.unconfirmed == 1  # lucky once: not solved
+    assert not clock.record_check(200.0, None) and clock.unconfirmed == 1
+    assert clock.record_check(490.0, 476.0) and clock.stopped == "solved"
+    assert [p[3] for p in clock.curve] == [480.0, 200.0, 490.0]
+
+
+@pytest.mark.parametrize("name", ["torch", "fused"])  # a stepped collector and the fused one
+def test_collector_and_learner_share_one_device(name):
+    """A trajectory lives where its collector says, and the learner is put there: nothing is
+    compared across devices by accident (the CPU here, on any machine)."""
+    collector = make_collector(name, 8, seed=0, device="cpu")
+    learner = TorchPPO(PPOSettings(num_envs=8), seed=0, device=collector.device)
+    traj = collector.collect(learner.model, 4)
+    tensors = [traj.obs, traj.actions, traj.logp, traj.rewards, traj.terminated, traj.truncated, traj.next_obs, traj.final_obs]
+    assert {str(t.device) for t in tensors} == {learner.device} == {"cpu"}
+    learner.update(traj)
+
+
+def test_fused_trajectory_and_gae_stay_on_a_fake_accelerator():
+    """What a GPU run does, on torch's ``meta`` device (shapes and devices, no data): the fused
+    collector's trajectory lands wholly on the collector's device, and the learner's GAE on that
+    device runs without meeting a CPU tensor (meta refuses mixed devices as CUDA does)."""
+    collector = make_collector("fused", 8, seed=0, device="cpu")
+    weights = TorchPPO(PPOSettings(num_envs=8), seed=0).model  # the kernel reads weights on the host
+    collector.device = "meta"  # as if the kernel's arrays were on an accelerator
+    traj = collector.collect(weights, 4)
+    tensors = [traj.obs, traj.actions, traj.logp, traj.rewards, traj.terminated, traj.truncated, traj.next_obs, traj.final_obs]
+    assert {t.device.type for t in tensors} == {"meta"}
+    learner = TorchPPO(PPOSettings(num_envs=8), seed=0)
+    learner.model.to("meta")
+    adv, returns = learner.advantages(traj)
+    assert adv.device.type == returns.device.type == "meta" and adv.shape == (4, 8)
+    with pytest.raises(RuntimeError, match="device"):  # the check has teeth: a CPU learner refuses it
+        TorchPPO(PPOSettings(num_envs=8), seed=0).advantages(traj)
+
+
+def test_an_interrupted_population_resumes_with_the_unfinished_seeds(tmp_path, monkeypatch):
+    """Each seed of a population is saved as it finishes; a rerun trains only the others."""
+    from studylib.train import chapter, ppo_jax
+    from studylib.train.results import POPULATION_TRAINER
+
+    runs = [TrainRun("jax", 16, seed=k, settings=SHORT, max_seconds=5) for k in range(4)]
+    asked = []
+
+    class Done:
+        def __init__(self, run):
+            self.seed = run.seed
+            self.row = {"collector": "jax", "num_envs": 16, "seed": run.seed, "budget_s": 5.0, "trainer": POPULATION_TRAINER,
+                        "settings": {**SHORT.as_dict(), "num_envs": 16}, "solved": True, "samples": 512 * (run.seed + 1)}
+
+        def as_dict(self):
+            return dict(self.row)
+
+    def population(todo, on_result):
+        asked.append([r.seed for r in todo])
+        for r in todo[:2]:
+            on_result(Done(r))
+        if len(todo) == 4:
+            raise KeyboardInterrupt  # interrupted after two seeds finished
+        for r in todo[2:]:
+            on_result(Done(r))
+
+    monkeypatch.setattr(ppo_jax, "train_population", population)
+    with pytest.raises(KeyboardInterrupt):
+        chapter.population_or_load(runs, tmp_path)
+    rows = chapter.population_or_load(runs, tmp_path)
+    assert asked == [[0, 1, 2, 3], [2, 3]] and [r["samples"] for r in rows] == [512, 1024, 1536, 2048]
+    again = chapter.population_or_load(runs, tmp_path)  # all saved: nothing trained
+    assert [r["samples"] for r in again] == [512, 1024, 1536, 2048] and len(asked) == 2
+    single = TrainRun("jax", 16, seed=0, settings=SHORT, max_seconds=5)
+    monkeypatch.setattr(chapter, "train", lambda run: pytest.fail("trained"))
+    with pytest.raises(pytest.fail.Exception):  # a population's row is not a single run's
+        chapter.run_or_load(single, tmp_path)

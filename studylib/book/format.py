@@ -74,4 +74,6 @@ def table(df: pd.DataFrame, cols: dict, floatfmt=None):
     for c in d.columns:
         if pd.api.types.is_float_dtype(d[c]):
             d[c] = d[c].map(lambda v: "" if pd.isna(v) else (floatfmt or "{:.3g}").format(v))
-    return HTML(d.to_html(index=False, border=0, classes="table", escape=True))
+    # A wide table scrolls sideways inside its own box instead of being cut off at the page's edge.
+    return HTML('<div style="overflow-x:auto;max-width:100%">'
+                + d.to_html(index=False, border=0, classes="table", escape=True) + "</div>")

@@ -5,9 +5,11 @@
     python -m studylib.train --collector fused --num-envs 4096 --seed 0 --json
 
 ``settings.PPOSettings`` holds every hyperparameter; ``collectors`` turns an implementation into
-T-step trajectories; ``ppo_torch`` (PyTorch PPO) and ``ppo_jax`` (PPO fully jitted in JAX) learn
-from them; ``peers`` times Stable-Baselines3 and a cleanrl-style loop by the same clock
-(``progress``); ``evaluate`` judges a greedy actor; ``results`` keeps results on disk.
+T-step trajectories; ``ppo_torch`` (PyTorch PPO) and ``ppo_jax`` (PPO fully jitted in JAX; many
+seeds in one vmapped program with ``ppo_jax.train_population``) learn from them; ``peers`` times
+Stable-Baselines3 and a cleanrl-style loop by the same clock (``progress``); ``evaluate`` judges a
+greedy actor; ``results`` keeps results on disk; ``stats`` aggregates seeds (rliable's IQM and
+probability of improvement, bootstrap intervals, censored times to solve).
 """
 
 from __future__ import annotations

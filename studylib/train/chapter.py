@@ -4,12 +4,16 @@
     solve = chapter.solve_runs(P)                       # every trainer x seed, time to solve
     sweep = chapter.sweep_runs(P)                       # N from small to large, fixed T
 
+    pop = chapter.population_runs(P)                    # the jax seeds as one vmapped program
+
 Every run goes through ``results``: a run whose key is saved is read, not trained again, so a
-rebuild is fast and an interrupted build resumes. Presets (as the other chapters'):
+rebuild is fast and an interrupted build resumes (a population saves each seed as it finishes and
+resumes with the unfinished seeds only). Two measures, kept apart: wall-clock to solve from
+single-seed runs (one process, one seed at a time); samples and updates to solve, and the solve
+rate, also from populations (whose wall-clock is shared by all their seeds). Presets:
   tiny     seconds; what the test suite's book build runs (no conclusion is meaningful)
-  default  the book build on 2 CPU cores: 3 seeds of every collector, the peers under a time
-           budget, a short N sweep with one seed
-  paper    more seeds, longer budgets, N from 2^3 to 2^16
+  default  the book build on 2 CPU cores (see PRESETS)
+  paper    32 single runs per trainer, 64 seeds per population, N from 2^3 to 2^14 with 16 seeds
 """
 
 from __future__ import annotations
@@ -21,22 +25,26 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from . import results, train
+from . import results, stats, train
 from .settings import COLLECTORS, PEER_TRAINERS, PPOSettings, TrainRun
 
 PRESETS = {
     # tiny: no jax (its compilation alone takes longer than the rest of the preset)
     "tiny": {"collectors": ["cpp", "fused", "fused-step", "torch"], "peers": list(PEER_TRAINERS), "seeds": [0],
-             "num_envs": 16, "budget_s": 0.5, "peer_budget_s": 0.5,
-             "sweep_collectors": ["fused"], "sweep_num_envs": [8, 64], "sweep_seeds": [0], "sweep_budget_s": 0.5},
-    "default": {"collectors": list(COLLECTORS), "peers": list(PEER_TRAINERS), "seeds": [0, 1, 2],
-                "num_envs": None, "budget_s": 15.0, "peer_budget_s": 8.0,
-                "sweep_collectors": ["fused", "jax"], "sweep_num_envs": [8, 64, 1024, 16384], "sweep_seeds": [0],
-                "sweep_budget_s": 6.0},
-    "paper": {"collectors": list(COLLECTORS), "peers": list(PEER_TRAINERS), "seeds": [0, 1, 2, 3, 4],
-              "num_envs": None, "budget_s": 120.0, "peer_budget_s": 300.0,
-              "sweep_collectors": ["fused", "cpp", "torch", "jax"], "sweep_num_envs": [2**k for k in range(3, 17)],
-              "sweep_seeds": [0, 1, 2], "sweep_budget_s": 60.0},
+             "num_envs": 16, "budget_s": 0.5, "population_seeds": [], "population_budget_s": 0.5,
+             "sweep_num_envs": [8, 64], "sweep_seeds": [], "sweep_budget_s": 0.5},
+    # default: what fits the book's build on 2 cores (about 3 minutes, estimated). Wall-clock from 5
+    # single runs per trainer (cpp, torch-compile and cuda only in paper: cpp and torch-compile step
+    # like gym and torch and feed the same learner); samples to solve from a population of 16 jax
+    # seeds in one program; the N sweep from populations of 5 seeds per N (N = the population's N
+    # reuses its seeds). One budget for every trainer and population, peers included.
+    "default": {"collectors": ["gym", "torch", "fused", "fused-step", "jax"], "peers": list(PEER_TRAINERS),
+                "seeds": list(range(5)), "num_envs": None, "budget_s": 15.0,
+                "population_seeds": list(range(16)), "population_budget_s": 15.0,
+                "sweep_num_envs": [8, 64, 512], "sweep_seeds": list(range(5)), "sweep_budget_s": 15.0},
+    "paper": {"collectors": list(COLLECTORS), "peers": list(PEER_TRAINERS), "seeds": list(range(32)),
+              "num_envs": None, "budget_s": 120.0, "population_seeds": list(range(64)), "population_budget_s": 600.0,
+              "sweep_num_envs": [2**k for k in range(3, 15)], "sweep_seeds": list(range(16)), "sweep_budget_s": 600.0},
 }
 TRAINER_LABELS = {"sb3": "SB3 PPO (rl-zoo settings, gymnasium CartPole-v1)",
                   "cleanrl": "cleanrl-style (gymnasium CartPoleVectorEnv)", "jax": "jax (PPO fully jitted)"}
@@ -48,13 +56,13 @@ class Params:
     data_dir: object
     collectors: list  # the PPO collectors run here (cuda only with a GPU)
     peers: list
-    seeds: list
+    seeds: list  # single-seed runs (wall-clock to solve) of every trainer
     num_envs: int  # N of the time-to-solve runs
-    budget_s: float  # per PPO run
-    peer_budget_s: float  # per peer run (SB3 and cleanrl-style are capped: "not solved within X s")
-    sweep_collectors: list
+    budget_s: float  # per run, the same for every trainer (peers included)
+    population_seeds: list  # the jax seeds trained together in one program
+    population_budget_s: float  # a population's shared wall-clock budget
     sweep_num_envs: list
-    sweep_seeds: list
+    sweep_seeds: list  # per N, one jax population
     sweep_budget_s: float
     settings: PPOSettings = field(default_factory=PPOSettings)
     not_here: dict = field(default_factory=dict)  # collector -> why it cannot run on this machine
@@ -62,10 +70,11 @@ class Params:
     def describe(self) -> str:
         s = self.settings
         return (f"preset **{self.preset}**; collectors {', '.join(self.collectors)}; peers {', '.join(self.peers)}; "
-                f"seeds {self.seeds}; N = {self.num_envs}, T = {s.num_steps} for the time to solve; budget "
-                f"{self.budget_s:g} s per PPO run, {self.peer_budget_s:g} s per peer run; sweep N = {self.sweep_num_envs} "
-                f"({', '.join(self.sweep_collectors)}, seeds {self.sweep_seeds}, {self.sweep_budget_s:g} s each). "
-                f"Data: `{os.path.relpath(results.path_for(self.data_dir))}`.")
+                f"{len(self.seeds)} single-seed runs each (seeds {self.seeds[0]}–{self.seeds[-1]}) at N = {self.num_envs}, "
+                f"T = {s.num_steps}, budget {self.budget_s:g} s per run for every trainer; a population of "
+                f"{len(self.population_seeds)} `jax` seeds in one program (shared budget {self.population_budget_s:g} s); "
+                f"sweep N = {self.sweep_num_envs}, {len(self.sweep_seeds)} `jax` seeds per N as one population "
+                f"(shared budget {self.sweep_budget_s:g} s). Data: `{os.path.relpath(results.path_for(self.data_dir))}`.")
 
 
 def _cuda_reason() -> str | None:
@@ -88,7 +97,6 @@ def params(preset=None, data_dir=None, collectors=None, seeds=None, sweep_num_en
     if reason and "cuda" in base["collectors"]:
         not_here["cuda"] = reason
     base["collectors"] = [c for c in base["collectors"] if c not in not_here]
-    base["sweep_collectors"] = [c for c in base["sweep_collectors"] if c not in not_here]
     settings = PPOSettings()
     base["num_envs"] = base["num_envs"] or settings.num_envs
     return Params(preset=name, data_dir=resolve_data_dir(data_dir), settings=settings, not_here=not_here, **base)
@@ -99,8 +107,7 @@ def run_or_load(run: TrainRun, data_dir) -> dict:
     settings = run.settings.as_dict() if not run.is_peer else None
     rows = results.load(data_dir)
     if settings is not None:
-        row = results.find(rows, results.row_key(run.collector, run.n, run.seed, {**settings, "num_envs": run.n},
-                                                 run.budget_seconds))
+        row = results.find(rows, _key(run))
         if row is not None:
             return row
     else:  # a peer's settings are its own: match on the rest
@@ -112,6 +119,28 @@ def run_or_load(run: TrainRun, data_dir) -> dict:
     return row
 
 
+def _key(run: TrainRun, population: bool = False) -> str:
+    return results.row_key(run.collector, run.n, run.seed, {**run.settings.as_dict(), "num_envs": run.n},
+                           run.budget_seconds, population)
+
+
+def population_or_load(runs: list[TrainRun], data_dir) -> list[dict]:
+    """The seeds of ``runs`` (jax) as one population: saved seeds are read; the others are trained
+    together in one program, each saved as soon as it finishes (an interruption loses no finished seed)."""
+    from .ppo_jax import train_population
+
+    rows = results.load(data_dir)
+    saved = {r.seed: results.find(rows, _key(r, population=True)) for r in runs}
+    todo = [r for r in runs if saved[r.seed] is None]
+    if todo:
+        def keep(result):
+            saved[result.seed] = result.as_dict()
+            results.save_row(data_dir, saved[result.seed])
+
+        train_population(todo, on_result=keep)
+    return [saved[r.seed] for r in runs]
+
+
 def _frame(rows) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     if len(df):
@@ -121,56 +150,115 @@ def _frame(rows) -> pd.DataFrame:
 
 
 def solve_runs(P: Params, progress=None) -> pd.DataFrame:
-    """Every collector and peer, every seed, at the preset's N and budgets."""
+    """Every collector and peer, every seed, one at a time, at the preset's N and common budget."""
     rows = []
     for c in [*P.collectors, *P.peers]:
         peer = c in PEER_TRAINERS
         for seed in P.seeds:
-            run = TrainRun(c, None if peer else P.num_envs, seed=seed, settings=P.settings,
-                           max_seconds=P.peer_budget_s if peer else P.budget_s)
+            run = TrainRun(c, None if peer else P.num_envs, seed=seed, settings=P.settings, max_seconds=P.budget_s)
             rows.append(run_or_load(run, P.data_dir))
             if progress:
                 progress(rows[-1])
     return _frame(rows)
 
 
+def population_runs(P: Params) -> pd.DataFrame:
+    """The preset's jax population at N (samples and updates to solve; the wall-clock is shared)."""
+    if not P.population_seeds or "jax" not in P.collectors:
+        return _frame([])
+    runs = [TrainRun("jax", P.num_envs, seed=k, settings=P.settings, max_seconds=P.population_budget_s)
+            for k in P.population_seeds]
+    return _frame(population_or_load(runs, P.data_dir))
+
+
 def sweep_runs(P: Params, progress=None) -> pd.DataFrame:
-    """The bandwidth-vs-latency sweep: N from small to large at the settings' T."""
+    """The bandwidth-vs-latency sweep: N from small to large at the settings' T, one jax population
+    of the sweep's seeds per N."""
     rows = []
-    for c in P.sweep_collectors:
-        for n in P.sweep_num_envs:
-            for seed in P.sweep_seeds:
-                run = TrainRun(c, n, seed=seed, settings=P.settings, max_seconds=P.sweep_budget_s)
-                rows.append(run_or_load(run, P.data_dir))
-                if progress:
-                    progress(rows[-1])
+    if not P.sweep_seeds:
+        return _frame(rows)
+    for n in P.sweep_num_envs:
+        runs = [TrainRun("jax", n, seed=k, settings=P.settings, max_seconds=P.sweep_budget_s) for k in P.sweep_seeds]
+        rows.extend(population_or_load(runs, P.data_dir))
+        if progress:
+            progress(rows[-1])
     return _frame(rows)
 
 
 def summary(df: pd.DataFrame) -> pd.DataFrame:
-    """Per trainer (and N): runs, solved, median / min / max time to solve, samples, shares."""
+    """Per trainer (and N): runs, solved, IQM time / samples / updates to solve with 95% CIs
+    (``stats``; unsolved runs censored), the first run with its compile, shares of the wall-clock."""
     out = []
+    if not len(df):
+        return pd.DataFrame(out)
     for (collector, n), g in df.groupby(["collector", "num_envs"], sort=False):
-        solved = g[g["solved"]]
-        wall = solved["wall_s"]
+        population = bool((g.get("trainer") == results.POPULATION_TRAINER).all())
+        time_ = stats.iqm_ci(stats.censored(g["wall_s"], g["solved"]))
+        samples = stats.iqm_ci(stats.censored(g["samples"], g["solved"]))
+        updates = stats.iqm_ci(stats.censored(g["updates"], g["solved"]))
+        first = g.loc[g["seed"].idxmin()]
         total = g[["collect_s", "learn_s", "eval_s"]].sum()
-        out.append({
-            "collector": collector, "num_envs": n, "runs": len(g), "solved": len(solved),
-            # the median over all seeds, an unsolved run counting as "more than its budget"
-            "median_s": float(np.median(np.where(g["solved"], g["wall_s"], np.inf))),
-            "min_s": wall.min() if len(wall) else math.nan, "max_s": wall.max() if len(wall) else math.nan,
-            "budget_s": g["budget_s"].max(), "median_samples": float(solved["samples"].median()) if len(solved) else math.nan,
-            "median_updates": float(solved["updates"].median()) if len(solved) else math.nan,
+        wall = total.sum()
+        row = {
+            "collector": collector, "num_envs": n, "runs": len(g), "solved": int(g["solved"].sum()),
+            "population": population, "budget_s": g["budget_s"].max(),
+            "iqm_s": time_[0], "iqm_s_lo": time_[1], "iqm_s_hi": time_[2],
+            "iqm_samples": samples[0], "iqm_samples_lo": samples[1], "iqm_samples_hi": samples[2],
+            "iqm_updates": updates[0], "iqm_updates_lo": updates[1], "iqm_updates_hi": updates[2],
             "samples_per_s": float(g["samples_per_s"].median()), "updates_per_s": float(g["updates_per_s"].median()),
-            # the largest: a later seed in the same process reuses the compiled program
-            "compile_s": float(g["compile_s"].max()), "eval_return": float(g["eval_return"].median()),
-            "collect_share": total["collect_s"] / total.sum(), "learn_share": total["learn_s"] / total.sum(),
-            "eval_share": total["eval_s"] / total.sum(), "bootstraps_truncation": bool(g["bootstraps_truncation"].all()),
-            # per update, over all seeds: what one trajectory costs to collect and to learn from
-            "collect_ms_per_update": 1e3 * total["collect_s"] / g["updates"].sum() if g["updates"].sum() else math.nan,
-            "learn_ms_per_update": 1e3 * total["learn_s"] / g["updates"].sum() if g["updates"].sum() else math.nan,
-        })
+            # the first seed's: a later seed in the same process reuses the compiled program
+            "compile_s": float(first["compile_s"]), "first_run_s": float(first["compile_s"] + first["wall_s"]),
+            "first_run_solved": bool(first["solved"]),
+            "eval_return": float(g["eval_return"].median()),
+            "unconfirmed": int(g.get("unconfirmed_checks", pd.Series(0, index=g.index)).fillna(0).sum()),
+            "confirmed": int(g["solved_in_training"].sum()),
+        }
+        if population:  # one program for collection and learning: no split; the wall-clock is shared
+            row.update(collect_share=math.nan, learn_share=math.nan, eval_share=math.nan,
+                       collect_ms_per_update=math.nan, learn_ms_per_update=math.nan)
+        else:
+            row.update(collect_share=total["collect_s"] / wall, learn_share=total["learn_s"] / wall,
+                       eval_share=total["eval_s"] / wall,
+                       collect_ms_per_update=1e3 * total["collect_s"] / g["updates"].sum() if g["updates"].sum() else math.nan,
+                       learn_ms_per_update=1e3 * total["learn_s"] / g["updates"].sum() if g["updates"].sum() else math.nan)
+        row["bootstraps_truncation"] = bool(g["bootstraps_truncation"].all())
+        out.append(row)
     return pd.DataFrame(out)
+
+
+def unsolved(df: pd.DataFrame) -> pd.DataFrame:
+    """Every unsolved run: why it stopped, its last greedy check, gymnasium's verdict."""
+    if not len(df):
+        return pd.DataFrame()
+    u = df[~df["solved"]].copy()
+    u["last_greedy"] = [c[-1][3] if len(c) else math.nan for c in u["curve"]]
+    u["why"] = [("gymnasium's confirmation below the threshold" if r["solved_in_training"] else
+                 {"max_seconds": "the time budget ran out", "max_samples": "the sample budget ran out"}.get(r["stopped"], r["stopped"]))
+                for _, r in u.iterrows()]
+    return u[["collector", "num_envs", "seed", "why", "wall_s", "budget_s", "samples", "last_greedy", "eval_return"]]
+
+
+def per_seed(df: pd.DataFrame, collector: str) -> pd.DataFrame:
+    """One trainer's runs with the per-seed measures the comparisons use."""
+    g = df[df["collector"] == collector].copy()
+    g["time"] = stats.censored(g["wall_s"], g["solved"])
+    g["collect_ms_per_update"] = 1e3 * g["collect_s"] / g["updates"].clip(lower=1)
+    g["collect_share"] = g["collect_s"] / (g["collect_s"] + g["learn_s"] + g["eval_s"])
+    return g
+
+
+def compare_times(df: pd.DataFrame, x: str, y: str) -> dict:
+    """stats.compare of two trainers' censored wall-clock times to solve."""
+    return stats.compare(per_seed(df, x)["time"], per_seed(df, y)["time"])
+
+
+def collection_answer(df: pd.DataFrame, slow: str, fast: str) -> dict:
+    """Does faster collection train faster? The collection speedup per update of ``fast`` over
+    ``slow``, the time-to-solve speedup, and ``fast``'s collection share, each with a 95% CI."""
+    a, b = per_seed(df, fast), per_seed(df, slow)
+    return {"collection": stats.compare(a["collect_ms_per_update"], b["collect_ms_per_update"]),
+            "solve": stats.compare(a["time"], b["time"]),
+            "share_fast": stats.iqm_ci(a["collect_share"]), "share_slow": stats.iqm_ci(b["collect_share"])}
 
 
 def curves(df: pd.DataFrame) -> pd.DataFrame:
@@ -183,15 +271,10 @@ def curves(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def fmt_s(median: float, budget: float) -> str:
-    """A median time to solve, or 'not solved within X s'."""
-    return f"{median:.2f} s" if math.isfinite(median) else f"not solved within {budget:g} s"
-
-
-def ratio(a: float, b: float, b_budget: float) -> str:
-    """How many times faster a is than b; a lower bound when b did not solve within its budget."""
-    if not math.isfinite(a):
-        return "n/a"
-    if math.isfinite(b):
-        return f"{b / a:.3g}×"
-    return f"> {b_budget / a:.3g}×"
+def fmt_ci(m: float, lo: float, hi: float, budget: float | None = None, fmt="{:.2f}", unit=" s") -> str:
+    """An IQM with its 95% interval; 'not solved' where more than a quarter did not solve."""
+    if not math.isfinite(m):
+        return "over a quarter not solved" + (f" within {budget:g} s" if budget else "")
+    hi_s = "unbounded" if not math.isfinite(hi) else fmt.format(hi)
+    lo_s = "n/a" if math.isnan(lo) else fmt.format(lo)
+    return f"{fmt.format(m)}{unit} ({lo_s}–{hi_s})"

@@ -107,9 +107,9 @@ class Collector(abc.ABC):
 class StepCollector(Collector):
     """A ``studylib`` implementation stepped through ``env.step`` with actions sampled in PyTorch."""
 
-    def __init__(self, impl: str, num_envs: int, seed: int, name: str | None = None):
+    def __init__(self, impl: str, num_envs: int, seed: int, name: str | None = None, device: str | None = None):
         self.name = name or impl
-        self.env = make(impl, num_envs, seed=seed)  # ConfigError / DeviceUnavailableError here
+        self.env = make(impl, num_envs, seed=seed, device=device)  # ConfigError / DeviceUnavailableError here
         self.num_envs = num_envs
         self.device = "cuda" if str(self.env.device).startswith("cuda") else "cpu"
         self._generator = torch.Generator(device=self.device).manual_seed(seed)
@@ -166,8 +166,8 @@ class FusedCollector(Collector):
 
     name = "fused"
 
-    def __init__(self, num_envs: int, seed: int):
-        self.env = make("fused", num_envs, seed=seed)  # builds the library (or compiles the module)
+    def __init__(self, num_envs: int, seed: int, device: str | None = None):
+        self.env = make("fused", num_envs, seed=seed, device=device)  # builds the library (or compiles the module)
         self.num_envs = num_envs
         self.device = "cuda" if str(self.env.device).startswith("cuda") else "cpu"
         self._episode_return = np.zeros(num_envs)  # steps so far of every env's current episode
@@ -215,12 +215,14 @@ class FusedCollector(Collector):
                           episode_returns=np.concatenate(finished) if finished else np.empty(0))
 
 
-def make_collector(name: str, num_envs: int, seed: int) -> Collector:
+def make_collector(name: str, num_envs: int, seed: int, device: str | None = None) -> Collector:
     """The collector for a torch-side PPO run (``jax`` trains with studylib.train.ppo_jax instead):
     ``fused`` samples in its kernel; ``fused-step`` is the same kernel stepped with PyTorch's
-    sampling (for the comparison); every other implementation is stepped."""
+    sampling (for the comparison); every other implementation is stepped. ``device``: "cpu" or
+    "cuda", None for the implementation's default (CUDA where it can and a GPU exists); the
+    learner goes where the collector is (``collector.device``), never on a device of its own."""
     if name == "fused":
-        return FusedCollector(num_envs, seed)
+        return FusedCollector(num_envs, seed, device)
     if name == "fused-step":
-        return StepCollector("fused", num_envs, seed, name="fused-step")
-    return StepCollector(name, num_envs, seed)
+        return StepCollector("fused", num_envs, seed, name="fused-step", device=device)
+    return StepCollector(name, num_envs, seed, device=device)

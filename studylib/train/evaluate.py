@@ -22,23 +22,35 @@ from .actor_critic import check_arrays, greedy_actions
 EVAL_SEED_OFFSET = 1_000_003  # evaluation episodes never share reset draws with training's seed
 
 
-def greedy_check(arrays: dict, episodes: int, seed: int, p=CARTPOLE_V1) -> float:
-    """Mean greedy return of ``episodes`` episodes on the vectorized float64 reference."""
-    arrays = check_arrays(arrays)
-    rng = np.random.default_rng([seed, EVAL_SEED_OFFSET])
-    states = rng.uniform(RESET_LOW, RESET_HIGH, (episodes, STATE_SIZE))
-    returns = np.zeros(episodes)
-    alive = np.ones(episodes, dtype=bool)
+def greedy_check(arrays: dict, episodes: int, seed: int, p=CARTPOLE_V1, stream: int = 0) -> float:
+    """Mean greedy return of ``episodes`` episodes on the vectorized float64 reference; ``stream``
+    > 0 draws the resets from an independent stream of the same seed (a confirming check)."""
+    return float(greedy_checks([arrays], episodes, [seed], p, stream)[0])
+
+
+def greedy_checks(actors: list, episodes: int, seeds: list, p=CARTPOLE_V1, stream: int = 0) -> np.ndarray:
+    """``greedy_check`` of several actors at once (a population's seeds), each with its own seed's
+    reset draws: one numpy loop over the steps for all of them (batched matmuls)."""
+    actors = [check_arrays(a) for a in actors]
+    w = {k: np.stack([a[k] for a in actors]) for k in actors[0]}  # (S, ...) per array
+    states = np.stack([np.random.default_rng([seed, EVAL_SEED_OFFSET] + ([stream] if stream else []))
+                       .uniform(RESET_LOW, RESET_HIGH, (episodes, STATE_SIZE)) for seed in seeds])  # (S, E, 4)
+    returns = np.zeros(states.shape[:2])
+    alive = np.ones(states.shape[:2], dtype=bool)
     for _ in range(p.max_episode_steps):
         # Every episode is stepped (cheaper than indexing the live ones); an ended one is frozen.
-        force = np.where(greedy_actions(arrays, states) == 1, p.force_mag, -p.force_mag)
+        x = states.astype(np.float32)
+        h = np.tanh(x @ w["W1"] + w["b1"][:, None])
+        h = np.tanh(h @ w["W2"] + w["b2"][:, None])
+        action = np.argmax(h @ w["W3"] + w["b3"][:, None], axis=-1)
+        force = np.where(action == 1, p.force_mag, -p.force_mag)
         nxt = physics_step(states, force, p.tau, p)
         returns += alive  # CartPole-v1: reward 1 on every step, the terminating one included
         alive &= ~is_terminated(nxt, p)
         if not alive.any():
             break
-        states = np.where(alive[:, None], nxt, states)
-    return float(returns.mean())
+        states = np.where(alive[..., None], nxt, states)
+    return returns.mean(axis=1)
 
 
 def gymnasium_return(arrays: dict, episodes: int = 100, seed: int = 0) -> float:

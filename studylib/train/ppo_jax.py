@@ -27,7 +27,9 @@ import optax
 
 from .. import jax_functional as env
 from ..policy import LAYER_SIZES
-from .progress import Clock, TrainResult
+from .evaluate import greedy_checks
+from .progress import CONFIRM_STREAM, Clock, TrainResult
+from .results import POPULATION_TRAINER
 from .settings import PPOSettings, TrainRun
 
 
@@ -239,3 +241,115 @@ def _collect_seconds_per_update(fn, runner: Runner, repeats: int = 5) -> float:
         runner = jax.block_until_ready(fn(runner))
         times.append(time.perf_counter() - t)
     return float(np.median(times))
+
+
+# ---- many seeds in one program ------------------------------------------------------------------
+# PureJaxRL's shape (Lu et al. 2022, "Discovered Policy Optimisation"; purejaxrl/ppo.py:
+# ``jax.jit(jax.vmap(make_train(config)))(rngs)``): the same program, vmapped over the seeds'
+# keys, compiled once. Each seed's key is ``jax.random.key(seed)`` and everything it draws is split
+# from it alone, so a seed's run does not depend on the seeds beside it (tests/test_train.py checks
+# seed 3 alone against seed 3 in a population of 16). The wall-clock is the population's: shared.
+
+
+def population_keys(seeds) -> jax.Array:
+    return jax.vmap(jax.random.key)(jnp.asarray(list(seeds), dtype=jnp.uint32))
+
+
+@functools.lru_cache(maxsize=8)
+def _compiled_population(s: PPOSettings, num_envs: int, updates_per_call: int, size: int):
+    """(init(keys) -> Runner of ``size`` seeds, chunk(runner) -> (runner, sums, counts) per seed)."""
+    init, update, _ = make_program(s, num_envs)
+    init_v = jax.jit(jax.vmap(init))
+    example = jax.eval_shape(init_v, population_keys(range(size)))
+
+    def run(runner):
+        runner, (sums, counts) = jax.lax.scan(lambda r, _: update(r), runner, None, length=updates_per_call)
+        return runner, sums.sum(), counts.sum()
+
+    return init_v, jax.jit(jax.vmap(run), donate_argnums=0).lower(example).compile()
+
+
+class _SharedTime:
+    """One clock for a population; paused while a finished seed is judged on gymnasium (untimed)."""
+
+    def __init__(self):
+        self.paused_s = 0.0
+
+    def now(self) -> float:
+        return time.perf_counter() - self.paused_s
+
+    def pause(self, seconds: float) -> None:
+        self.paused_s += seconds
+
+
+def train_population(runs: list[TrainRun], *, log=None, on_result=None) -> list[TrainResult]:
+    """Train every run (one seed each; the same N, settings and budget) as ONE vmapped program.
+
+    Each seed is checked by the common rule (``progress.Clock``) after every chunk; a seed that
+    solves or runs out of samples is finished at once (``on_result(result)``: the caller saves it,
+    so an interrupted population resumes with the unfinished seeds only) and keeps being computed,
+    unused, until the others finish (one program). ``wall_s`` and ``budget_s`` are the population's
+    shared wall-clock; samples and updates to solve are the seed's own.
+    """
+    if not runs:
+        return []
+    first = runs[0]
+    s, n = first.settings, first.n
+    if any((r.collector, r.n, r.settings, r.budget_seconds) != ("jax", n, s, first.budget_seconds) for r in runs):
+        raise ValueError("a population shares the collector 'jax', N, the settings and the budget")
+    if len({r.seed for r in runs}) != len(runs):
+        raise ValueError("a population's seeds must differ")
+    size, batch = len(runs), n * s.num_steps
+    shared = _SharedTime()
+    clocks = [Clock(r, num_envs=n, batch_size=batch, log=log, now=shared.now, population=size) for r in runs]
+    upc = clocks[0].updates_per_check
+    start = time.perf_counter()
+    init, chunk = _compiled_population(s, n, upc, size)
+    runner = jax.block_until_ready(init(population_keys(r.seed for r in runs)))
+    compile_s = time.perf_counter() - start
+    device = str(jax.devices()[0].platform)
+    for c in clocks:
+        c.start(compile_s=compile_s, device="cuda" if device == "gpu" else device)
+    results: list[TrainResult | None] = [None] * size
+    active = list(range(size))
+    while active:
+        t = time.perf_counter()
+        runner, sums, counts = chunk(runner)
+        sums, counts = np.asarray(sums), np.asarray(counts)  # waits for the chunk
+        program_s = time.perf_counter() - t
+        actors = [(np.asarray(w, np.float32), np.asarray(b, np.float32)) for w, b in runner.params["actor"]]
+        arrays = {}
+        for i in active:
+            c = clocks[i]
+            c.parts["learn"] += program_s  # collection and learning, one program (not split here)
+            c.add_update(upc * batch, float(sums[i]) / counts[i] if counts[i] else math.nan,
+                         bootstraps_truncation=True, updates=upc)
+            arrays[i] = {name: a[i] for j, (w, b) in enumerate(actors, start=1) for name, a in ((f"W{j}", w), (f"b{j}", b))}
+        greedy, confirm = _check_all([clocks[i] for i in active], [arrays[i] for i in active], s)
+        for i, g, cf in zip(list(active), greedy, confirm):
+            c = clocks[i]
+            if c.record_check(g, cf) or c.out_of_budget():
+                t_judge = time.perf_counter()
+                results[i] = c.finish(arrays[i], trainer=POPULATION_TRAINER)
+                if on_result is not None:
+                    on_result(results[i])
+                shared.pause(time.perf_counter() - t_judge)
+                active.remove(i)
+    return results
+
+
+def _check_all(clocks: list[Clock], actors: list[dict], s: PPOSettings):
+    """Every active seed's greedy check in one batched call, then the confirming check of those
+    that passed (the same draws as ``Clock.check`` would use); the time is each clock's eval."""
+    t = time.perf_counter()
+    greedy = greedy_checks(actors, s.eval_episodes, [c.check_seed() for c in clocks])
+    confirm = [None] * len(clocks)
+    passed = [k for k, g in enumerate(greedy) if g >= s.solve_return]
+    if passed:
+        again = greedy_checks([actors[k] for k in passed], s.eval_episodes, [clocks[k].check_seed() for k in passed],
+                              stream=CONFIRM_STREAM)
+        for k, g in zip(passed, again):
+            confirm[k] = float(g)
+    for c in clocks:
+        c.parts["eval"] += time.perf_counter() - t
+    return [float(g) for g in greedy], confirm

@@ -44,9 +44,10 @@ class TorchPPO:
         # the episode was truncated (bootstrapping), or 0 where it terminated.
         next_values = torch.cat([values[1:], v(traj.next_obs)[None]])
         if traj.bootstraps_truncation:
+            # torch.where over all steps, not an `if cut.any()` + boolean index: no data-dependent
+            # branch, so no host sync on an accelerator (and the meta-device test can run it)
             cut = traj.truncated & ~traj.terminated
-            if cut.any():
-                next_values[cut] = v(traj.final_obs[cut])
+            next_values = torch.where(cut, v(traj.final_obs.reshape(t_ * n, -1)).reshape(t_, n), next_values)
             ends_return = traj.terminated  # no value beyond a terminal state
         else:
             ends_return = traj.terminated | traj.truncated  # truncation treated as termination

@@ -7,7 +7,9 @@ The rule, the same for the PyTorch PPO, the JAX PPO and the peers:
 * ``wall_s`` starts at the first environment step and includes everything after it: collection,
   learning and the greedy checks. A check runs after every ``ceil(eval_every_samples / batch)``
   updates; the run is solved in training at the first check whose mean greedy return over
-  ``eval_episodes`` episodes is at least ``solve_return``, and ``wall_s`` stops there.
+  ``eval_episodes`` episodes is at least ``solve_return`` and a second check of as many episodes
+  from other reset draws confirms it (``unconfirmed_checks`` counts the first checks it did not
+  confirm), and ``wall_s`` stops there.
 * The run stops unsolved when its time budget or ``max_samples`` is spent (``stopped`` says which).
 * Afterwards, untimed: ``eval_return``, the greedy actor's mean return over 100 episodes of
   gymnasium's own CartPole-v1. ``solved`` needs both the training check and this >= 475.
@@ -24,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from .evaluate import greedy_check, gymnasium_return
 from .settings import TrainRun
 
+CONFIRM_STREAM = 1  # the confirming check's reset draws: a stream no first check uses
 FINAL_EPISODES = 100  # the final confirmation on gymnasium's CartPoleEnv
 LOG_EVERY_S = 1.0  # a progress line at most this often (and at every check)
 
@@ -52,6 +55,8 @@ class TrainResult:
     device: str
     bootstraps_truncation: bool  # GAE bootstrapped truncated episodes (else: treated as terminal)
     curve: list = field(default_factory=list)  # [wall_s, samples, updates, greedy return, training mean return]
+    unconfirmed_checks: int = 0  # greedy checks >= solve_return whose second, independent check failed
+    population: int = 1  # seeds trained together in one program (wall_s then shared by all of them)
     trainer: str = ""  # "torch-ppo" | "jax-ppo" | "sb3-ppo" | "cleanrl-style"
     settings: dict = field(default_factory=dict)
     budget_s: float = math.nan
@@ -67,8 +72,12 @@ class TrainResult:
 class Clock:
     """Times a run by the rule above and prints progress lines through ``log`` (None: silent)."""
 
-    def __init__(self, run: TrainRun, *, num_envs: int, batch_size: int, log=None, peer: dict | None = None):
+    def __init__(self, run: TrainRun, *, num_envs: int, batch_size: int, log=None, peer: dict | None = None,
+                 now=time.perf_counter, population: int = 1):
         self.run, self.s = run, run.settings
+        self._now = now  # a population's clocks share one time source (paused while a seed is judged)
+        self.population = population
+        self.unconfirmed = 0
         self.num_envs, self.batch_size = num_envs, batch_size
         self.log = log
         self.peer = peer or {}  # a peer trainer's own settings and name, reported instead of ours
@@ -85,10 +94,10 @@ class Clock:
     # ---- the clock ----------------------------------------------------------------------------
     def start(self, *, compile_s: float, device: str) -> None:
         self.compile_s, self.device = float(compile_s), str(device)
-        self._t0 = time.perf_counter()
+        self._t0 = self._now()
 
     def elapsed(self) -> float:
-        return time.perf_counter() - self._t0
+        return self._now() - self._t0
 
     @contextmanager
     def phase(self, name: str):
@@ -119,12 +128,29 @@ class Clock:
         self.parts["collect"], self.parts["learn"] = collect_s, learn_s
 
     def check(self, actor_arrays: dict) -> bool:
-        """The greedy check (timed, in wall_s); True when it passes."""
+        """The greedy check (timed, in wall_s); True when it passes AND a second, independent check
+        (other reset draws) confirms it: one pass of a noisy check is often luck."""
         with self.phase("eval"):
-            greedy = greedy_check(actor_arrays, self.s.eval_episodes, seed=self.run.seed * 1_000_003 + len(self.curve))
+            greedy = greedy_check(actor_arrays, self.s.eval_episodes, seed=self.check_seed())
+            confirm = None
+            if greedy >= self.s.solve_return:
+                confirm = greedy_check(actor_arrays, self.s.eval_episodes, seed=self.check_seed(), stream=CONFIRM_STREAM)
+        return self.record_check(greedy, confirm)
+
+    def check_seed(self) -> int:
+        """The reset draws of the next check: the run's seed and the check's number."""
+        return self.run.seed * 1_000_003 + len(self.curve)
+
+    def record_check(self, greedy: float, confirm: float | None) -> bool:
+        """Record a check made elsewhere (a population checks all its seeds at once): ``greedy``
+        with ``check_seed()``'s draws, ``confirm`` (when greedy passed) with ``CONFIRM_STREAM``'s."""
+        passed = greedy >= self.s.solve_return
+        if passed:
+            passed = confirm is not None and confirm >= self.s.solve_return
+            self.unconfirmed += not passed
         wall = self.elapsed()
         self.curve.append([wall, self.samples, self.updates, greedy, self.train_return])
-        self.solved_in_training = greedy >= self.s.solve_return
+        self.solved_in_training = passed
         if self.solved_in_training:
             self.stopped = "solved"
             self._wall = wall
@@ -176,6 +202,7 @@ class Clock:
             samples_per_s=self.samples / wall if wall > 0 else math.nan,
             updates_per_s=self.updates / wall if wall > 0 else math.nan, batch_size=self.batch_size,
             device=self.device, bootstraps_truncation=self.bootstraps_truncation, curve=self.curve,
+            unconfirmed_checks=self.unconfirmed, population=self.population,
             trainer=trainer, settings=settings, budget_s=self.run.budget_seconds, provenance=provenance(),
             actor=actor_arrays,
         )

@@ -23,16 +23,25 @@ def provenance() -> dict:
     return machine_info()
 
 
-def row_key(collector: str, num_envs: int, seed: int, settings: dict, budget_s: float) -> str:
-    """A row's identity as a string (JSON of the parts, budget fields of the settings left out)."""
+POPULATION_TRAINER = "jax-ppo-population"  # a seed trained in a vmapped population (ppo_jax.train_population)
+
+
+def row_key(collector: str, num_envs: int, seed: int, settings: dict, budget_s: float, population: bool = False) -> str:
+    """A row's identity as a string (JSON of the parts, budget fields of the settings left out);
+    a seed trained in a population is marked (not the population's size: a resumed population has
+    fewer seeds, and a seed's learning does not depend on its neighbours)."""
     from .settings import BUDGET_FIELDS
 
     kept = {k: settings[k] for k in sorted(settings) if k not in BUDGET_FIELDS}
-    return json.dumps([collector, int(num_envs), int(seed), kept, float(budget_s)], sort_keys=True)
+    parts = [collector, int(num_envs), int(seed), kept, float(budget_s)]
+    if population:
+        parts.append("population")
+    return json.dumps(parts, sort_keys=True)
 
 
 def key_of(row: dict) -> str:
-    return row_key(row["collector"], row["num_envs"], row["seed"], row["settings"], row["budget_s"])
+    return row_key(row["collector"], row["num_envs"], row["seed"], row["settings"], row["budget_s"],
+                   row.get("trainer") == POPULATION_TRAINER)
 
 
 def data_file(data_dir) -> DataFile:

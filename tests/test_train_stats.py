@@ -1,0 +1,39 @@
+"""studylib.train.stats: rliable's IQM and probability of improvement, censored times, verdicts
+that can fail (a comparison earns "faster" only when its interval excludes parity)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from rliable import metrics
+
+from studylib.train import stats
+
+
+def test_iqm_is_rliables_and_censoring_enters_as_infinity():
+    x = np.random.default_rng(0).lognormal(size=16)
+    assert stats.iqm(x) == float(metrics.aggregate_iqm(x.reshape(-1, 1)))
+    t = stats.censored([1.0, 2, 3, 4, 5, 6, 7, 8], [True] * 7 + [False])
+    assert t[-1] == math.inf and stats.iqm(t) == 4.5  # one censored run of eight: the IQM is exact
+    m, lo, hi = stats.iqm_ci(t)
+    assert m == 4.5 and lo <= m and hi == math.inf  # resamples with 3 censored runs: unbounded
+    assert stats.iqm(stats.censored([1.0, 2, 3, 4], [True, False, False, True])) == math.inf
+
+
+def test_verdicts_need_the_interval_to_exclude_parity():
+    rng = np.random.default_rng(1)
+    fast, slow = rng.normal(1.0, 0.1, 16), rng.normal(2.0, 0.2, 16)
+    c = stats.compare(fast, slow)
+    assert c["ratio_lo"] > 1 and c["p_lo"] > 0.5 and stats.verdict(c, "f", "s").startswith("`f` trains faster than `s`")
+    assert stats.verdict(stats.compare(slow, fast), "s", "f").startswith("`f` trains faster than `s`")
+    same = stats.compare(rng.normal(1.0, 0.3, 8), rng.normal(1.05, 0.3, 8))
+    assert same["ratio_lo"] <= 1 <= same["ratio_hi"]
+    assert "indistinguishable at 8 and 8 seeds" in stats.verdict(same, "a", "b")
+    assert math.isclose(c["p_improve"], float(metrics.probability_of_improvement(-fast.reshape(-1, 1), -slow.reshape(-1, 1))))
+
+
+def test_fraction_solved_counts_censored_runs_as_never_solved():
+    f = stats.fraction_solved({"a": stats.censored([1.0, 2.0, 3.0, 9.0], [True, True, True, False])}, [0.5, 2.0, 100.0])
+    assert list(f["fraction"]) == [0.0, 0.5, 0.75]
+    assert (f["lo"] <= f["fraction"]).all() and (f["fraction"] <= f["hi"]).all()
