@@ -34,9 +34,11 @@ GRID = ["--impl", "cpp", "--num-envs", "8,16", "--steps", "1,2", "--policy", "no
         "--min-seconds", "0.01", "--no-progress"]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def cluster():
-    """A local Ray cluster for the session; its workers import this checkout (PYTHONPATH)."""
+    """A local Ray cluster for this module; its workers import this checkout (PYTHONPATH). Shut
+    down after the module: a Ray driver left connected for the rest of the session was seen to hang
+    a later vmapped XLA program (test_train's population test) in the same process."""
     old = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), *([old] if old else [])])
     t0 = time.monotonic()
