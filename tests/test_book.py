@@ -125,7 +125,7 @@ def test_chapter_parameters_are_typed_and_checked(tmp_path):
         book.params("fusion", preset="huge")
 
 
-SNAPSHOT = ROOT / "data" / "amd-epyc_2c_nogpu"  # the newest snapshot, measured by this code from a clean commit
+SNAPSHOT = ROOT / "data" / "intel-xeon_2c_nogpu"  # the newest snapshot, measured by this code from a clean commit
 
 
 def test_committed_data_resumes_without_measuring(tmp_path, monkeypatch):

@@ -14,7 +14,7 @@ from studylib.book import machines, presets
 from studylib.harness import provenance, store, sweep
 
 ROOT = Path(__file__).resolve().parent.parent
-SNAPSHOT = "amd-epyc_2c_nogpu"  # the complete default-preset snapshot
+SNAPSHOT = "intel-xeon_2c_nogpu"  # the complete default-preset snapshot
 TWIN = "twin-machine_2c_nogpu"  # a copy of the committed snapshot under another key
 
 
