@@ -16,7 +16,7 @@ def test_nvcc_compiles_the_kernel_to_ptx(tmp_path):
     assert str(0x7FEB352D) in ptx  # and so is the counter hash
 
 
-PIECES = ("cp_physics", "cp_env_finish", "cp_reset_row", "cp_hash_action")
+PIECES = ("cp_physics", "cp_env_finish", "cp_reset_cartpole", "cp_hash_action")  # what cp_env_step calls
 
 
 def _code(text: str) -> str:
