@@ -1,0 +1,90 @@
+"""The book's chapters run on their own: two chapters under nbval (tiny preset), typed chapter
+parameters, and a default-preset rebuild over the committed snapshot that measures nothing.
+
+Kept apart from ``test_book.py`` (whose module fixture builds the whole tiny book, the suite's
+longest item) so that a second test worker runs these beside that build.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.test_book import ROOT, _env
+
+NBVAL_CHAPTERS = ["vectorization", "training"]
+
+
+@pytest.mark.parametrize("chapter", NBVAL_CHAPTERS)
+def test_chapter_executes_under_nbval(chapter, tmp_path):
+    """``pytest --nbval-lax book/<chapter>.md`` (collected by the root conftest.py) at the tiny preset."""
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "--nbval-lax", "-q", "-n", "0", "-p", "no:cacheprovider", "--rootdir", str(ROOT),
+         f"book/{chapter}.md"],
+        cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True, timeout=600,
+    )
+    assert r.returncode == 0, f"nbval failed for {chapter}:\n{r.stdout[-6000:]}\n{r.stderr[-3000:]}"
+    assert re.search(r"\d+ passed", r.stdout), f"nbval collected no cells of {chapter}:\n{r.stdout[-2000:]}"
+
+
+def test_chapter_parameters_are_typed_and_checked(tmp_path):
+    import dataclasses
+
+    from studylib import book
+    from studylib.errors import ConfigError
+
+    P = book.params("complexity", preset="tiny", data_dir=tmp_path, state_factor="[1, 2]", steps="4,1")
+    assert P.state_factor == (1, 2) and P.steps == (1, 4) and P.compute_factor == (1, 4)  # the tiny preset's
+    assert P.profile_num_envs is None and P.cap_for("cpp") == 2**14
+    P = book.params("overheads", preset="tiny", data_dir=tmp_path, profile_num_envs="8")
+    assert P.profile_num_envs == 8 and P.profile_steps == (1, 4)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        P.steps = (1,)
+    with pytest.raises(ConfigError, match="no parameter 'brax_envs'"):
+        book.params("fusion", preset="tiny", brax_envs=["ant"])
+    with pytest.raises(ConfigError, match="unknown preset"):
+        book.params("fusion", preset="huge")
+
+
+SNAPSHOT = ROOT / "data" / "intel-xeon_2c_nogpu"  # the newest snapshot, measured by this code from a clean commit
+
+
+def test_committed_data_resumes_without_measuring(tmp_path, monkeypatch):
+    """A default-preset build over the committed snapshot reads every point (sweeps, profiles, Brax,
+    ceilings, in their committed formats) and measures and writes nothing. The snapshot is copied
+    under this machine's key, so the check runs on any machine without a CUDA device."""
+    from studylib import book
+    from studylib.harness import roofline, store, sweep
+    from studylib.harness.provenance import machine_key
+
+    if book.presets.cuda_ok()[0]:
+        pytest.skip("a CUDA device adds cuda points the CPU snapshot does not have")
+    folder = tmp_path / machine_key()
+    shutil.copytree(SNAPSHOT, folder)
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+
+    def no_measuring(*args, **kwargs):
+        raise AssertionError(f"a rebuild on the committed data measured {args[1]}")
+
+    monkeypatch.setattr(sweep, "_measure_or_skip", no_measuring)
+    saved = {p.stem: json.loads(p.read_text()) for p in folder.glob("*.json")}
+    P = {ch: book.params(ch, preset="default", data_dir=tmp_path)
+         for ch in ("cartpole", "vectorization", "overheads", "fusion", "complexity", "beyond")}
+    counts = {
+        "fig4": len(book.vectorization_data(P["vectorization"])), "fig4_k": len(book.overheads_data(P["overheads"])),
+        "fig8": len(book.fusion_data(P["fusion"])), "fig9": len(book.complexity_data(P["complexity"])),
+        "beyond": len(book.beyond_data(P["beyond"])), "fig2_cartpole": len(book.cartpole_fig2_data(P["cartpole"])),
+        "fig56_profile": len(book.profile_data(P["overheads"])), "fig2_brax": len(book.brax_data(P["cartpole"])),
+    }
+    assert counts == {name: len(saved[name]["rows"]) for name in counts}  # every saved point is one the plans ask for
+    ceil = book.roofline_data(P["beyond"])
+    assert roofline.from_rows(store.read(folder / "beyond_roofline.json")["rows"]) == ceil
+    assert ceil["fma_flops_per_s"] and ceil["memory_bytes_per_s"] and ceil["gemm_steps_per_s"]
+    findings = book.findings(preset="default", data_dir=tmp_path)
+    assert {"F.1", "F.2", "F.3", "F.4"} <= set(findings["finding"]) and (findings["verdict"] != "not measured").all()
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before  # nothing written, no lock taken
