@@ -48,7 +48,8 @@ def machine_note(chapter_uses_fusion: bool = True):
 # The data files each chapter reads (harness.sweep names, one file per machine folder).
 CHAPTER_FILES = {"cartpole": ("fig2_cartpole", "fig2_brax"), "vectorization": ("fig4",),
                  "overheads": ("fig4_k", "fig56_profile"), "fusion": ("fig8",), "complexity": ("fig9",),
-                 "beyond": ("beyond", "beyond_roofline"), "training": ("training",)}
+                 "beyond": ("beyond", "beyond_roofline"), "training": ("training",),
+                 "atari": ("atari", "atari_breakdown"), "model": ("costmodel_calibration",)}
 
 
 def measured_by(folder: Path, names) -> dict[str, dict]:
