@@ -131,15 +131,26 @@ class Rule:
 
 
 INF = float("inf")
+
+
+def _around_the_paper(short, within: str, above) -> tuple[Band, ...]:
+    """The ladder a value in the paper's direction climbs, relative to the paper's value: more
+    than PARTLY_FACTOR× short (not reproduced), SIZE_FACTOR–PARTLY_FACTOR× short (partly), within
+    SIZE_FACTOR× (reproduced), SIZE_FACTOR–PARTLY_FACTOR× above (partly), further above (not).
+    ``short`` and ``above`` word a band from its range ("more than 10×", "2–10×")."""
+    far, near = f"more than {PARTLY_FACTOR:g}×", f"{SIZE_FACTOR:g}–{PARTLY_FACTOR:g}×"
+    return (Band(1 / PARTLY_FACTOR, 0, NOT_REPRODUCED, short(far), inclusive=False),
+            Band(1 / SIZE_FACTOR, 0, PARTLY, short(near), inclusive=False),
+            Band(SIZE_FACTOR, 0, REPRODUCED, within),
+            Band(PARTLY_FACTOR, 0, PARTLY, above(near)),
+            Band(0, INF, NOT_REPRODUCED, above(far)))
+
+
 RULES = {
     "speedup": Rule("speedup", (
         Band(0, NO_SPEEDUP, NOT_REPRODUCED, "no speedup"),
-        Band(1 / PARTLY_FACTOR, 0, NOT_REPRODUCED, f"faster, but more than {PARTLY_FACTOR:g}× short of the paper's",
-             inclusive=False),
-        Band(1 / SIZE_FACTOR, 0, PARTLY, f"faster, but {SIZE_FACTOR:g}–{PARTLY_FACTOR:g}× short of the paper's", inclusive=False),
-        Band(SIZE_FACTOR, 0, REPRODUCED, f"within {SIZE_FACTOR:g}× of the paper's"),
-        Band(PARTLY_FACTOR, 0, PARTLY, f"{SIZE_FACTOR:g}–{PARTLY_FACTOR:g}× above the paper's"),
-        Band(0, INF, NOT_REPRODUCED, f"more than {PARTLY_FACTOR:g}× above the paper's"))),
+        *_around_the_paper(lambda x: f"faster, but {x} short of the paper's", f"within {SIZE_FACTOR:g}× of the paper's",
+                           lambda x: f"{x} above the paper's"))),
     "at most": Rule("at most", (
         Band(0, NO_SPEEDUP, NOT_REPRODUCED, "no speedup"),
         Band(NO_SPEEDUP, 0, REPRODUCED, f"a speedup within the paper's bound, {NO_SPEEDUP:g}× for timing noise"),
@@ -151,12 +162,8 @@ RULES = {
         Band(0, INF, PARTLY, "a majority, further from the paper's")), unit=" %"),
     "grows": Rule("grows", (
         Band(0, TREND_FACTOR, NOT_REPRODUCED, "flat or falls"),
-        Band(1 / PARTLY_FACTOR, 0, NOT_REPRODUCED, f"grows, but more than {PARTLY_FACTOR:g}× less than the paper's",
-             inclusive=False),
-        Band(1 / SIZE_FACTOR, 0, PARTLY, f"grows, but {SIZE_FACTOR:g}–{PARTLY_FACTOR:g}× less than the paper's", inclusive=False),
-        Band(SIZE_FACTOR, 0, REPRODUCED, f"grows within {SIZE_FACTOR:g}× of the paper's growth"),
-        Band(PARTLY_FACTOR, 0, PARTLY, f"grows {SIZE_FACTOR:g}–{PARTLY_FACTOR:g}× more than the paper's"),
-        Band(0, INF, NOT_REPRODUCED, f"grows more than {PARTLY_FACTOR:g}× more than the paper's")),
+        *_around_the_paper(lambda x: f"grows, but {x} less than the paper's",
+                           f"grows within {SIZE_FACTOR:g}× of the paper's growth", lambda x: f"grows {x} more than the paper's")),
         measures="growth (last/first)"),
     "flat": Rule("flat", (
         Band(0, SIZE_FACTOR, REPRODUCED, f"flat: the same within {SIZE_FACTOR:g}×"),
