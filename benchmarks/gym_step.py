@@ -43,7 +43,7 @@ def _worker(impls, num_envs, steps, native, device) -> None:
     import gymnasium
     import numpy as np
 
-    import studylib.gym_vector  # noqa: F401  (registers the id)
+    import studylib.adapters.gym_vector  # noqa: F401  (registers the id)
 
     loops = {}
     for impl in impls:

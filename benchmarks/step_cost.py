@@ -32,7 +32,7 @@ import numpy as np
 from gymnasium.envs.classic_control.cartpole import CartPoleVectorEnv
 
 import studylib
-import studylib.gym_vector  # noqa: F401  (registers studylib/CartPole-v1)
+import studylib.adapters.gym_vector  # noqa: F401  (registers studylib/CartPole-v1)
 
 IMPLS = ("cpp", "fused", "torch", "jax")
 ACTION_ROWS = 8

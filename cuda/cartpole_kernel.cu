@@ -4,7 +4,7 @@
 // so the CPU build runs this kernel's logic on machines without a GPU. The per-thread loop (the
 // CartPole in registers for all K steps: the paper's simulator kernel fusion, section 4) is
 // gpu_rollout.cuh, shared with the fused kernel. Every entry point (rollout, reset, restart) takes
-// one RolloutArgs by value (rollout_args.h). Launched through CuPy (studylib/backends.py);
+// one RolloutArgs by value (rollout_args.h). Launched through CuPy (studylib/native/backends.py);
 // compiled here with `nvcc -ptx` to check it.
 #include "cartpole.cuh"
 #include "gpu_rollout.cuh"

@@ -10,7 +10,7 @@
 // launches plus K inference launches. The CPU build of the same logic is cuda/fused_cpu.cpp.
 // Its entry points take one RolloutArgs by value (rollout_args.h), except the logits test kernel
 // and fused_collect (in-kernel sampling, the trajectory written), which also takes TrajectoryArgs.
-// Launched through CuPy (studylib/backends.py); compiled with `nvcc -ptx` in the tests.
+// Launched through CuPy (studylib/native/backends.py); compiled with `nvcc -ptx` in the tests.
 #include "cartpole.cuh"
 #include "gpu_rollout.cuh"
 #include "mlp.cuh"

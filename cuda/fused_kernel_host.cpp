@@ -1,5 +1,5 @@
 // The host build of fused_kernel.cu (cuda_host.h): the kernel itself, compiled by the C++
-// compiler and launched over its grid on the CPU, for the tests (studylib/kernel_host.py).
+// compiler and launched over its grid on the CPU, for the tests (studylib/native/kernel_host.py).
 // Each launcher runs one entry point as a CUDA launch of `grid` blocks of `block` threads; it
 // returns null, or the reason the launch failed.
 #include "cuda_host.h"

@@ -1,5 +1,5 @@
 // The thin hot path of the native CPU implementations (`cpp`, `fused` on the CPU): a CPython
-// extension module, `_step_binding`, built by studylib/native.py with the host compiler against
+// extension module, `_step_binding`, built by studylib/native/__init__.py with the host compiler against
 // Python's own headers (nothing else: no numpy headers, no binding library), so a call costs about
 // what a C function call from Python costs.
 //
@@ -13,7 +13,7 @@
 //                      terminated, truncated), views of buffers rewritten in place by the next
 //                      call (studylib.VectorCartPole's contract for these implementations).
 //   next_step(actions) the same step under gymnasium's NEXT_STEP autoreset (the adapter of
-//                      studylib/gym_vector.py): the envs that finished on the previous step start
+//                      studylib/adapters/gym_vector.py): the envs that finished on the previous step start
 //                      their next episode (reward 0, no flags), the observation is the step's
 //                      final observation -> (obs, reward, terminated, truncated, {}), fresh
 //                      copies as gymnasium's vector envs return.

@@ -12,17 +12,17 @@ Implementations (``IMPLEMENTATIONS``), the paper's: ``gym`` (gymnasium objects, 
 steps in one XLA call), ``cuda`` (hand-written kernel via CuPy, K steps per launch; needs a GPU);
 beyond the paper: ``torch-compile`` (``torch``'s step through ``torch.compile``) and ``fused``
 (MLP inference and simulation in one kernel, K steps per call). Other libraries' CartPoles
-(``settings.PEERS``: gymnasium-vector, gymnax, envpool) are in ``studylib.peers``. What each
+(``settings.PEERS``: gymnasium-vector, gymnax, envpool) are in ``studylib.harness.peers``. What each
 implementation can do (its devices, native build, profiler, the book's label and colour) is its
 record, ``studylib.implspec.spec(name)``.
 """
 
 from __future__ import annotations
 
-from .base import RolloutResult, VectorCartPole
+from .envs.base import RolloutResult, VectorCartPole
 from .dynamics import CARTPOLE_V1, CartPoleParams
 from .errors import ConfigError, DeviceUnavailableError, InsufficientMemoryError, StudyError
-from .registry import implementation_class, make, make_from
+from .envs.registry import implementation_class, make, make_from
 from .settings import IMPLEMENTATIONS, POLICIES, EnvSettings, MeasurePoint
 
 

@@ -190,7 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("machine", help="print this machine's provenance (JSON)")
 
     a = sub.add_parser("advise", help="the cost model: which of vectorization, an ML compiler and fusion pays for "
-                                      "a simulator (studylib.costmodel)")
+                                      "a simulator (studylib.harness.costmodel)")
     a.add_argument("--flops-per-step", required=True, help="flops of one environment-step of the simulator")
     a.add_argument("--bytes-per-step", required=True, help="bytes of state read and written per environment-step")
     a.add_argument("--num-envs", required=True, help="N: parallel environments")
@@ -369,9 +369,9 @@ def _cmd_peers(args, out) -> int:
 
 
 def _cmd_atari(args, out) -> int:
-    """Atari frames per second (``studylib.atari``): every point is checked (game id, ROM, envpool
+    """Atari frames per second (``studylib.harness.atari``): every point is checked (game id, ROM, envpool
     task) before the first measurement, so bad input writes nothing."""
-    from . import atari
+    from .harness import atari
     from .book.plans import atari_sweep
     from .harness.store import check_name
     from .harness.sweep import session
@@ -407,7 +407,7 @@ def _cmd_machine(args, out) -> int:
 def _cmd_advise(args, out) -> int:
     """The cost model's advice for one simulator, on this machine (calibrated by microbenchmarks,
     measured once into the data folder) or with a GPU's published figures (a projection)."""
-    from . import costmodel
+    from .harness import costmodel
     from .harness import calibrate
 
     flops = _nonnegative_float("--flops-per-step", args.flops_per_step)

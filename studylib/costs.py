@@ -28,7 +28,7 @@ Memory, per environment and step, when the state does NOT stay in cache between 
   With the MLP in an unfused framework, each layer's output (64 + 64 + 2 float32) is written and
   read back once more: 2 * 4 * 130 = 1040 bytes (``policy_bytes``).
 Transcendentals (``step_transcendentals``): sin and cos per physics sub-step counted, plus the
-  MLP's tanh; the cost model (studylib.costmodel) prices them apart from the flops.
+  MLP's tanh; the cost model (studylib.harness.costmodel) prices them apart from the flops.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The formulas mirror gymnasium's ``CartPoleEnv.step`` line for line (explicit Euler: positions
 advance with the *old* velocities). ``cuda/cartpole.cuh`` repeats them line for line in C++/CUDA;
-``studylib/torch_env.py`` and ``studylib/jax_env.py`` repeat them on tensors. A reviewer can read
+``studylib/envs/torch_env.py`` and ``studylib/envs/jax_env.py`` repeat them on tensors. A reviewer can read
 the four side by side.
 
 The paper's complexity knobs (Gleeson et al. 2022, section 4.2) are defined here, once:

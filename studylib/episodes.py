@@ -4,7 +4,7 @@ Autoreset: SAME_STEP. A vectorized implementation resets a finished environment 
 step that finished it: ``step`` returns the flags (terminated, truncated) and reward of the
 finished episode together with the *first observation of the next episode*; the terminal
 observation stays available as ``env.final_obs()``. This is gymnasium's
-``AutoresetMode.SAME_STEP`` (studylib.gym_vector adds the ``final_obs`` info entry and offers
+``AutoresetMode.SAME_STEP`` (studylib.adapters.gym_vector adds the ``final_obs`` info entry and offers
 NEXT_STEP, gymnasium's default, on top of it); gymnasium's own
 ``CartPoleVectorEnv`` uses NEXT_STEP instead (it returns the terminal observation and resets on
 the following call, ignoring that call's action and giving reward 0). Every step of ours is a

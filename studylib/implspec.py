@@ -5,7 +5,7 @@
     spec("fused").native_library  # 'fused_cpu'
 
 The devices, builds, profiler, roofline, the book's order, labels and colours, and which chapters
-run an implementation all read these records (``studylib.registry`` maps a record to its class).
+run an implementation all read these records (``studylib.envs.registry`` maps a record to its class).
 Adding an implementation is one ``register(ImplSpec(...))``: it then appears in
 ``IMPLEMENTATIONS``, the command line, the sweeps and the charts. Core layer: no framework is
 imported here.

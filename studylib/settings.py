@@ -11,7 +11,7 @@ them checks a value again (cleanrl's ``Args`` and gymnax's ``EnvParams`` are the
 
 The names of the peers live here and the implementations' records in ``studylib.implspec`` (the
 core layer), so that a setting can be checked without importing any implementation;
-``studylib.registry`` maps them to classes.
+``studylib.envs.registry`` maps them to classes.
 """
 
 from __future__ import annotations

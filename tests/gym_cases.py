@@ -6,7 +6,7 @@ import gymnasium
 import numpy as np
 
 import studylib
-import studylib.gym_vector  # noqa: F401  (registers studylib/CartPole-v1)
+import studylib.adapters.gym_vector  # noqa: F401  (registers studylib/CartPole-v1)
 from tests.conftest import IMPL_PARAMS
 
 

@@ -1,7 +1,7 @@
 """The library as its clients call it, each client's call pattern written here (its code is not
 copied in): Stable-Baselines3 makes ``studylib/CartPole-v1`` as typed (it asks for
 ``render_mode="rgb_array"``), gymnax-shaped code (PureJaxRL's wrappers and jitted rollout) runs
-``studylib.jax_functional`` in place of ``gymnax.make("CartPole-v1")[0]``, and no implementation
+``studylib.adapters.jax_functional`` in place of ``gymnax.make("CartPole-v1")[0]``, and no implementation
 hands out a read-only array (torch warns on them, and a training loop writes into what it gets)."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import studylib
-import studylib.gym_vector  # noqa: F401  (registers studylib/CartPole-v1)
-import studylib.jax_functional as fenv
+import studylib.adapters.gym_vector  # noqa: F401  (registers studylib/CartPole-v1)
+import studylib.adapters.jax_functional as fenv
 from tests.conftest import IMPL_PARAMS
 
 

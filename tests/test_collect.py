@@ -8,7 +8,7 @@ import torch
 
 import studylib
 from studylib import native
-from studylib.backends import CpuLibraryBackend
+from studylib.native.backends import CpuLibraryBackend
 from studylib.dynamics import CARTPOLE_V1, RESET_HIGH, RESET_LOW, reference_step
 from studylib.episodes import reset_values_numpy
 from studylib.errors import ConfigError

@@ -1,4 +1,4 @@
-"""The cost model (studylib.costmodel) on synthetic machines: each regime reachable, the limits in
+"""The cost model (studylib.harness.costmodel) on synthetic machines: each regime reachable, the limits in
 K and N, the paper's S, the GPU's host/device overlap; its calibration items, the chapter's
 validation helpers and the ``advise`` command line."""
 
@@ -9,7 +9,8 @@ import math
 import pandas as pd
 import pytest
 
-from studylib import costmodel, costs
+from studylib import costs
+from studylib.harness import costmodel
 from studylib.__main__ import main
 from studylib.book import model
 from studylib.errors import ConfigError

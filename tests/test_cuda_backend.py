@@ -1,4 +1,4 @@
-"""studylib.backends.CudaModuleBackend, the GPU backend's Python side, run without a GPU: CuPy is
+"""studylib.native.backends.CudaModuleBackend, the GPU backend's Python side, run without a GPU: CuPy is
 replaced by a stand-in whose arrays are numpy arrays and whose kernel launches run the kernels'
 host build (cuda/cuda_host.h, studylib.native's *_kernel_host). So the struct passed by value,
 the trajectory struct, the episode counter, the grid and the streams are checked end to end
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from studylib import native
-from studylib.backends import KERNEL_OPTIONS, PAIRS, CpuLibraryBackend
+from studylib.native.backends import KERNEL_OPTIONS, PAIRS, CpuLibraryBackend
 from studylib.dynamics import CARTPOLE_V1
 from studylib.policy import mlp_weights
 
@@ -113,7 +113,7 @@ def cupy(monkeypatch):
 
 
 def _backends(pair, n, state_factor=1):
-    from studylib.backends import CudaModuleBackend
+    from studylib.native.backends import CudaModuleBackend
 
     weights = mlp_weights(1) if pair == "fused" else None
     gpu = CudaModuleBackend(pair, n, state_factor, 1, CARTPOLE_V1, weights)
@@ -170,8 +170,8 @@ def test_a_native_env_on_the_gpu_launches_on_torchs_current_stream(cupy, monkeyp
     """BackendCartPole wires torch's current stream of the views' device into the backend."""
     import torch
 
-    from studylib.backends import CudaModuleBackend
-    from studylib.fused_env import FusedCartPole
+    from studylib.native.backends import CudaModuleBackend
+    from studylib.envs.fused_env import FusedCartPole
 
     asked = []
     monkeypatch.setattr(torch, "from_dlpack", lambda a: torch.from_numpy(np.asarray(a)))

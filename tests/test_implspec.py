@@ -12,7 +12,7 @@ import studylib
 from studylib import ConfigError, implspec
 from studylib.__main__ import main
 from studylib.implspec import ImplSpec, spec
-from studylib.torch_env import TorchCartPole
+from studylib.envs.torch_env import TorchCartPole
 
 TOY_COLOR = "#010203"
 

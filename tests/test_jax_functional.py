@@ -1,4 +1,4 @@
-"""The functional JAX env (studylib/jax_functional.py): gymnax's shape, pure, and the jax
+"""The functional JAX env (studylib/adapters/jax_functional.py): gymnax's shape, pure, and the jax
 implementation's transitions under jit + vmap + scan."""
 
 import dataclasses
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import studylib
-import studylib.jax_functional as fenv
+import studylib.adapters.jax_functional as fenv
 from studylib.dynamics import CARTPOLE_V1, RESET_HIGH, RESET_LOW, CartPoleParams
 
 

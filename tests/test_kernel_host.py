@@ -1,4 +1,4 @@
-"""The CUDA kernels executed on the CPU (cuda/cuda_host.h, studylib/kernel_host.py): every entry
+"""The CUDA kernels executed on the CPU (cuda/cuda_host.h, studylib/native/kernel_host.py): every entry
 point of cartpole_kernel.cu and fused_kernel.cu, launched over the grid CuPy would launch, against
 the CPU builds of the same logic (cartpole_cpu, fused_cpu) and the Python reference.
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from studylib import native
-from studylib.backends import CpuLibraryBackend
+from studylib.native.backends import CpuLibraryBackend
 from studylib.dynamics import CARTPOLE_V1, reference_step
 from studylib.episodes import reset_values_numpy
 from studylib.policy import mlp_logits, mlp_weights
@@ -31,7 +31,7 @@ def _compiler():
 
 def _pair(pair: str, n: int, state_factor: int = 1, policy_seed: int = 0):
     """The kernel on the host and the CPU build, same arrays and knobs, both reset with seed 5."""
-    from studylib.kernel_host import HostKernelBackend
+    from studylib.native.kernel_host import HostKernelBackend
 
     weights = mlp_weights(policy_seed) if pair == "fused" else None
     host = HostKernelBackend(pair, n, state_factor, 1, CARTPOLE_V1, weights)

@@ -1,16 +1,17 @@
 """studylib's layers, read from the source with ``ast``: no module imports a higher layer, and no
 import cycle exists (imports inside functions count: a lazy import is still a dependency).
 
-Layers, lowest first; a module may import its own layer and the ones below it:
+Layers follow the packages, lowest first; a module may import its own layer and the ones below it:
 
-  core         dynamics, episodes, policy, settings, implspec, errors, costs, costmodel: what the study
-               is about
-  environment  registry, base, devices, native, backends, every *_env, peers, gym_vector,
-               jax_functional, the package itself (``studylib/__init__``): the CartPoles
-  harness      studylib/harness/: timing, measure, store, sweep, provenance, profiler, roofline
-  top          studylib/book/ (the chapters' helpers) and the command line (__main__, cli*)
-
-A module that is not named here and not under harness/ or book/ belongs to the environment layer.
+  core         the modules at studylib/'s root: dynamics, episodes, policy, settings, implspec,
+               devices, arrays, costs, errors (what the study is about)
+  environment  studylib/envs/ (the seven implementations, their base, registry, backend_env),
+               studylib/native/ (building and loading the C++ and CUDA sources, the backends),
+               studylib/adapters/ (gymnasium's vector and single-env API, gymnax-style functions),
+               the package itself (``studylib/__init__``) and the two public aliases of adapters
+  harness      studylib/harness/: timing, measure, store, sweep, provenance, profiler, roofline, and
+               what it measures beside the implementations (peers, atari, costmodel)
+  top          studylib/book/ (the chapters' helpers), studylib/train/ and the command line (__main__)
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "studylib"
 LAYERS = ("core", "environment", "harness", "top")
-CORE = {"dynamics", "episodes", "policy", "settings", "errors", "costs", "costmodel", "implspec"}
+ENVIRONMENT = {"envs", "native", "adapters"}
+PUBLIC_ALIASES = {"gym_vector", "jax_functional"}  # studylib.<name> is studylib.adapters.<name>
+CORE = {"dynamics", "episodes", "policy", "settings", "implspec", "devices", "arrays", "costs", "errors"}
 
 
 def _module_name(path: Path) -> str:
@@ -35,13 +38,13 @@ MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
 def layer(module: str) -> str:
     parts = module.split(".")[1:]
-    if not parts:
+    if not parts or parts[0] in ENVIRONMENT or parts[0] in PUBLIC_ALIASES:
         return "environment"  # studylib/__init__: make, the classes, the settings
     if parts[0] == "harness":
         return "harness"
-    if parts[0] in ("book", "train", "__main__") or parts[0].startswith("cli"):
+    if parts[0] in ("book", "train", "__main__"):
         return "top"
-    return "core" if parts[0] in CORE else "environment"
+    return "core"  # a module at the root
 
 
 def imports_of(module: str) -> set[str]:
@@ -109,19 +112,21 @@ def cycles(graph) -> list[list[str]]:
 
 def test_the_layers_are_classified_as_documented():
     assert layer("studylib.dynamics") == "core" and layer("studylib.settings") == "core"
-    assert layer("studylib.peers") == layer("studylib.cpp_env") == layer("studylib") == "environment"
-    assert layer("studylib.harness.sweep") == "harness"
+    assert layer("studylib.envs.cpp_env") == layer("studylib.native.backends") == layer("studylib") == "environment"
+    assert layer("studylib.gym_vector") == layer("studylib.adapters.gym_vector") == "environment"
+    assert layer("studylib.harness.sweep") == layer("studylib.harness.peers") == "harness"
     assert layer("studylib.book.plans") == layer("studylib.__main__") == "top"
-    assert {"studylib.harness.timing", "studylib.book.presets", "studylib.peers"} <= set(MODULES)
+    assert {"studylib.harness.timing", "studylib.book.presets", "studylib.harness.peers"} <= set(MODULES)
     # the parser sees relative, absolute and lazy imports
     assert "studylib.harness.timing" in GRAPH["studylib.harness.measure"]
-    assert "studylib.settings" in GRAPH["studylib.peers"]
+    assert "studylib.settings" in GRAPH["studylib.harness.peers"]
     assert "studylib.harness.profiler" in GRAPH["studylib.book.plans"]  # imported inside a function
 
 
 def test_the_checks_can_fail():
     assert upward_imports({"studylib.dynamics": {"studylib.harness.sweep"}})
-    assert upward_imports({"studylib.peers": {"studylib.harness.measure"}})
+    assert upward_imports({"studylib.envs.cpp_env": {"studylib.harness.measure"}})
+    assert upward_imports({"studylib.devices": {"studylib.envs.registry"}})
     assert upward_imports({"studylib.harness.sweep": {"studylib.book"}})
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
@@ -137,3 +142,17 @@ def test_no_import_cycle():
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if layer(m) == "harness"))
 def test_harness_imports_neither_book_nor_cli(module):
     assert not {d for d in GRAPH[module] if layer(d) == "top"}
+
+
+def test_the_root_holds_the_core_only():
+    """Packages by role: what sits at studylib/'s root is the core (and the two public aliases);
+    a new module belongs in envs/, native/, adapters/, harness/, book/ or train/."""
+    root = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__", "__main__"}
+    assert root == CORE | PUBLIC_ALIASES
+
+
+@pytest.mark.parametrize("name", sorted(PUBLIC_ALIASES))
+def test_the_public_aliases_are_the_adapters_themselves(name):
+    import importlib
+
+    assert importlib.import_module(f"studylib.{name}") is importlib.import_module(f"studylib.adapters.{name}")

@@ -1,4 +1,4 @@
-"""The native backends (studylib/backends.py) and the argument struct they share with C++ and CUDA."""
+"""The native backends (studylib/native/backends.py) and the argument struct they share with C++ and CUDA."""
 
 import ctypes
 
@@ -7,7 +7,7 @@ import pytest
 
 import studylib
 from studylib import native
-from studylib.backends import PAIRS, CpuLibraryBackend
+from studylib.native.backends import PAIRS, CpuLibraryBackend
 from studylib.dynamics import CARTPOLE_V1, RESET_HIGH, RESET_LOW, reference_step
 from studylib.errors import ConfigError, StudyError
 from studylib.policy import mlp_logits, mlp_weights

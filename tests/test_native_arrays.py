@@ -11,7 +11,7 @@ from gymnasium.vector import AutoresetMode
 from torch.profiler import ProfilerActivity, profile
 
 import studylib
-from studylib.base import restart_rows
+from studylib.envs.base import restart_rows
 from studylib.dynamics import CARTPOLE_V1, RESET_HIGH, RESET_LOW
 from studylib.episodes import reset_values_numpy
 from studylib.settings import EnvSettings

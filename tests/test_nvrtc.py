@@ -2,7 +2,7 @@
 sm_80 (A100) and sm_90 (H100), and ptxas's resource report of every kernel: no spills, and
 registers within a stated budget.
 
-The options are CudaModuleBackend's (studylib.backends.KERNEL_OPTIONS) plus those CuPy adds
+The options are CudaModuleBackend's (studylib.native.backends.KERNEL_OPTIONS) plus those CuPy adds
 (cupy/cuda/compiler.py, _compile_with_cache_cuda and _compile_using_nvrtc_no_warning: "-ftz=true",
 "-arch=sm_XX" for the device, "--device-as-default-execution-space"; cupy/_core/core.pyx: its own
 include directories), on the source CuPy is handed (native.source_with_header_digest), plus
@@ -20,7 +20,7 @@ import re
 import pytest
 
 from studylib import native
-from studylib.backends import KERNEL_OPTIONS
+from studylib.native.backends import KERNEL_OPTIONS
 
 ARCHS = ("80", "90")
 MODULES = {"cartpole": native.KERNEL_SOURCE, "fused": native.FUSED_KERNEL_SOURCE}

@@ -6,7 +6,7 @@ from studylib import EnvSettings, MeasurePoint
 from studylib.__main__ import main
 from studylib.errors import ConfigError
 from studylib.harness.measure import measure
-from studylib.peers import PEERS, make_peer, make_peer_from
+from studylib.harness.peers import PEERS, make_peer, make_peer_from
 
 
 @pytest.mark.parametrize("name", list(PEERS))

@@ -8,7 +8,7 @@ import pytest
 
 import studylib
 from studylib.errors import ConfigError
-from studylib.gym_vector import StudylibVectorEnv
+from studylib.adapters.gym_vector import StudylibVectorEnv
 
 N = 19  # two SIMD blocks, the second partial
 

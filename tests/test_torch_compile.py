@@ -3,7 +3,7 @@
 import numpy as np
 
 import studylib
-from studylib import torch_compile_env
+from studylib.envs import torch_compile_env
 
 
 def test_same_trajectory_as_eager_torch():

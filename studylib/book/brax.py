@@ -1,7 +1,7 @@
 """Fig 2's Brax lines: Brax environments (XLA, jit + vmap + scan of K steps, zero actions) timed on
 this machine by ``harness.timing`` and saved in ``fig2_brax.json`` through ``harness.sweep``.
 
-Beside them, at the same N and the same K, CartPole (``CARTPOLE``: ``studylib.jax_functional``,
+Beside them, at the same N and the same K, CartPole (``CARTPOLE``: ``studylib.adapters.jax_functional``,
 our gymnax-style functional CartPole-v1) goes through the very same code: jit + vmap + scan, zero
 actions, same timer. Each row also carries XLA's count of the step's work (``flops_per_step``,
 ``transcendentals_per_step``: HLO cost analysis of the lowered rollout, whose loop body it counts
@@ -33,12 +33,12 @@ def brax_available() -> tuple[bool, str]:
 
 def _backend(env_name: str) -> str:
     if env_name == CARTPOLE:
-        return "studylib.jax_functional"
+        return "studylib.adapters.jax_functional"
     return "spring" if env_name != "inverted_pendulum" else "positional"
 
 
 class _CartPoleAsBrax:
-    """CartPole-v1 (``studylib.jax_functional``) behind Brax's ``reset(key)`` / ``step(state,
+    """CartPole-v1 (``studylib.adapters.jax_functional``) behind Brax's ``reset(key)`` / ``step(state,
     action)``: the state carries its PRNG key for the same-step resets; the action is 0 (push left),
     as Brax's zero actions."""
 
@@ -46,7 +46,7 @@ class _CartPoleAsBrax:
 
     @staticmethod
     def reset(key):
-        from .. import jax_functional as cartpole
+        from ..adapters import jax_functional as cartpole
 
         return key, cartpole.reset(key)[1]
 
@@ -55,7 +55,7 @@ class _CartPoleAsBrax:
         import jax
         import jax.numpy as jnp
 
-        from .. import jax_functional as cartpole
+        from ..adapters import jax_functional as cartpole
 
         key, env_state = state
         key, sub = jax.random.split(key)

@@ -14,7 +14,7 @@ import statistics
 import numpy as np
 import pandas as pd
 
-from .. import costmodel
+from ..harness import costmodel
 from ..errors import ConfigError
 from .paper import PAPER
 from .presets import ChapterParams

@@ -240,7 +240,7 @@ def atari_points(P: ChapterParams) -> list:
     measured: per game, the single gymnasium environment (N = 1), gymnasium's AsyncVectorEnv at
     ``async_num_envs``, ale-py's and envpool's threaded vector environments at ``num_envs``; each
     without and with the Nature CNN (the policy varies fastest, so both share one environment)."""
-    from .. import atari
+    from ..harness import atari
 
     sizes = {"gym": (1,), "gym-async": P.async_num_envs, "ale-vector": P.num_envs, "envpool": P.num_envs}
     return [atari.AtariPoint(game, impl, n, policy, repeats=P.repeats, min_seconds=P.min_seconds)
@@ -250,7 +250,7 @@ def atari_points(P: ChapterParams) -> list:
 def atari_sweep(name: str, points, data_dir, machine=None, measure_one=None, keying=ATARI_KEYING) -> pd.DataFrame:
     """Measure (or read) Atari points into ``<data_dir>/<machine>/<name>.json``; the open
     environment kept between points is closed at the end."""
-    from .. import atari
+    from ..harness import atari
 
     try:
         result = run(name, points, measure_one or atari.measure, keying, data_dir=data_dir, progress=False,
@@ -271,7 +271,7 @@ def atari_breakdown_data(P: ChapterParams) -> pd.DataFrame:
     """Where a CNN-driven Atari collection step spends its time (``atari.measure_breakdown``): the
     Python loop over single emulators and ale-py's vector environment, per game, at
     ``breakdown_num_envs``; saved in ``atari_breakdown.json``."""
-    from .. import atari
+    from ..harness import atari
 
     points = [atari.BreakdownPoint(game, loop, n, min_seconds=P.breakdown_seconds)
               for game in P.games for loop in atari.LOOPS for n in P.breakdown_num_envs]

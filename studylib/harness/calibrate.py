@@ -1,4 +1,4 @@
-"""The cost model's calibration (``studylib.costmodel``): microbenchmarks and counts, never the
+"""The cost model's calibration (``studylib.harness.costmodel``): microbenchmarks and counts, never the
 throughputs the model predicts. Each item is measured once per machine into
 ``<data_dir>/<machine>/costmodel_calibration.json`` through ``harness.sweep`` (resumable, with
 provenance, like every other measurement); the ceilings come from ``beyond_roofline.json``
@@ -141,7 +141,7 @@ def _timed(name: str) -> float:
 def _counts_at(impl: str, policy: str, k: int) -> tuple[float, float]:
     """(Python->backend calls, device kernels) of one rollout of ``k`` steps at N = COUNT_N."""
     from ..implspec import spec
-    from ..registry import make_from
+    from ..envs.registry import make_from
     from ..settings import MeasurePoint
     from . import profiler
 

@@ -27,8 +27,8 @@ import time
 from ..devices import check_device_for, default_device
 from ..errors import check_fits_in_memory
 from ..implspec import spec
-from ..peers import make_peer_from, peer_class
-from ..registry import implementation_class, make_from
+from .peers import make_peer_from, peer_class
+from ..envs.registry import implementation_class, make_from
 from ..settings import MeasurePoint
 from .provenance import cpu_model, gpu_name, machine_key, now_utc
 from .timing import TIMER, time_regions

@@ -66,7 +66,7 @@ import tempfile
 
 from ..errors import ConfigError
 from ..implspec import spec
-from ..registry import make_from
+from ..envs.registry import make_from
 from ..settings import EnvSettings, MeasurePoint
 from .measure import check_feasible
 from .timing import time_regions

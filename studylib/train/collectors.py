@@ -44,7 +44,7 @@ import torch
 
 from ..dynamics import STATE_SIZE
 from ..policy import MLPWeights
-from ..registry import make
+from ..envs.registry import make
 from .actor_critic import ARRAY_NAMES
 
 

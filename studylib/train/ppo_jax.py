@@ -1,6 +1,6 @@
 """PPO fully jitted in JAX, PureJaxRL's shape: collection, GAE and the update in ONE XLA program.
 
-The environment is ``studylib.jax_functional`` (gymnax's ``reset``/``step``, vmapped over N envs);
+The environment is ``studylib.adapters.jax_functional`` (gymnax's ``reset``/``step``, vmapped over N envs);
 the policy, the physics, GAE, the shuffles and the optimizer (optax: gradient-norm clipping and
 Adam) are traced together, and ``lax.scan`` runs several updates per call, so Python only sees
 the program between greedy checks. The algorithm and every hyperparameter are the PyTorch PPO's
@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from .. import jax_functional as env
+from ..adapters import jax_functional as env
 from ..policy import LAYER_SIZES
 from .evaluate import greedy_checks
 from .progress import CONFIRM_STREAM, Clock, TrainResult

@@ -9,13 +9,13 @@ with the MLP, ``fused`` pays one call per rollout.
 
 The same source runs on both devices: ``cuda/mlp.cuh`` (the forward pass, a template over the
 lane type) and ``cuda/cartpole.cuh`` (the physics), compiled into ``cuda/fused_cpu.cpp`` (SIMD
-lanes = environments, OpenMP threads over blocks of them; built by studylib/native.py) and into
+lanes = environments, OpenMP threads over blocks of them; built by studylib/native/__init__.py) and into
 ``cuda/fused_kernel.cu`` (one thread per environment, launched through CuPy). Resets draw from
 the counter hash, so a fused env and a ``cpp`` env with the same seed start from the same state,
 and ``policy="none"`` takes the same hashed actions as ``cpp``/``cuda``. The calls go through
-``self.backend`` (studylib.backends, kernel pair "fused", CPU library or CUDA module by device);
+``self.backend`` (studylib.native.backends, kernel pair "fused", CPU library or CUDA module by device);
 stepping, restarts and the arrays handed out (numpy copies, or zero-copy torch views with
-``arrays="native"``) are studylib/backend_env.py's.
+``arrays="native"``) are studylib/envs/backend_env.py's.
 
 ``collect(T)`` is the same kernel with the MLP as a *stochastic* policy: each step's action is
 sampled inside the kernel from the softmax of the logits, and the whole trajectory (observations,
@@ -25,11 +25,10 @@ PPO collects with ``fused`` (studylib.train.collectors.FusedCollector).
 
 from __future__ import annotations
 
-from . import native
-from .backends import make_backend
+from .. import native
+from ..native.backends import make_backend
 from .backend_env import BackendCartPole
-from .devices import cuda_status, require_cuda
-from .policy import MLPWeights
+from ..policy import MLPWeights
 
 _POLICY_CODES = {"mlp": native.POLICY_MLP, "none": native.POLICY_HASH}
 
@@ -42,12 +41,6 @@ class FusedCartPole(BackendCartPole):
         # float32 state + final observations + elapsed/episode counters + flags; no activations
         # are ever stored.
         return num_envs * (16 * state_factor + 16 + 9)
-
-    def _resolve_device(self, device):
-        if device == "cpu" or (device is None and not cuda_status()[0]):
-            return "cpu"
-        require_cuda("use device='cpu' (the same kernel source, built for the CPU)")
-        return "cuda"
 
     def __init__(self, settings):
         super().__init__(settings)
@@ -66,7 +59,7 @@ class FusedCartPole(BackendCartPole):
     def collect(self, num_steps: int):
         """T steps of every environment in ONE kernel call with the MLP as a stochastic policy
         (each action sampled from the softmax of its logits, inside the kernel): the trajectory as
-        a ``studylib.backends.CollectedSteps`` (obs, actions, log-probabilities, flags and
+        a ``studylib.native.backends.CollectedSteps`` (obs, actions, log-probabilities, flags and
         pre-reset observations of every step). The draws are keyed by (seed, env, episode, step in
         episode), so a seed gives one trajectory however its steps are split into calls.
         Weights: ``set_policy_weights``, no rebuild. Afterwards the env continues from the last

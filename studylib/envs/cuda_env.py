@@ -5,19 +5,18 @@ paper section 4). With the MLP policy each step is one launch plus a CuPy (cuBLA
 the paper's CUDA simulation paired with framework inference. Where no CUDA device exists,
 ``make("cuda", ...)`` raises ``DeviceUnavailableError`` with one line saying so; the same kernel
 logic runs on the CPU as the ``cpp`` implementation. The launches go through ``self.backend``
-(studylib.backends.CudaModuleBackend, kernel pair "cartpole"); stepping, restarts and the arrays
+(studylib.native.backends.CudaModuleBackend, kernel pair "cartpole"); stepping, restarts and the arrays
 handed out (numpy copies, or torch views of the CuPy buffers by DLPack with ``arrays="native"``)
-are studylib/backend_env.py's.
+are studylib/envs/backend_env.py's.
 """
 
 from __future__ import annotations
 
-from . import native
-from .backends import CudaModuleBackend
+from .. import native
+from ..native.backends import CudaModuleBackend
 from .backend_env import BackendCartPole
-from .dynamics import STATE_SIZE
-from .devices import require_cuda
-from .policy import mlp_logits
+from ..dynamics import STATE_SIZE
+from ..policy import mlp_logits
 
 
 class CudaCartPole(BackendCartPole):
@@ -27,10 +26,6 @@ class CudaCartPole(BackendCartPole):
     def estimate_bytes(cls, num_envs, state_factor):
         # Host-side staging only; device memory is checked by CUDA's allocator.
         return num_envs * 64
-
-    def _resolve_device(self, device):
-        require_cuda("the cuda implementation needs an NVIDIA GPU (its kernel logic runs on the CPU as 'cpp')")
-        return "cuda"
 
     def __init__(self, settings):
         super().__init__(settings)

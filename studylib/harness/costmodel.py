@@ -48,8 +48,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from . import costs
-from .errors import ConfigError
+from .. import costs
+from ..errors import ConfigError
 
 FAMILIES = ("gym", "cpp", "torch", "jax", "cuda")
 TERMS = ("python", "launch", "compute", "memory")

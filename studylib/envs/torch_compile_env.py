@@ -31,9 +31,9 @@ import types
 
 import torch
 
-from .dynamics import CARTPOLE_V1, RESET_HIGH, RESET_LOW, STATE_SIZE, CartPoleParams
-from .episodes import advance, hash_actions
-from .policy import mlp_logits
+from ..dynamics import CARTPOLE_V1, RESET_HIGH, RESET_LOW, STATE_SIZE, CartPoleParams
+from ..episodes import advance, hash_actions
+from ..policy import mlp_logits
 from .torch_env import TorchCartPole, _mask32
 
 STEPS_PER_CALL = 1  # steps per compiled call (unrolled in the graph); see the module doc

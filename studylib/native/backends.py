@@ -10,7 +10,7 @@ A kernel pair is a CPU build and a CUDA kernel of the same logic:
 Two sibling backends run either pair, with the same methods:
 
 ``CpuLibraryBackend``
-    The CPU build through ctypes (studylib/native.py builds it). Arrays are numpy, written in
+    The CPU build through ctypes (studylib/native/__init__.py builds it). Arrays are numpy, written in
     place; ``state`` can be shared without a copy (``torch.from_numpy``).
 ``CudaModuleBackend``
     The kernel through CuPy (NVRTC). Arrays are CuPy arrays on the GPU.
@@ -55,10 +55,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import native
-from .dynamics import STATE_SIZE, CartPoleParams
-from .errors import ConfigError, StudyError
-from .policy import MLPWeights
+from .. import native
+from ..dynamics import STATE_SIZE, CartPoleParams
+from ..errors import ConfigError, StudyError
+from ..policy import MLPWeights
 
 
 @dataclass(frozen=True)
@@ -339,7 +339,7 @@ class CudaModuleBackend(_NativeBackend):
     set (a callable returning a stream object with the CUDA stream protocol, ``__cuda_stream__``,
     e.g. ``torch.cuda.current_stream``), to that stream, asked afresh at every call. Torch reads
     the kernels' buffers through DLPack views on its own current stream: launching there orders
-    the kernels and torch's reads without an event (studylib/backend_env.py sets it)."""
+    the kernels and torch's reads without an event (studylib/envs/backend_env.py sets it)."""
 
     api = "cupy.RawKernel"
 

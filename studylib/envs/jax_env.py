@@ -21,12 +21,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .arrays import JaxKind
+from ..arrays import JaxKind
 from .base import VectorCartPole, restart_rows
-from .dynamics import RESET_HIGH, RESET_LOW, STATE_SIZE
-from .episodes import RESET_SALT, advance, hash4, hash_actions
-from .devices import resolve_jax_device
-from .policy import mlp_logits
+from ..dynamics import RESET_HIGH, RESET_LOW, STATE_SIZE
+from ..episodes import RESET_SALT, advance, hash4, hash_actions
+from ..devices import resolve_jax_device
+from ..policy import mlp_logits
 
 
 class JaxCartPole(VectorCartPole):

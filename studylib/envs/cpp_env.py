@@ -7,9 +7,9 @@ tensor; the policy reads its first four columns (copy 0 = the observation) witho
 With the MLP policy every step is one C++ call plus one inference (K calls per rollout). With
 no policy the C++ code runs all K steps in one call, keeping each block of environments in cache:
 the CPU form of simulator kernel fusion (paper section 4). K=1 calls are the unfused form.
-The calls go through ``self.backend`` (studylib.backends.CpuLibraryBackend, kernel pair "cartpole");
+The calls go through ``self.backend`` (studylib.native.backends.CpuLibraryBackend, kernel pair "cartpole");
 stepping, restarts and the arrays handed out (numpy copies, or zero-copy torch views with
-``arrays="native"``) are studylib/backend_env.py's. With numpy arrays, ``step`` is the thin path
+``arrays="native"``) are studylib/envs/backend_env.py's. With numpy arrays, ``step`` is the thin path
 of cuda/step_binding.cpp (about a C call per step; its outputs are views valid until the next step).
 """
 
@@ -18,11 +18,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from . import native
-from .backends import CpuLibraryBackend
+from .. import native
+from ..native.backends import CpuLibraryBackend
 from .backend_env import BackendCartPole
-from .dynamics import STATE_SIZE
-from .policy import TorchGreedyMLP
+from ..dynamics import STATE_SIZE
+from ..policy import TorchGreedyMLP
 
 
 class CppCartPole(BackendCartPole):
@@ -33,9 +33,6 @@ class CppCartPole(BackendCartPole):
         # float32 state + final observations + elapsed/episode counters + flags + the policy's
         # activations (N x 64 x 3).
         return num_envs * (16 * state_factor + 16 + 9 + 4 * 64 * 3)
-
-    def _resolve_device(self, device):
-        return "cpu"  # simulates and infers there without a copy (its record's devices, checked in base)
 
     def __init__(self, settings):
         super().__init__(settings)

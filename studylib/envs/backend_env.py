@@ -1,5 +1,5 @@
 """What cpp, cuda and fused share: stepping, resetting and restarting through ``self.backend``
-(studylib/backends.py), and the arrays they hand out.
+(studylib/native/backends.py), and the arrays they hand out.
 
 With ``arrays="numpy"`` the observations, flags and final observations are numpy copies of the
 backend's buffers. With ``arrays="native"`` they are torch tensors over those very buffers, made
@@ -17,9 +17,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .arrays import TorchKind
+from ..arrays import TorchKind
 from .base import VectorCartPole
-from .dynamics import STATE_SIZE
+from ..dynamics import STATE_SIZE
 
 
 class BackendCartPole(VectorCartPole):

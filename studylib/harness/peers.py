@@ -23,9 +23,9 @@ import os
 
 import numpy as np
 
-from .base import RolloutResult
-from .errors import ConfigError
-from .settings import PEERS, EnvSettings, positive_int
+from ..envs.base import RolloutResult
+from ..errors import ConfigError
+from ..settings import PEERS, EnvSettings, positive_int
 
 
 class Peer:

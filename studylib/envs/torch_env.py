@@ -15,12 +15,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .arrays import TorchKind
+from ..arrays import TorchKind
 from .base import VectorCartPole, restart_rows
-from .dynamics import RESET_HIGH, RESET_LOW, STATE_SIZE
-from .episodes import MASK32, advance, hash_actions
-from .devices import resolve_torch_device
-from .policy import TorchGreedyMLP
+from ..dynamics import RESET_HIGH, RESET_LOW, STATE_SIZE
+from ..episodes import MASK32, advance, hash_actions
+from ..devices import resolve_torch_device
+from ..policy import TorchGreedyMLP
 
 
 def _mask32(v):

@@ -15,11 +15,11 @@ the CPU, so editing a header it includes rebuilds it and a stale build is never 
     ``cuda/cartpole_kernel.cu`` and ``cuda/fused_kernel.cu`` themselves, built by the host C++
     compiler through the shim ``cuda/cuda_host.h`` (``cuda/*_kernel_host.cpp``) and launched over
     their grid on the CPU: the GPU code executed without a GPU, for the tests
-    (studylib/kernel_host.py).
+    (studylib/native/kernel_host.py).
 ``_step_binding``
     ``cuda/step_binding.cpp``: a CPython extension module (built against this Python's headers,
     loaded with importlib, not ctypes), the thin per-call path of ``step``, ``restart`` and
-    ``rollout`` of the two libraries above (``step_binding()``; studylib.backends uses it).
+    ``rollout`` of the two libraries above (``step_binding()``; studylib.native.backends uses it).
 ``fma_peak``
     ``cuda/fma_peak.cpp``: this CPU's peak FP32 multiply-add throughput, the roofline's compute
     ceiling (``studylib.harness.roofline``), independent of any CartPole code.
@@ -29,7 +29,7 @@ argument of every rollout, reset and restart entry point, a ctypes twin of cuda/
 ``TrajectoryArgs`` (where ``fused_collect`` writes its trajectory, cuda/trajectory_args.h),
 ``sample_uniforms`` (that entry point's action draws, reproduced),
 ``params_array`` (the physics constants) and ``pack_weights`` (the MLP). The calls themselves are
-made by studylib/backends.py.
+made by studylib/native/backends.py.
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .dynamics import CARTPOLE_V1, CartPoleParams
-from .policy import MLPWeights
+from ..dynamics import CARTPOLE_V1, CartPoleParams
+from ..policy import MLPWeights
 
 
 
@@ -58,9 +58,9 @@ def _kernel_source_dir() -> Path:
     """Where the kernel sources are: inside the installed package (``studylib/_cuda``, where
     pyproject.toml maps the repository's top-level ``cuda/`` when a wheel is built), else the
     repository's ``cuda/`` (a source checkout or an editable install)."""
-    here = Path(__file__).resolve().parent
-    packaged = here / "_cuda"
-    return packaged if (packaged / "cartpole.cuh").exists() else here.parent / "cuda"
+    package = Path(__file__).resolve().parent.parent  # studylib/ (this file is studylib/native/__init__.py)
+    packaged = package / "_cuda"
+    return packaged if (packaged / "cartpole.cuh").exists() else package.parent / "cuda"
 
 
 CUDA_SOURCE_DIR = _kernel_source_dir()
@@ -153,7 +153,7 @@ SAMPLE_SALT = 0x3C6EF372  # MLP_SAMPLE_SALT of cuda/mlp.cuh: keys fused_collect'
 def sample_uniforms(seed: int, env: np.ndarray, episode: np.ndarray, elapsed: np.ndarray) -> np.ndarray:
     """The uniforms fused_collect draws its actions with (mlp_sample_uniform), bit for bit: float32
     in [0, 1) from hash4(seed ^ SAMPLE_SALT, env, episode, step in episode)."""
-    from .episodes import hash4
+    from ..episodes import hash4
 
     u32 = np.uint32
     env, episode, elapsed = (np.asarray(a).astype(u32) for a in (env, episode, elapsed))

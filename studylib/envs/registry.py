@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from .dynamics import CARTPOLE_V1, CartPoleParams
-from .errors import ConfigError
-from .implspec import IMPLEMENTATIONS, ImplSpec, register, spec, specs, unregister  # noqa: F401 (re-exported)
-from .settings import EnvSettings, check_impl
+from ..dynamics import CARTPOLE_V1, CartPoleParams
+from ..errors import ConfigError
+from ..implspec import IMPLEMENTATIONS, ImplSpec, register, spec, specs, unregister  # noqa: F401 (re-exported)
+from ..settings import EnvSettings, check_impl
 
 
 def implementation_class(impl: str):
@@ -22,9 +22,9 @@ def implementation_class(impl: str):
 
 
 def make_from(settings: EnvSettings):
-    """The environments ``settings`` describes (an implementation; peers: ``studylib.peers``)."""
+    """The environments ``settings`` describes (an implementation; peers: ``studylib.harness.peers``)."""
     if settings.is_peer:
-        raise ConfigError(f"{settings.impl!r} is a peer library's CartPole; use studylib.peers.make_peer")
+        raise ConfigError(f"{settings.impl!r} is a peer library's CartPole; use studylib.harness.peers.make_peer")
     return implementation_class(settings.impl)(settings)
 
 

@@ -1,5 +1,5 @@
 """The CUDA kernels executed on the CPU: ``cuda/cartpole_kernel.cu`` and ``cuda/fused_kernel.cu``
-themselves, built by the host C++ compiler through ``cuda/cuda_host.h`` (studylib/native.py's
+themselves, built by the host C++ compiler through ``cuda/cuda_host.h`` (studylib/native/__init__.py's
 ``cartpole_kernel_host`` and ``fused_kernel_host``) and launched over the same grid as on a GPU.
 
 A test instrument: it runs the GPU-only code (the kernels' entry points, ``cp_thread_rollout``,
@@ -7,7 +7,7 @@ A test instrument: it runs the GPU-only code (the kernels' entry points, ``cp_th
 without a GPU, so the tests compare it with the CPU builds and the Python reference. Serial and
 slow (every CUDA thread a fiber); not an implementation to measure.
 
-``HostKernelBackend`` is ``CpuLibraryBackend`` (studylib/backends.py: the same arrays, argument
+``HostKernelBackend`` is ``CpuLibraryBackend`` (studylib/native/backends.py: the same arrays, argument
 struct and methods) with every native call replaced by a launch of the kernel, as
 ``CudaModuleBackend`` launches it: ``threads_per_block`` threads a block, ``ceil(n / threads)``
 blocks, the episodes counted in a device-style counter the kernels add to.
@@ -19,11 +19,11 @@ import ctypes
 
 import numpy as np
 
-from . import native
+from .. import native
 from .backends import PAIRS, CollectedSteps, CpuLibraryBackend
-from .dynamics import CartPoleParams
-from .errors import StudyError
-from .policy import MLPWeights
+from ..dynamics import CartPoleParams
+from ..errors import StudyError
+from ..policy import MLPWeights
 
 
 class HostKernelBackend(CpuLibraryBackend):

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 IMPLS = ("gym", "gym-async", "ale-vector", "envpool")
 POLICIES = ("none", "cnn")  # none: uniform random actions; cnn: the Nature CNN's greedy action
