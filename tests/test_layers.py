@@ -8,7 +8,9 @@ Layers, lowest first; a module may import its own layer and the ones below it:
   environment  registry, base, devices, native, backends, every *_env, peers, gym_vector,
                jax_functional, the package itself (``studylib/__init__``): the CartPoles
   harness      studylib/harness/: timing, measure, store, sweep, provenance, profiler, roofline
-  top          studylib/book/ (the chapters' helpers) and the command line (__main__, cli*)
+  top          studylib/book/ (the chapters' helpers), studylib/train/ and the command line (__main__, cli*);
+               within it, train imports nothing from book (directly or through another module): the
+               book renders training, training does not know the book
 
 A module that is not named here and not under harness/ or book/ belongs to the environment layer.
 """
@@ -107,6 +109,22 @@ def cycles(graph) -> list[list[str]]:
     return out
 
 
+def reaches(graph, start: str) -> set[str]:
+    """Every module ``start`` imports, directly or through others."""
+    seen, todo = set(), [start]
+    while todo:
+        for d in graph.get(todo.pop(), ()):
+            if d not in seen:
+                seen.add(d)
+                todo.append(d)
+    return seen
+
+
+def train_imports_of_book(graph) -> list[str]:
+    return [f"{m} reaches {d}" for m in sorted(graph) if m.startswith("studylib.train")
+            for d in sorted(reaches(graph, m)) if d == "studylib.book" or d.startswith("studylib.book.")]
+
+
 def test_the_layers_are_classified_as_documented():
     assert layer("studylib.dynamics") == "core" and layer("studylib.settings") == "core"
     assert layer("studylib.peers") == layer("studylib.cpp_env") == layer("studylib") == "environment"
@@ -124,6 +142,12 @@ def test_the_checks_can_fail():
     assert upward_imports({"studylib.peers": {"studylib.harness.measure"}})
     assert upward_imports({"studylib.harness.sweep": {"studylib.book"}})
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert train_imports_of_book({"studylib.train.chapter": {"studylib.cli"}, "studylib.cli": {"studylib.book.presets"}})
+
+
+def test_train_imports_nothing_from_book():
+    assert "studylib.train.params" in GRAPH and "studylib.book.chapters" in GRAPH
+    assert train_imports_of_book(GRAPH) == []
 
 
 def test_no_upward_import():

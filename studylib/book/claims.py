@@ -26,7 +26,7 @@ F.4 (§4.2): "The speedup from kernel fusion is independent of how many parallel
     and not memory bandwidth bound (S = 2^0), fusion performs just as poorly as without fusion."
 
     rows = vectorization_rows(P, df)          # a chapter, from the frame it already has
-    F = findings(preset="default")            # every row, through the plans (resuming: reads saved points)
+    F = book.findings(preset="default")       # every chapter's rows (``book.chapters``), through the plans
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from .format import fmt_bytes, fmt_time, fmt_x, pow2_label
 from .paper import PAPER
 from .plans import (complexity_data, fusion_data, fusion_impl, overheads_data, profile_data, roofline_data,
                     vectorization_data)
-from .presets import ChapterParams, params
+from .presets import ChapterParams
 
 COLUMNS = ["finding", "key", "rule", "quantity", "paper", "paper source", "ours", "summary", "over N", "verdict",
            "borderline", "reason", "paper_value", "ours_value", "ours_low", "ours_high"]
@@ -453,32 +453,27 @@ def complexity_rows(P: ChapterParams, c: pd.DataFrame, ceil: dict) -> list[Findi
     return rows
 
 
-def finding_records(preset=None, data_dir=None, machine=None) -> list[Finding]:
-    """F.1–F.4 of one machine (``machine``: a folder under the data folder; None: this one, whose
-    missing points are measured, resuming), as records."""
-    from ..harness.provenance import machine_key
+# ---- each chapter's findings, from its plans (``book.chapters`` lists them) ------------------------
 
-    kw = {} if machine in (None, machine_key()) else {"machine": machine}
+def vectorization_findings(P: ChapterParams) -> list[Finding]:
+    return vectorization_rows(P, vectorization_data(P))
 
-    def P(chapter):
-        return params(chapter, preset=preset, data_dir=data_dir, **kw)
 
-    p_o, p_c = P("overheads"), P("complexity")
-    rows = (vectorization_rows(P("vectorization"), vectorization_data(P("vectorization")))
-            + overheads_rows(p_o, overheads_data(p_o), profile_data(p_o))
-            + fusion_rows(P("fusion"), fusion_data(P("fusion")))
-            + complexity_rows(p_c, complexity_data(p_c), roofline_data(p_c)))
-    return rows
+def overheads_findings(P: ChapterParams) -> list[Finding]:
+    return overheads_rows(P, overheads_data(P), profile_data(P))
+
+
+def fusion_findings(P: ChapterParams) -> list[Finding]:
+    return fusion_rows(P, fusion_data(P))
+
+
+def complexity_findings(P: ChapterParams) -> list[Finding]:
+    return complexity_rows(P, complexity_data(P), roofline_data(P))
 
 
 def findings_frame(records) -> pd.DataFrame:
     """Records as the findings table (``COLUMNS``)."""
     return pd.DataFrame([r.as_row() for r in records], columns=COLUMNS)
-
-
-def findings(preset=None, data_dir=None, machine=None) -> pd.DataFrame:
-    """F.1–F.4 of one machine as a frame of ``COLUMNS`` (``finding_records``, tabulated)."""
-    return findings_frame(finding_records(preset=preset, data_dir=data_dir, machine=machine))
 
 
 def verdict_text(r) -> str:
