@@ -156,6 +156,38 @@ def test_f4_flat_in_n(grid, expected, tmp_path):
     assert flat["verdict"] == expected and bool(flat["reason"]) == (expected != REPRODUCED)
 
 
+def test_the_complexity_page_renders_numbers_computed_once(tmp_path):
+    """The F.4 records carry the numbers the page states beside them (the memory regime's speedups at
+    the smallest and largest S, the direction the rule read); the grid table's K = max, C = 1
+    spread across N is the "flat" row's value."""
+    P = _params("complexity", tmp_path, state_factor=[1, 64], compute_factor=[1])
+    df = _complexity({1: 4.0, 64: 40.0}, grid_speedup={4: 13.7, 64: 2.0})
+    rows = claims.complexity_rows(P, df, CEIL)
+    t = claims.memory_regime_table(df, CEIL)
+    g = rows[0].numbers
+    assert (g["speedup_low"], g["speedup_high"]) == pytest.approx((t["speedup"].iloc[0], t["speedup"].iloc[-1]))
+    assert g["growth"] == pytest.approx(rows[0].value) and g["direction"] == analysis.trend_direction(rows[0].value)
+    grid = claims.fusion_grid(df, P)
+    at = grid[(grid["K"] == grid["K"].max()) & (grid["C"] == 1)].iloc[0]
+    flat = next(r for r in rows if r.rule == "flat")
+    assert at["max/min across N"] == pytest.approx(flat.value)
+    assert at["smallest S"] == at["largest S"] == 1 and at["direction"] == ""  # one S in this grid: no trend stated
+    two_s = claims.fusion_grid(pd.concat([df, df.assign(state_factor=64, samples_per_s=df["samples_per_s"] / 2)
+                                          .assign(samples_per_s=lambda d: d["samples_per_s"] * d["steps"].map({1: 1, 100: 8}))]), P)
+    r = two_s[two_s["K"] == 100].iloc[0]
+    assert r["direction"] == analysis.trend_direction(r["speedup at largest S"] / r["speedup at smallest S"]) == "grows"
+
+
+def test_memory_traffic_agrees_only_within_its_factor():
+    mem = pd.DataFrame({"state_factor": [1, 64], "cache_multiple": [0.5, 4.0], "measured_bytes": [100.0, 3000.0],
+                        "counted_bytes": [48, 2064], "bytes_ratio": [100 / 48, 3000 / 2064]})
+    t = claims.memory_traffic(mem)
+    assert t["state_factor"] == 64 and t["agrees"]  # the largest S out of the cache
+    assert not claims.memory_traffic(mem.assign(bytes_ratio=[1.0, claims.BYTES_FACTOR * 1.01]))["agrees"]
+    assert not claims.memory_traffic(mem.assign(bytes_ratio=[1.0, 0.99 / claims.BYTES_FACTOR]))["agrees"]
+    assert claims.memory_traffic(mem[mem["cache_multiple"] < 1]) == {}  # nothing out of the cache: nothing said
+
+
 def test_findings_frame_contract(tmp_path, monkeypatch):
     """``findings`` gathers every chapter's rows in the columns the other pages read (plans replaced by
     synthetic frames: nothing is measured), for this machine named or not."""

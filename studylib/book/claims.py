@@ -32,7 +32,7 @@ F.4 (§4.2): "The speedup from kernel fusion is independent of how many parallel
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -89,6 +89,7 @@ class Finding:
     reason: str  # why, in this machine's numbers ("" when reproduced)
     ours_text: str  # our number as the table shows it
     unit: str = "x"
+    numbers: dict = field(default_factory=dict, compare=False)  # the numbers its page states beside it, computed here
 
     verdict = property(lambda self: self.judgement.verdict)
     value = property(lambda self: self.judgement.value)
@@ -121,7 +122,7 @@ def _failing_text(j: Judgement, per_n: pd.Series, unit: str) -> str:
 
 
 def row(finding, rule, quantity, paper_key, ours, reason, *, ours_text=None, paper_value=None, paper_text=None,
-        summary=MEDIAN, margin=0.0, low=None, high=None) -> Finding:
+        summary=MEDIAN, margin=0.0, low=None, high=None, numbers=None) -> Finding:
     """One finding. ``ours``: a number (one value), a Series indexed by N, or a frame indexed by N
     with ``value``, ``low`` and ``high`` (the repeats' ends: ``analysis.ratio_by_n``). ``reason`` is
     kept for every verdict but "reproduced" (a row "not measured" without one says that this build
@@ -143,7 +144,7 @@ def row(finding, rule, quantity, paper_key, ours, reason, *, ours_text=None, pap
     if j.verdict == NOT_MEASURED and not reason:
         reason = "this build has no measurement for it"
     return Finding(finding, paper_key, quantity, rule, float(value), paper_text or _paper_text(pv), pv.where, j,
-                   "" if j.verdict == REPRODUCED else reason, ours_text, unit)
+                   "" if j.verdict == REPRODUCED else reason, ours_text, unit, dict(numbers or {}))
 
 
 def _per_env_step(df, impl, n=None, steps=None) -> float:
@@ -340,6 +341,48 @@ def memory_regime_table(c: pd.DataFrame, ceil: dict) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+BYTES_FACTOR = 2  # the stated agreement: a memory-bound step's time × bandwidth within 2× of the bytes counted
+
+
+def memory_traffic(mem: pd.DataFrame) -> dict:
+    """Whether the state factor's bytes set an unfused step's time where its working set leaves the
+    cache: at the largest such S (``memory_regime_table``), the bytes its time takes at the measured
+    stream bandwidth against the bytes counted, and whether they agree within ``BYTES_FACTOR``
+    ({} where no S leaves the cache)."""
+    bound = mem[mem["cache_multiple"] >= 1] if len(mem) else mem
+    if not len(bound):
+        return {}
+    b = bound.iloc[-1]
+    return {"state_factor": int(b["state_factor"]), "cache_multiple": float(b["cache_multiple"]),
+            "measured_bytes": float(b["measured_bytes"]), "counted_bytes": int(b["counted_bytes"]),
+            "bytes_ratio": float(b["bytes_ratio"]), "factor": BYTES_FACTOR,
+            "agrees": bool(1 / BYTES_FACTOR <= b["bytes_ratio"] <= BYTES_FACTOR)}
+
+
+def fusion_grid(c: pd.DataFrame, P: ChapterParams) -> pd.DataFrame:
+    """Fig 9's grid read per (K > 1, C): the median fusion speedup over N at the smallest and the
+    largest S measured, its growth between them (``trend``) and its direction, and the largest
+    max/min across N over the S (``spread``) with the S where it is largest. F.4's "flat" row is
+    this table's K = max, C = 1 spread. ``attrs["largest_working_set"]``: the grid's largest
+    unfused working set (bytes, largest N and S)."""
+    sp = fusion_speedups(c[c["num_envs"].isin(P.num_envs)])
+    sp = sp[sp["steps"] > 1]
+    out = []
+    for (k, cf), g in sp.groupby(["steps", "compute_factor"]):
+        by_s = g.groupby("state_factor")["speedup"].median().sort_index()
+        per_s = g.groupby("state_factor")["speedup"].agg(spread)
+        growth = trend(by_s)
+        out.append({"K": int(k), "C": int(cf), "smallest S": int(by_s.index[0]), "largest S": int(by_s.index[-1]),
+                    "speedup at smallest S": float(by_s.iloc[0]), "speedup at largest S": float(by_s.iloc[-1]),
+                    "growth": growth, "direction": trend_direction(growth) if np.isfinite(growth) else "",
+                    "max/min across N": float(per_s.max()) if per_s.notna().any() else np.nan,
+                    "S of max/min": int(per_s.idxmax()) if per_s.notna().any() else None})
+    df = pd.DataFrame(out, columns=["K", "C", "smallest S", "largest S", "speedup at smallest S", "speedup at largest S",
+                                    "growth", "direction", "max/min across N", "S of max/min"])
+    df.attrs["largest_working_set"] = max(P.num_envs) * costs.unfused_bytes(max(P.state_factor)) // 2
+    return df
+
+
 def _f4_trend_reason(t: pd.DataFrame, ceil: dict, regime: dict) -> str:
     """The fusion speedup's growth with S explained in the memory regime's numbers and the
     roofline's (``harness.roofline``): bytes moved per unfused step, and the speedup's bound."""
@@ -406,16 +449,23 @@ def complexity_rows(P: ChapterParams, c: pd.DataFrame, ceil: dict) -> list[Findi
             **_growth_range(c, fusion_impl(P), regime["num_envs"], max(regime["steps"]), int(lo["state_factor"]),
                             int(hi["state_factor"])),
             ours_text=f"{fmt_x(lo['speedup'])} → {fmt_x(hi['speedup'])} ({direction}, ×{g:.3g})",
+            numbers={"num_envs": int(regime["num_envs"]), "steps": int(max(regime["steps"])),
+                     "s_low": int(lo["state_factor"]), "s_high": int(hi["state_factor"]),
+                     "speedup_low": float(lo["speedup"]), "speedup_high": float(hi["speedup"]), "growth": g,
+                     "direction": direction, "cache_multiple": float(hi["cache_multiple"]),
+                     "unfused_of_memory": float(hi["unfused_of_memory"]),
+                     "fused_of_ceiling": float(hi["fused_of_ceiling"]), "speedup_bound": float(hi["speedup_bound"])},
             paper_text=f"{pow2_label(PAPER['f4_speedup_s_low'].value)} → {pow2_label(PAPER['f4_speedup_s_high'].value)} "
                        f"(grows, ×{paper_growth:g}; K = 10³)"))
     sp = fusion_speedups(c[c["num_envs"].isin(P.num_envs)])
     if len(sp):
         kmax = int(sp["steps"].max())
         at = sp[(sp["steps"] == kmax) & (sp["compute_factor"] == 1)]
-        per_s = at.groupby("state_factor")["speedup"].agg(spread)
-        worst = per_s.max() if per_s.notna().any() else None
+        grid = fusion_grid(c, P)
+        at_grid = grid[(grid["K"] == kmax) & (grid["C"] == 1)]
+        worst = at_grid["max/min across N"].iloc[0] if len(at_grid) and at_grid["max/min across N"].notna().all() else None
         if worst is not None:
-            s_worst = int(per_s.idxmax())
+            s_worst = int(at_grid["S of max/min"].iloc[0])
             d = at[at["state_factor"] == s_worst].set_index("num_envs")["speedup"].sort_index()
             base = c[(c["steps"] == 1) & (c["state_factor"] == s_worst) & (c["compute_factor"] == 1)
                      & c["num_envs"].isin(P.num_envs)].sort_values("num_envs")
