@@ -188,6 +188,22 @@ def test_memory_traffic_agrees_only_within_its_factor():
     assert claims.memory_traffic(mem[mem["cache_multiple"] < 1]) == {}  # nothing out of the cache: nothing said
 
 
+def test_fig6_pattern_matches_only_constant_calls_and_kernels_linear_in_k():
+    """Paper Fig 6: "Python→XLA API calls (Backend) remain constant ... GPU kernel launches (CUDA)
+    increase linearly"."""
+    def prof(calls, launches):
+        return pd.DataFrame({"impl": "jax", "steps": [1, 100], "backend_calls": calls, "kernel_launches": launches,
+                             "backend_calls_per_step": [calls[0], calls[1] / 100],
+                             "kernel_launches_per_step": [launches[0], launches[1] / 100]})
+
+    assert claims.fig6_pattern(prof([2, 2], [50, 5000]))["matches"]
+    assert not claims.fig6_pattern(prof([2, 200], [50, 5000]))["matches"]  # calls grow with K
+    assert not claims.fig6_pattern(prof([2, 2], [50, 60]))["matches"]  # kernels fused across steps
+    eager = claims.fig6_pattern(prof([60, 6000], [50, 5000]).assign(impl="torch"), "torch")
+    assert eager["calls_linear"] and not eager["matches"]
+    assert claims.fig6_pattern(pd.DataFrame()) == {}
+
+
 def test_findings_frame_contract(tmp_path, monkeypatch):
     """``findings`` gathers every chapter's rows in the columns the other pages read (plans replaced by
     synthetic frames: nothing is measured), for this machine named or not."""

@@ -41,7 +41,8 @@ from .brax import CARTPOLE as BRAX_CARTPOLE, brax_available, brax_data, brax_gap
 from .charts import (IMPL_COLORS, POW2_LABEL, finish, impl_color, impl_scale, line_points, paper_rules, tooltip, x_n,
                      y_rate)
 from .chapters import CHAPTERS, Chapter, finding_records, findings, params
-from .claims import (Finding, complexity_rows, findings_frame, findings_md, fusion_grid, fusion_rows, memory_traffic,
+from .claims import (Finding, complexity_rows, fig6_pattern, findings_frame, findings_md, fusion_grid, fusion_rows,
+                     memory_traffic,
                      memory_regime_table, overheads_rows, vectorization_rows, verdict_text)
 from .format import fmt_bytes, fmt_list, fmt_rate, fmt_time, fmt_x, fmt_x_range, md, pow2_label, table
 from .notes import coverage_note, machine_note, params_note, provenance_sentence
@@ -55,7 +56,7 @@ __all__ = [
     "BORDERLINE", "BRAX_CARTPOLE", "CHAPTERS", "Chapter", "IMPL_COLORS", "IMPL_ORDER", "PAPER", "PAPER_GPU", "POW2_LABEL",
     "PRESETS", "RULES", "VERDICTS", "ChapterParams", "Finding", "PaperValue", "atari_breakdown_data", "atari_data",
     "available_impls", "beyond_data", "brax_available", "brax_data", "brax_gap", "cartpole_fig2_data",
-    "finding_records", "findings_frame", "fusion_grid", "memory_traffic", "judge", "k_speedup_spread", "verdict_text",
+    "fig6_pattern", "finding_records", "findings_frame", "fusion_grid", "memory_traffic", "judge", "k_speedup_spread", "verdict_text",
     "complexity_data", "complexity_rows", "coverage_note", "display_path", "findings", "findings_md", "finish",
     "fmt_bytes", "fmt_list", "fmt_rate", "fmt_time", "fmt_x", "fmt_x_range", "fusion_data", "fusion_impl", "fusion_rows",
     "fusion_speedups", "impl_color", "impl_scale", "k_speedup", "line_points", "machine_note", "md", "memory_regime_table",

@@ -143,8 +143,14 @@ def row(finding, rule, quantity, paper_key, ours, reason, *, ours_text=None, pap
         reason = RULES[rule].band(j.value, value).why + (f": {reason}" if reason else "")
     if j.verdict == NOT_MEASURED and not reason:
         reason = "this build has no measurement for it"
+    numbers = dict(numbers or {})
+    if isinstance(ours, pd.Series):  # the value at each N, as the pages chart it; the N of the largest
+        per_n = ours.dropna()
+        numbers.setdefault("per_n", {int(n): float(v) for n, v in per_n.items()})
+        if len(per_n) and summary == LARGEST:
+            numbers.setdefault("at_n", int(per_n.idxmax()))
     return Finding(finding, paper_key, quantity, rule, float(value), paper_text or _paper_text(pv), pv.where, j,
-                   "" if j.verdict == REPRODUCED else reason, ours_text, unit, dict(numbers or {}))
+                   "" if j.verdict == REPRODUCED else reason, ours_text, unit, numbers)
 
 
 def _per_env_step(df, impl, n=None, steps=None) -> float:
@@ -241,8 +247,12 @@ def overheads_rows(P: ChapterParams, o: pd.DataFrame, prof: pd.DataFrame) -> lis
         reason = (f"both compute on the same CPU cores, so what jax saves is torch's per-operation dispatch{calls}: "
                   f"{fmt_time(_per_env_step(small, 'torch'))} per environment-step in torch at best, "
                   f"{fmt_time(_per_env_step(small, 'jax', steps=kmax))} in jax")
+        torch_k = small[small["impl"] == "torch"]["steps"].max()
+        torch_gain = k_speedup(o, "torch", 1, torch_k, max_n=SMALL_N) if torch_k > 1 else pd.Series(dtype=float)
         rows.append(row("F.2", "speedup", f"jax (K = {kmax}) over torch (its best K), median over N ≤ 2^13",
-                        "f2_xla_over_torch", ratio, reason))
+                        "f2_xla_over_torch", ratio, reason,
+                        numbers={"torch_k_gain": float(torch_gain.median()) if len(torch_gain) else None,
+                                 "torch_kmax": int(torch_k)}))
         rows.append(row("F.2", "speedup", f"jax K = 1 → {kmax} (with inference), median over N ≤ 2^13",
                         "f2_xla_k1_to_k1000", k_speedup_spread(o, "jax", 1, kmax, max_n=SMALL_N),
                         _k_reason(o, "jax", kmax, SMALL_N)))
@@ -257,10 +267,42 @@ def overheads_rows(P: ChapterParams, o: pd.DataFrame, prof: pd.DataFrame) -> lis
                   f"({fmt_time(r['device_s'])} of {fmt_time(r['total_s'])}), Python {r['python_s'] / r['total_s']:.0%} "
                   f"and the backend {r['backend_s'] / r['total_s']:.0%} (paper: "
                   f"{PAPER['f2_python_share_k1'].value:g} % and {PAPER['f2_backend_share_k1'].value:g} %)")
+        last = jp.iloc[-1]
+        numbers = {"steps": int(r["steps"]), "python_share": r["python_s"] / r["total_s"],
+                   "backend_share": r["backend_s"] / r["total_s"], "last_steps": int(last["steps"]),
+                   "share_at_last_steps": (last["python_s"] + last["backend_s"]) / last["total_s"]}
         rows.append(row("F.2", "majority share", f"CPU-bound share of jax time at K = {int(r['steps'])} "
                         f"(N = {pow2_label(r['num_envs'])}, one profiled run)", "f2_cpu_share_k1", share, reason,
-                        margin=SINGLE_RUN_SHARE_MARGIN))
+                        margin=SINGLE_RUN_SHARE_MARGIN, numbers=numbers))
     return rows
+
+
+CALLS_CONSTANT = 2  # "constant" backend calls: at the largest K at most this many times those at the smallest
+LAUNCHES_LINEAR = 2  # "linear in K" kernels: launches per step at the largest K within this factor of the smallest's
+
+
+def fig6_pattern(prof: pd.DataFrame, impl: str = "jax") -> dict:
+    """Paper Fig 6's pattern for XLA (§3.4, Figure 6): "Python→XLA API calls (Backend) remain constant
+    even as we increase data collection steps, explaining amortized CPU overheads. However, GPU kernel
+    launches (CUDA) increase linearly, indicating kernel fusion does not occur across data collection
+    steps." From ``impl``'s profiled collections at the smallest and largest K: the
+    calls and launches at each, and ``matches`` — calls at most ``CALLS_CONSTANT``× and launches per
+    step within ``LAUNCHES_LINEAR``× of each other ({} with no profile of ``impl``)."""
+    p = prof[prof["impl"] == impl].sort_values("steps") if len(prof) else prof
+    if not len(p):
+        return {}
+    a, b = p.iloc[0], p.iloc[-1]
+    constant = b["backend_calls"] <= CALLS_CONSTANT * a["backend_calls"]
+    ratio = b["kernel_launches_per_step"] / max(a["kernel_launches_per_step"], 1e-9)
+    linear = b["steps"] > a["steps"] and 1 / LAUNCHES_LINEAR <= ratio <= LAUNCHES_LINEAR
+    return {"k_low": int(a["steps"]), "k_high": int(b["steps"]), "calls_low": int(a["backend_calls"]),
+            "calls_high": int(b["backend_calls"]), "launches_low": int(a["kernel_launches"]),
+            "launches_high": int(b["kernel_launches"]), "launches_per_step_high": float(b["kernel_launches_per_step"]),
+            "calls_per_step_low": float(a["backend_calls_per_step"]), "calls_per_step_high": float(b["backend_calls_per_step"]),
+            # eager execution's pattern instead: calls per step within LAUNCHES_LINEAR× of each other (linear in K)
+            "calls_linear": bool(b["steps"] > a["steps"] and 1 / LAUNCHES_LINEAR <= b["backend_calls_per_step"]
+                                 / max(a["backend_calls_per_step"], 1e-9) <= LAUNCHES_LINEAR),
+            "matches": bool(constant and linear)}
 
 
 # ---- F.3 ------------------------------------------------------------------------------------------
@@ -289,8 +331,10 @@ def fusion_rows(P: ChapterParams, f: pd.DataFrame) -> list[Finding]:
                   + ", and the state's trip to memory between steps; " + "; ".join(splits)
                   + (": the gain is largest at the smallest N, where a call's own work is smallest"
                      if r.idxmax() == r.index.min() else ""))
+    torch_k = f[f["impl"] == "torch"]["steps"].max() if (f["impl"] == "torch").any() else 1
+    torch_gain = k_speedup(f, "torch", 1, torch_k) if torch_k > 1 else pd.Series(dtype=float)
     rows.append(row("F.3", "speedup", f"fusion alone: {fi} K = 1 → {kmax}, median over N", "f3_fusion",
-                    fused, reason))
+                    fused, reason, numbers={"torch_k_gain": float(torch_gain.median()) if len(torch_gain) else None}))
     rows.append(row("F.3", "speedup", f"jax K = 1 → {kmax} (simulation only), median over N", "f3_xla_k1_to_k1000",
                     k_speedup_spread(f, "jax", 1, kmax), _k_reason(f, "jax", kmax)))
     at_kmax = f[f["steps"] == kmax]
