@@ -204,6 +204,21 @@ def test_fig6_pattern_matches_only_constant_calls_and_kernels_linear_in_k():
     assert claims.fig6_pattern(pd.DataFrame()) == {}
 
 
+def test_beyond_ratios_and_the_share_of_the_gap_closed():
+    from studylib.book import beyond
+
+    d = pd.DataFrame(_rows("torch", {4: 1e4, 2**14: 2e4}, samples_per_s_min=0.5e4, samples_per_s_max=2e4)
+                     + _rows("torch-compile", {4: 3e4, 2**14: 2e4}) + _rows("jax", {4: 5e4, 2**14: 4e4}))
+    gap = beyond.compile_gap(d).set_index("num_envs")
+    assert gap["share of the gap closed"].to_dict() == pytest.approx({4: 0.5, 2**14: 0.0})  # (3 - 1) / (5 - 1)
+    assert gap.attrs["small"]["count"] == 1 and gap.attrs["best_n"] == 4
+    r = beyond.ratio_with_spread(d, "jax", "torch").set_index("num_envs")
+    assert r.loc[4, "ratio"] == pytest.approx(5) and r.loc[4, "low"] == pytest.approx(2.5)  # jax over torch's fastest
+    assert r.loc[4, "high"] == pytest.approx(10) and r.loc[4, "b_spread"] == pytest.approx(1.5)
+    assert beyond.compile_gap(d[d["impl"] != "jax"]).empty
+    assert beyond.against_gemm(d, {2**14: 8e4}, "jax")["over_gemm"] == pytest.approx(0.5)
+
+
 def test_findings_frame_contract(tmp_path, monkeypatch):
     """``findings`` gathers every chapter's rows in the columns the other pages read (plans replaced by
     synthetic frames: nothing is measured), for this machine named or not."""
