@@ -12,6 +12,7 @@
               (``chapters``): the introduction's table
 ``charts``    Altair helpers
 ``format``    numbers, Markdown and HTML tables;  ``notes``: the admonitions atop each chapter
+``beyond``    the "Beyond the paper" page's ratios (compile gap, fused over jax, ours over the peers)
 ``model``     the cost model's chapter: calibration, validation against F.1–F.4, the paper's machine
 ``rerun``     ``python -m studylib.book rerun <chapter> -p NAME VALUE`` (papermill, then rebuild)
 
