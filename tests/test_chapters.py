@@ -42,11 +42,12 @@ def _params_call(name: str):
     return None
 
 
-@pytest.mark.parametrize("name", [ch.name for ch in measured_chapters()])
+@pytest.mark.parametrize("name", list(CHAPTERS))
 def test_a_chapters_parameters_cell_is_what_its_type_accepts_and_all_of_it_is_passed(name):
     declared = rerun.declared_parameters((BOOK / f"{name}.md").read_text())
     assert set(declared) <= set(CHAPTERS[name].params_type.parameters())
-    assert _params_call(name) == set(declared)  # no declared parameter silently ignored
+    if CHAPTERS[name].plans:  # a page that measures builds its parameters from all of them
+        assert _params_call(name) == set(declared)  # no declared parameter silently ignored
     P = CHAPTERS[name].params(**{**declared, "preset": "tiny"})  # what the cell's defaults build
     assert P.chapter == name and P.preset == "tiny"
 
