@@ -28,8 +28,6 @@ from ..errors import ConfigError
 from ..harness.sweep import Keying, keyed_by, run, sweep
 from ..implspec import IMPLEMENTATIONS, book_order, spec
 from ..settings import PEERS, EnvSettings, MeasurePoint
-from .brax import brax_data
-from .model import model_calibration
 from .presets import BeyondParams, ChapterParams
 # F.2 is the paper's claim about XLA against PyTorch (section 4.2, Fig 4-6): these two by name.
 F2_IMPLS = ("torch", "jax")
