@@ -164,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("measure", help="run the book's measurement plans into data/<machine>/ (no book toolchain)")
     m.add_argument("--chapters", default="all", help="comma list of cartpole, vectorization, overheads, fusion, "
-                                                     "complexity, beyond, atari, model (default: all)")
+                                                     "complexity, beyond, atari, model, training (default: all)")
     m.add_argument("--preset", default=None, help="tiny, default or paper (default: $STUDYLIB_PRESET, else default)")
     _add_run_options(m)
 
@@ -212,7 +212,7 @@ def _add_run_options(p: argparse.ArgumentParser):
 
 
 def _data_dir(args):
-    from .book.presets import resolve_data_dir
+    from .harness.presets import resolve_data_dir
 
     return resolve_data_dir(args.data_dir)
 
@@ -290,15 +290,15 @@ def _cmd_sweep(args, out) -> int:
 
 
 def _cmd_measure(args, out) -> int:
-    """The chapters' plans (``book.plans.PLANS``) at a preset: what a book build measures."""
-    from .book import brax_available, params, resolve_preset
-    from .book.plans import PLANS
+    """The chapters' plans (``book.chapters.CHAPTERS``) at a preset: what a book build measures."""
+    from .book import brax_available, resolve_preset
+    from .book.chapters import CHAPTERS, measured_chapters
     from .harness.sweep import session
 
-    chapters = parse_names("--chapters", args.chapters, tuple(PLANS), allow_all=True)
+    chapters = parse_names("--chapters", args.chapters, tuple(ch.name for ch in measured_chapters()), allow_all=True)
     preset = resolve_preset(args.preset)
     data_dir = _data_dir(args)
-    chapter_params = {ch: params(ch, preset=preset, data_dir=data_dir) for ch in chapters}  # all checked first
+    chapter_params = {ch: CHAPTERS[ch].params(preset=preset, data_dir=data_dir) for ch in chapters}  # all checked first
     lost = 0
 
     def report(name, result):
@@ -313,7 +313,7 @@ def _cmd_measure(args, out) -> int:
             _stderr(f"{ch} (preset {preset})")
             if ch == "cartpole" and not brax_available()[0]:
                 _stderr(f"fig2_brax: not measured ({brax_available()[1]})")
-            for plan in PLANS[ch]:
+            for plan in CHAPTERS[ch].plans:
                 plan(chapter_params[ch])
     return _lost_exit(lost)
 

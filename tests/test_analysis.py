@@ -156,6 +156,69 @@ def test_f4_flat_in_n(grid, expected, tmp_path):
     assert flat["verdict"] == expected and bool(flat["reason"]) == (expected != REPRODUCED)
 
 
+def test_the_complexity_page_renders_numbers_computed_once(tmp_path):
+    """The F.4 records carry the numbers the page states beside them (the memory regime's speedups at
+    the smallest and largest S, the direction the rule read); the grid table's K = max, C = 1
+    spread across N is the "flat" row's value."""
+    P = _params("complexity", tmp_path, state_factor=[1, 64], compute_factor=[1])
+    df = _complexity({1: 4.0, 64: 40.0}, grid_speedup={4: 13.7, 64: 2.0})
+    rows = claims.complexity_rows(P, df, CEIL)
+    t = claims.memory_regime_table(df, CEIL)
+    g = rows[0].numbers
+    assert (g["speedup_low"], g["speedup_high"]) == pytest.approx((t["speedup"].iloc[0], t["speedup"].iloc[-1]))
+    assert g["growth"] == pytest.approx(rows[0].value) and g["direction"] == analysis.trend_direction(rows[0].value)
+    grid = claims.fusion_grid(df, P)
+    at = grid[(grid["K"] == grid["K"].max()) & (grid["C"] == 1)].iloc[0]
+    flat = next(r for r in rows if r.rule == "flat")
+    assert at["max/min across N"] == pytest.approx(flat.value)
+    assert at["smallest S"] == at["largest S"] == 1 and at["direction"] == ""  # one S in this grid: no trend stated
+    two_s = claims.fusion_grid(pd.concat([df, df.assign(state_factor=64, samples_per_s=df["samples_per_s"] / 2)
+                                          .assign(samples_per_s=lambda d: d["samples_per_s"] * d["steps"].map({1: 1, 100: 8}))]), P)
+    r = two_s[two_s["K"] == 100].iloc[0]
+    assert r["direction"] == analysis.trend_direction(r["speedup at largest S"] / r["speedup at smallest S"]) == "grows"
+
+
+def test_memory_traffic_agrees_only_within_its_factor():
+    mem = pd.DataFrame({"state_factor": [1, 64], "cache_multiple": [0.5, 4.0], "measured_bytes": [100.0, 3000.0],
+                        "counted_bytes": [48, 2064], "bytes_ratio": [100 / 48, 3000 / 2064]})
+    t = claims.memory_traffic(mem)
+    assert t["state_factor"] == 64 and t["agrees"]  # the largest S out of the cache
+    assert not claims.memory_traffic(mem.assign(bytes_ratio=[1.0, claims.BYTES_FACTOR * 1.01]))["agrees"]
+    assert not claims.memory_traffic(mem.assign(bytes_ratio=[1.0, 0.99 / claims.BYTES_FACTOR]))["agrees"]
+    assert claims.memory_traffic(mem[mem["cache_multiple"] < 1]) == {}  # nothing out of the cache: nothing said
+
+
+def test_fig6_pattern_matches_only_constant_calls_and_kernels_linear_in_k():
+    """Paper Fig 6: "Python→XLA API calls (Backend) remain constant ... GPU kernel launches (CUDA)
+    increase linearly"."""
+    def prof(calls, launches):
+        return pd.DataFrame({"impl": "jax", "steps": [1, 100], "backend_calls": calls, "kernel_launches": launches,
+                             "backend_calls_per_step": [calls[0], calls[1] / 100],
+                             "kernel_launches_per_step": [launches[0], launches[1] / 100]})
+
+    assert claims.fig6_pattern(prof([2, 2], [50, 5000]))["matches"]
+    assert not claims.fig6_pattern(prof([2, 200], [50, 5000]))["matches"]  # calls grow with K
+    assert not claims.fig6_pattern(prof([2, 2], [50, 60]))["matches"]  # kernels fused across steps
+    eager = claims.fig6_pattern(prof([60, 6000], [50, 5000]).assign(impl="torch"), "torch")
+    assert eager["calls_linear"] and not eager["matches"]
+    assert claims.fig6_pattern(pd.DataFrame()) == {}
+
+
+def test_beyond_ratios_and_the_share_of_the_gap_closed():
+    from studylib.book import beyond
+
+    d = pd.DataFrame(_rows("torch", {4: 1e4, 2**14: 2e4}, samples_per_s_min=0.5e4, samples_per_s_max=2e4)
+                     + _rows("torch-compile", {4: 3e4, 2**14: 2e4}) + _rows("jax", {4: 5e4, 2**14: 4e4}))
+    gap = beyond.compile_gap(d).set_index("num_envs")
+    assert gap["share of the gap closed"].to_dict() == pytest.approx({4: 0.5, 2**14: 0.0})  # (3 - 1) / (5 - 1)
+    assert gap.attrs["small"]["count"] == 1 and gap.attrs["best_n"] == 4
+    r = beyond.ratio_with_spread(d, "jax", "torch").set_index("num_envs")
+    assert r.loc[4, "ratio"] == pytest.approx(5) and r.loc[4, "low"] == pytest.approx(2.5)  # jax over torch's fastest
+    assert r.loc[4, "high"] == pytest.approx(10) and r.loc[4, "b_spread"] == pytest.approx(1.5)
+    assert beyond.compile_gap(d[d["impl"] != "jax"]).empty
+    assert beyond.against_gemm(d, {2**14: 8e4}, "jax")["over_gemm"] == pytest.approx(0.5)
+
+
 def test_findings_frame_contract(tmp_path, monkeypatch):
     """``findings`` gathers every chapter's rows in the columns the other pages read (plans replaced by
     synthetic frames: nothing is measured), for this machine named or not."""

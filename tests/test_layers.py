@@ -11,7 +11,9 @@ Layers follow the packages, lowest first; a module may import its own layer and 
                the package itself (``studylib/__init__``) and the two public aliases of adapters
   harness      studylib/harness/: timing, measure, store, sweep, provenance, profiler, roofline, and
                what it measures beside the implementations (peers, atari, costmodel)
-  top          studylib/book/ (the chapters' helpers), studylib/train/ and the command line (__main__)
+  top          studylib/book/ (the chapters' helpers), studylib/train/ and the command line (__main__);
+               within it, train imports nothing from book (directly or through another module): the
+               book renders training, training does not know the book
 """
 
 from __future__ import annotations
@@ -110,6 +112,22 @@ def cycles(graph) -> list[list[str]]:
     return out
 
 
+def reaches(graph, start: str) -> set[str]:
+    """Every module ``start`` imports, directly or through others."""
+    seen, todo = set(), [start]
+    while todo:
+        for d in graph.get(todo.pop(), ()):
+            if d not in seen:
+                seen.add(d)
+                todo.append(d)
+    return seen
+
+
+def train_imports_of_book(graph) -> list[str]:
+    return [f"{m} reaches {d}" for m in sorted(graph) if m.startswith("studylib.train")
+            for d in sorted(reaches(graph, m)) if d == "studylib.book" or d.startswith("studylib.book.")]
+
+
 def test_the_layers_are_classified_as_documented():
     assert layer("studylib.dynamics") == "core" and layer("studylib.settings") == "core"
     assert layer("studylib.envs.cpp_env") == layer("studylib.native.backends") == layer("studylib") == "environment"
@@ -129,6 +147,12 @@ def test_the_checks_can_fail():
     assert upward_imports({"studylib.devices": {"studylib.envs.registry"}})
     assert upward_imports({"studylib.harness.sweep": {"studylib.book"}})
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert train_imports_of_book({"studylib.train.chapter": {"studylib.cli"}, "studylib.cli": {"studylib.book.presets"}})
+
+
+def test_train_imports_nothing_from_book():
+    assert "studylib.train.params" in GRAPH and "studylib.book.chapters" in GRAPH
+    assert train_imports_of_book(GRAPH) == []
 
 
 def test_no_upward_import():

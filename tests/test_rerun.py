@@ -23,6 +23,7 @@ def test_every_chapter_with_parameters_can_be_rerun():
     ("complexity", {"state_factor": [1, 16], "preset": "tiny"}),
     ("intro", {"preset": "paper"}),
     ("methodology", {"data_dir": "/tmp/elsewhere"}),
+    ("training", {"seeds": "[0, 1]", "collectors": ["fused"], "preset": "tiny"}),
 ])
 def test_declared_parameters_of_the_right_type_are_accepted(chapter, parameters):
     assert rerun.check_parameters(chapter, parameters) == parameters
@@ -34,6 +35,9 @@ def test_declared_parameters_of_the_right_type_are_accepted(chapter, parameters)
     ("vectorization", {"steps": [1, 0]}, "'steps' must be a list of positive integers"),
     ("vectorization", {"impls": ["cpp", "nope"]}, "unknown implementation 'nope'"),
     ("beyond", {"peer_steps": 1.5}, "'peer_steps' must be a positive integer"),
+    ("training", {"seeds": "abc"}, "'seeds' must be a list of integers ≥ 0, got 'abc'"),
+    ("training", {"collectors": ["gym", "nope"]}, "unknown trainer 'nope'"),
+    ("training", {"sweep_num_envs": [8, 0]}, "'sweep_num_envs' must be a list of positive integers"),
     ("beyond", {"state_factor": [1]}, "has no parameter 'state_factor'"),
     ("intro", {"preset": "huge"}, "unknown preset 'huge'"),
     ("methodology", {"data_dir": 3}, "'data_dir' must be a folder"),

@@ -1,14 +1,18 @@
 """What the Jupyter Book's chapters share, one module per job:
 
 ``paper``     the paper's reported values (``PAPER``)
-``presets``   presets and each chapter's typed parameters (``params`` -> ``ChapterParams``)
+``chapters``  the chapters, one record each (``CHAPTERS``): parameters, plans, data files, findings;
+              ``params(chapter, ...)`` -> that chapter's frozen parameters
+``presets``   each chapter's typed parameters (``ChapterParams`` and one subclass per chapter); the
+              presets' values are ``harness.presets.PRESETS``
 ``plans``     what each chapter measures, through ``harness.sweep`` into data/<machine>/
 ``brax``      Fig 2's Brax timings
 ``analysis``  plateaus, speedups, trends, and the rules that give a verdict against the paper
-``claims``    F.1–F.4 as records (``Finding``: value, spread over N, rule, verdict, reason); ``findings``:
-              the introduction's table
+``claims``    F.1–F.4 as records (``Finding``: value, spread over N, rule, verdict, reason); ``findings``
+              (``chapters``): the introduction's table
 ``charts``    Altair helpers
 ``format``    numbers, Markdown and HTML tables;  ``notes``: the admonitions atop each chapter
+``beyond``    the "Beyond the paper" page's ratios (compile gap, fused over jax, ours over the peers)
 ``model``     the cost model's chapter: calibration, validation against F.1–F.4, the paper's machine
 ``rerun``     ``python -m studylib.book rerun <chapter> -p NAME VALUE`` (papermill, then rebuild)
 
@@ -37,21 +41,23 @@ from .analysis import (BORDERLINE, RULES, VERDICTS, fusion_speedups, judge, k_sp
 from .brax import CARTPOLE as BRAX_CARTPOLE, brax_available, brax_data, brax_gap
 from .charts import (IMPL_COLORS, POW2_LABEL, finish, impl_color, impl_scale, line_points, paper_rules, tooltip, x_n,
                      y_rate)
-from .claims import (Finding, complexity_rows, finding_records, findings, findings_frame, findings_md, fusion_rows,
+from .chapters import CHAPTERS, Chapter, finding_records, findings, params
+from .claims import (Finding, complexity_rows, fig6_pattern, findings_frame, findings_md, fusion_grid, fusion_rows,
+                     memory_traffic,
                      memory_regime_table, overheads_rows, vectorization_rows, verdict_text)
 from .format import fmt_bytes, fmt_list, fmt_rate, fmt_time, fmt_x, fmt_x_range, md, pow2_label, table
 from .notes import coverage_note, machine_note, params_note, provenance_sentence
 from .paper import PAPER, PAPER_GPU, PaperValue
 from .plans import (atari_breakdown_data, atari_data, beyond_data, cartpole_fig2_data, complexity_data, fusion_data,
                     fusion_impl, overheads_data, profile_data, roofline_data, vectorization_data)
-from .presets import (CHAPTERS, IMPL_ORDER, PRESETS, ChapterParams, available_impls, display_path, params,
-                      resolve_data_dir, resolve_preset)
+from .presets import (IMPL_ORDER, PRESETS, ChapterParams, available_impls, display_path, resolve_data_dir,
+                      resolve_preset)
 
 __all__ = [
-    "BORDERLINE", "BRAX_CARTPOLE", "CHAPTERS", "IMPL_COLORS", "IMPL_ORDER", "PAPER", "PAPER_GPU", "POW2_LABEL",
+    "BORDERLINE", "BRAX_CARTPOLE", "CHAPTERS", "Chapter", "IMPL_COLORS", "IMPL_ORDER", "PAPER", "PAPER_GPU", "POW2_LABEL",
     "PRESETS", "RULES", "VERDICTS", "ChapterParams", "Finding", "PaperValue", "atari_breakdown_data", "atari_data",
     "available_impls", "beyond_data", "brax_available", "brax_data", "brax_gap", "cartpole_fig2_data",
-    "finding_records", "findings_frame", "judge", "k_speedup_spread", "verdict_text",
+    "fig6_pattern", "finding_records", "findings_frame", "fusion_grid", "memory_traffic", "judge", "k_speedup_spread", "verdict_text",
     "complexity_data", "complexity_rows", "coverage_note", "display_path", "findings", "findings_md", "finish",
     "fmt_bytes", "fmt_list", "fmt_rate", "fmt_time", "fmt_x", "fmt_x_range", "fusion_data", "fusion_impl", "fusion_rows",
     "fusion_speedups", "impl_color", "impl_scale", "k_speedup", "line_points", "machine_note", "md", "memory_regime_table",

@@ -26,13 +26,13 @@ F.4 (§4.2): "The speedup from kernel fusion is independent of how many parallel
     and not memory bandwidth bound (S = 2^0), fusion performs just as poorly as without fusion."
 
     rows = vectorization_rows(P, df)          # a chapter, from the frame it already has
-    F = findings(preset="default")            # every row, through the plans (resuming: reads saved points)
+    F = book.findings(preset="default")       # every chapter's rows (``book.chapters``), through the plans
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -47,7 +47,7 @@ from .format import fmt_bytes, fmt_time, fmt_x, pow2_label
 from .paper import PAPER
 from .plans import (complexity_data, fusion_data, fusion_impl, overheads_data, profile_data, roofline_data,
                     vectorization_data)
-from .presets import ChapterParams, params
+from .presets import ChapterParams
 
 COLUMNS = ["finding", "key", "rule", "quantity", "paper", "paper source", "ours", "summary", "over N", "verdict",
            "borderline", "reason", "paper_value", "ours_value", "ours_low", "ours_high"]
@@ -89,6 +89,7 @@ class Finding:
     reason: str  # why, in this machine's numbers ("" when reproduced)
     ours_text: str  # our number as the table shows it
     unit: str = "x"
+    numbers: dict = field(default_factory=dict, compare=False)  # the numbers its page states beside it, computed here
 
     verdict = property(lambda self: self.judgement.verdict)
     value = property(lambda self: self.judgement.value)
@@ -121,7 +122,7 @@ def _failing_text(j: Judgement, per_n: pd.Series, unit: str) -> str:
 
 
 def row(finding, rule, quantity, paper_key, ours, reason, *, ours_text=None, paper_value=None, paper_text=None,
-        summary=MEDIAN, margin=0.0, low=None, high=None) -> Finding:
+        summary=MEDIAN, margin=0.0, low=None, high=None, numbers=None) -> Finding:
     """One finding. ``ours``: a number (one value), a Series indexed by N, or a frame indexed by N
     with ``value``, ``low`` and ``high`` (the repeats' ends: ``analysis.ratio_by_n``). ``reason`` is
     kept for every verdict but "reproduced" (a row "not measured" without one says that this build
@@ -142,8 +143,14 @@ def row(finding, rule, quantity, paper_key, ours, reason, *, ours_text=None, pap
         reason = RULES[rule].band(j.value, value).why + (f": {reason}" if reason else "")
     if j.verdict == NOT_MEASURED and not reason:
         reason = "this build has no measurement for it"
+    numbers = dict(numbers or {})
+    if isinstance(ours, pd.Series):  # the value at each N, as the pages chart it; the N of the largest
+        per_n = ours.dropna()
+        numbers.setdefault("per_n", {int(n): float(v) for n, v in per_n.items()})
+        if len(per_n) and summary == LARGEST:
+            numbers.setdefault("at_n", int(per_n.idxmax()))
     return Finding(finding, paper_key, quantity, rule, float(value), paper_text or _paper_text(pv), pv.where, j,
-                   "" if j.verdict == REPRODUCED else reason, ours_text, unit)
+                   "" if j.verdict == REPRODUCED else reason, ours_text, unit, numbers)
 
 
 def _per_env_step(df, impl, n=None, steps=None) -> float:
@@ -240,8 +247,12 @@ def overheads_rows(P: ChapterParams, o: pd.DataFrame, prof: pd.DataFrame) -> lis
         reason = (f"both compute on the same CPU cores, so what jax saves is torch's per-operation dispatch{calls}: "
                   f"{fmt_time(_per_env_step(small, 'torch'))} per environment-step in torch at best, "
                   f"{fmt_time(_per_env_step(small, 'jax', steps=kmax))} in jax")
+        torch_k = small[small["impl"] == "torch"]["steps"].max()
+        torch_gain = k_speedup(o, "torch", 1, torch_k, max_n=SMALL_N) if torch_k > 1 else pd.Series(dtype=float)
         rows.append(row("F.2", "speedup", f"jax (K = {kmax}) over torch (its best K), median over N ≤ 2^13",
-                        "f2_xla_over_torch", ratio, reason))
+                        "f2_xla_over_torch", ratio, reason,
+                        numbers={"torch_k_gain": float(torch_gain.median()) if len(torch_gain) else None,
+                                 "torch_kmax": int(torch_k)}))
         rows.append(row("F.2", "speedup", f"jax K = 1 → {kmax} (with inference), median over N ≤ 2^13",
                         "f2_xla_k1_to_k1000", k_speedup_spread(o, "jax", 1, kmax, max_n=SMALL_N),
                         _k_reason(o, "jax", kmax, SMALL_N)))
@@ -256,10 +267,42 @@ def overheads_rows(P: ChapterParams, o: pd.DataFrame, prof: pd.DataFrame) -> lis
                   f"({fmt_time(r['device_s'])} of {fmt_time(r['total_s'])}), Python {r['python_s'] / r['total_s']:.0%} "
                   f"and the backend {r['backend_s'] / r['total_s']:.0%} (paper: "
                   f"{PAPER['f2_python_share_k1'].value:g} % and {PAPER['f2_backend_share_k1'].value:g} %)")
+        last = jp.iloc[-1]
+        numbers = {"steps": int(r["steps"]), "python_share": r["python_s"] / r["total_s"],
+                   "backend_share": r["backend_s"] / r["total_s"], "last_steps": int(last["steps"]),
+                   "share_at_last_steps": (last["python_s"] + last["backend_s"]) / last["total_s"]}
         rows.append(row("F.2", "majority share", f"CPU-bound share of jax time at K = {int(r['steps'])} "
                         f"(N = {pow2_label(r['num_envs'])}, one profiled run)", "f2_cpu_share_k1", share, reason,
-                        margin=SINGLE_RUN_SHARE_MARGIN))
+                        margin=SINGLE_RUN_SHARE_MARGIN, numbers=numbers))
     return rows
+
+
+CALLS_CONSTANT = 2  # "constant" backend calls: at the largest K at most this many times those at the smallest
+LAUNCHES_LINEAR = 2  # "linear in K" kernels: launches per step at the largest K within this factor of the smallest's
+
+
+def fig6_pattern(prof: pd.DataFrame, impl: str = "jax") -> dict:
+    """Paper Fig 6's pattern for XLA (§3.4, Figure 6): "Python→XLA API calls (Backend) remain constant
+    even as we increase data collection steps, explaining amortized CPU overheads. However, GPU kernel
+    launches (CUDA) increase linearly, indicating kernel fusion does not occur across data collection
+    steps." From ``impl``'s profiled collections at the smallest and largest K: the
+    calls and launches at each, and ``matches`` — calls at most ``CALLS_CONSTANT``× and launches per
+    step within ``LAUNCHES_LINEAR``× of each other ({} with no profile of ``impl``)."""
+    p = prof[prof["impl"] == impl].sort_values("steps") if len(prof) else prof
+    if not len(p):
+        return {}
+    a, b = p.iloc[0], p.iloc[-1]
+    constant = b["backend_calls"] <= CALLS_CONSTANT * a["backend_calls"]
+    ratio = b["kernel_launches_per_step"] / max(a["kernel_launches_per_step"], 1e-9)
+    linear = b["steps"] > a["steps"] and 1 / LAUNCHES_LINEAR <= ratio <= LAUNCHES_LINEAR
+    return {"k_low": int(a["steps"]), "k_high": int(b["steps"]), "calls_low": int(a["backend_calls"]),
+            "calls_high": int(b["backend_calls"]), "launches_low": int(a["kernel_launches"]),
+            "launches_high": int(b["kernel_launches"]), "launches_per_step_high": float(b["kernel_launches_per_step"]),
+            "calls_per_step_low": float(a["backend_calls_per_step"]), "calls_per_step_high": float(b["backend_calls_per_step"]),
+            # eager execution's pattern instead: calls per step within LAUNCHES_LINEAR× of each other (linear in K)
+            "calls_linear": bool(b["steps"] > a["steps"] and 1 / LAUNCHES_LINEAR <= b["backend_calls_per_step"]
+                                 / max(a["backend_calls_per_step"], 1e-9) <= LAUNCHES_LINEAR),
+            "matches": bool(constant and linear)}
 
 
 # ---- F.3 ------------------------------------------------------------------------------------------
@@ -288,8 +331,10 @@ def fusion_rows(P: ChapterParams, f: pd.DataFrame) -> list[Finding]:
                   + ", and the state's trip to memory between steps; " + "; ".join(splits)
                   + (": the gain is largest at the smallest N, where a call's own work is smallest"
                      if r.idxmax() == r.index.min() else ""))
+    torch_k = f[f["impl"] == "torch"]["steps"].max() if (f["impl"] == "torch").any() else 1
+    torch_gain = k_speedup(f, "torch", 1, torch_k) if torch_k > 1 else pd.Series(dtype=float)
     rows.append(row("F.3", "speedup", f"fusion alone: {fi} K = 1 → {kmax}, median over N", "f3_fusion",
-                    fused, reason))
+                    fused, reason, numbers={"torch_k_gain": float(torch_gain.median()) if len(torch_gain) else None}))
     rows.append(row("F.3", "speedup", f"jax K = 1 → {kmax} (simulation only), median over N", "f3_xla_k1_to_k1000",
                     k_speedup_spread(f, "jax", 1, kmax), _k_reason(f, "jax", kmax)))
     at_kmax = f[f["steps"] == kmax]
@@ -338,6 +383,48 @@ def memory_regime_table(c: pd.DataFrame, ceil: dict) -> pd.DataFrame:
                     "fused_of_compute": f / compute, "unfused_bandwidth": u * counted,
                     "counted_bytes": counted, "measured_bytes": bw / u, "bytes_ratio": bw / u / counted})
     return pd.DataFrame(out)
+
+
+BYTES_FACTOR = 2  # the stated agreement: a memory-bound step's time × bandwidth within 2× of the bytes counted
+
+
+def memory_traffic(mem: pd.DataFrame) -> dict:
+    """Whether the state factor's bytes set an unfused step's time where its working set leaves the
+    cache: at the largest such S (``memory_regime_table``), the bytes its time takes at the measured
+    stream bandwidth against the bytes counted, and whether they agree within ``BYTES_FACTOR``
+    ({} where no S leaves the cache)."""
+    bound = mem[mem["cache_multiple"] >= 1] if len(mem) else mem
+    if not len(bound):
+        return {}
+    b = bound.iloc[-1]
+    return {"state_factor": int(b["state_factor"]), "cache_multiple": float(b["cache_multiple"]),
+            "measured_bytes": float(b["measured_bytes"]), "counted_bytes": int(b["counted_bytes"]),
+            "bytes_ratio": float(b["bytes_ratio"]), "factor": BYTES_FACTOR,
+            "agrees": bool(1 / BYTES_FACTOR <= b["bytes_ratio"] <= BYTES_FACTOR)}
+
+
+def fusion_grid(c: pd.DataFrame, P: ChapterParams) -> pd.DataFrame:
+    """Fig 9's grid read per (K > 1, C): the median fusion speedup over N at the smallest and the
+    largest S measured, its growth between them (``trend``) and its direction, and the largest
+    max/min across N over the S (``spread``) with the S where it is largest. F.4's "flat" row is
+    this table's K = max, C = 1 spread. ``attrs["largest_working_set"]``: the grid's largest
+    unfused working set (bytes, largest N and S)."""
+    sp = fusion_speedups(c[c["num_envs"].isin(P.num_envs)])
+    sp = sp[sp["steps"] > 1]
+    out = []
+    for (k, cf), g in sp.groupby(["steps", "compute_factor"]):
+        by_s = g.groupby("state_factor")["speedup"].median().sort_index()
+        per_s = g.groupby("state_factor")["speedup"].agg(spread)
+        growth = trend(by_s)
+        out.append({"K": int(k), "C": int(cf), "smallest S": int(by_s.index[0]), "largest S": int(by_s.index[-1]),
+                    "speedup at smallest S": float(by_s.iloc[0]), "speedup at largest S": float(by_s.iloc[-1]),
+                    "growth": growth, "direction": trend_direction(growth) if np.isfinite(growth) else "",
+                    "max/min across N": float(per_s.max()) if per_s.notna().any() else np.nan,
+                    "S of max/min": int(per_s.idxmax()) if per_s.notna().any() else None})
+    df = pd.DataFrame(out, columns=["K", "C", "smallest S", "largest S", "speedup at smallest S", "speedup at largest S",
+                                    "growth", "direction", "max/min across N", "S of max/min"])
+    df.attrs["largest_working_set"] = max(P.num_envs) * costs.unfused_bytes(max(P.state_factor)) // 2
+    return df
 
 
 def _f4_trend_reason(t: pd.DataFrame, ceil: dict, regime: dict) -> str:
@@ -406,16 +493,23 @@ def complexity_rows(P: ChapterParams, c: pd.DataFrame, ceil: dict) -> list[Findi
             **_growth_range(c, fusion_impl(P), regime["num_envs"], max(regime["steps"]), int(lo["state_factor"]),
                             int(hi["state_factor"])),
             ours_text=f"{fmt_x(lo['speedup'])} → {fmt_x(hi['speedup'])} ({direction}, ×{g:.3g})",
+            numbers={"num_envs": int(regime["num_envs"]), "steps": int(max(regime["steps"])),
+                     "s_low": int(lo["state_factor"]), "s_high": int(hi["state_factor"]),
+                     "speedup_low": float(lo["speedup"]), "speedup_high": float(hi["speedup"]), "growth": g,
+                     "direction": direction, "cache_multiple": float(hi["cache_multiple"]),
+                     "unfused_of_memory": float(hi["unfused_of_memory"]),
+                     "fused_of_ceiling": float(hi["fused_of_ceiling"]), "speedup_bound": float(hi["speedup_bound"])},
             paper_text=f"{pow2_label(PAPER['f4_speedup_s_low'].value)} → {pow2_label(PAPER['f4_speedup_s_high'].value)} "
                        f"(grows, ×{paper_growth:g}; K = 10³)"))
     sp = fusion_speedups(c[c["num_envs"].isin(P.num_envs)])
     if len(sp):
         kmax = int(sp["steps"].max())
         at = sp[(sp["steps"] == kmax) & (sp["compute_factor"] == 1)]
-        per_s = at.groupby("state_factor")["speedup"].agg(spread)
-        worst = per_s.max() if per_s.notna().any() else None
+        grid = fusion_grid(c, P)
+        at_grid = grid[(grid["K"] == kmax) & (grid["C"] == 1)]
+        worst = at_grid["max/min across N"].iloc[0] if len(at_grid) and at_grid["max/min across N"].notna().all() else None
         if worst is not None:
-            s_worst = int(per_s.idxmax())
+            s_worst = int(at_grid["S of max/min"].iloc[0])
             d = at[at["state_factor"] == s_worst].set_index("num_envs")["speedup"].sort_index()
             base = c[(c["steps"] == 1) & (c["state_factor"] == s_worst) & (c["compute_factor"] == 1)
                      & c["num_envs"].isin(P.num_envs)].sort_values("num_envs")
@@ -453,32 +547,27 @@ def complexity_rows(P: ChapterParams, c: pd.DataFrame, ceil: dict) -> list[Findi
     return rows
 
 
-def finding_records(preset=None, data_dir=None, machine=None) -> list[Finding]:
-    """F.1–F.4 of one machine (``machine``: a folder under the data folder; None: this one, whose
-    missing points are measured, resuming), as records."""
-    from ..harness.provenance import machine_key
+# ---- each chapter's findings, from its plans (``book.chapters`` lists them) ------------------------
 
-    kw = {} if machine in (None, machine_key()) else {"machine": machine}
+def vectorization_findings(P: ChapterParams) -> list[Finding]:
+    return vectorization_rows(P, vectorization_data(P))
 
-    def P(chapter):
-        return params(chapter, preset=preset, data_dir=data_dir, **kw)
 
-    p_o, p_c = P("overheads"), P("complexity")
-    rows = (vectorization_rows(P("vectorization"), vectorization_data(P("vectorization")))
-            + overheads_rows(p_o, overheads_data(p_o), profile_data(p_o))
-            + fusion_rows(P("fusion"), fusion_data(P("fusion")))
-            + complexity_rows(p_c, complexity_data(p_c), roofline_data(p_c)))
-    return rows
+def overheads_findings(P: ChapterParams) -> list[Finding]:
+    return overheads_rows(P, overheads_data(P), profile_data(P))
+
+
+def fusion_findings(P: ChapterParams) -> list[Finding]:
+    return fusion_rows(P, fusion_data(P))
+
+
+def complexity_findings(P: ChapterParams) -> list[Finding]:
+    return complexity_rows(P, complexity_data(P), roofline_data(P))
 
 
 def findings_frame(records) -> pd.DataFrame:
     """Records as the findings table (``COLUMNS``)."""
     return pd.DataFrame([r.as_row() for r in records], columns=COLUMNS)
-
-
-def findings(preset=None, data_dir=None, machine=None) -> pd.DataFrame:
-    """F.1–F.4 of one machine as a frame of ``COLUMNS`` (``finding_records``, tabulated)."""
-    return findings_frame(finding_records(preset=preset, data_dir=data_dir, machine=machine))
 
 
 def verdict_text(r) -> str:

@@ -19,13 +19,10 @@ import pandas as pd
 from ..harness import store
 from ..harness.provenance import machine_key
 from ..harness.sweep import READ_ONLY, session
-from .claims import findings, verdict_text
+from .chapters import CHAPTERS, findings
+from .claims import verdict_text
 from .paper import PAPER
-from .plans import complexity_data, fusion_data, overheads_data, vectorization_data
-from .presets import PRESETS, machine_info_of, params
-
-FINDING_PLANS = {"vectorization": vectorization_data, "overheads": overheads_data, "fusion": fusion_data,
-                 "complexity": complexity_data}  # the sweeps F.1–F.4 are computed from
+from .presets import PRESETS, machine_info_of
 PRESET_ORDER = ("paper", "default", "tiny")  # largest first: a tie goes to the larger preset
 DIFFERS, SAME, ONE_MACHINE = "differs", "same", "one machine only"  # verdicts_by_machine's ``differs``
 PROVENANCE_COLUMNS = ["machine", "this build", "cpu", "cores", "gpu", "os", "python", "torch", "jax", "cupy", "commits",
@@ -56,16 +53,14 @@ def provenance(folders: dict) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=PROVENANCE_COLUMNS)
 
 
-def _chapter_params(chapter, preset, key, folder):
-    return params(chapter, preset=preset, data_dir=folder.parent, machine=key)
-
-
 def coverage(key: str, folder: Path, preset: str) -> float:
     """The share of the F.1–F.4 sweeps' points at ``preset`` that the snapshot holds."""
     found = wanted = 0
     with session(engine=READ_ONLY):
-        for chapter, plan in FINDING_PLANS.items():
-            df = plan(_chapter_params(chapter, preset, key, folder))
+        for ch in CHAPTERS.values():
+            if not ch.findings:
+                continue
+            df = ch.plans[0](ch.params(preset=preset, data_dir=folder.parent, machine=key))  # the sweep F.x read
             found += len(df)
             wanted += len(df) + len(df.attrs.get("skipped", []))
     return found / wanted if wanted else 0.0

@@ -45,13 +45,6 @@ def machine_note(chapter_uses_fusion: bool = True):
     return md(f":::{{admonition}} Hardware of this build\n:class: {'warning' if not ok else 'note'}\n{body}\n:::\n")
 
 
-# The data files each chapter reads (harness.sweep names, one file per machine folder).
-CHAPTER_FILES = {"cartpole": ("fig2_cartpole", "fig2_brax"), "vectorization": ("fig4",),
-                 "overheads": ("fig4_k", "fig56_profile"), "fusion": ("fig8",), "complexity": ("fig9",),
-                 "beyond": ("beyond", "beyond_roofline"), "training": ("training",),
-                 "atari": ("atari", "atari_breakdown"), "model": ("costmodel_calibration",)}
-
-
 def measured_by(folder: Path, names) -> dict[str, dict]:
     """Who measured the saved rows of the data files ``names`` in machine folder ``folder``:
     commit (10 characters in backticks, "+ local changes" when dirty) -> {"rows": count, "dates": sorted dates,
@@ -83,7 +76,9 @@ def provenance_sentence(chapter: str, data_dir: Path, machine: str | None = None
     info = machine_info()
     built = f"`{(info.get('commit') or 'unknown')[:10]}`" + (" + local changes" if info.get("dirty") else "")
     folder = Path(data_dir) / (machine or machine_key())
-    names = CHAPTER_FILES.get(chapter, ())
+    from .chapters import CHAPTERS
+
+    names = CHAPTERS[chapter].files if chapter in CHAPTERS else ()
     found = measured_by(folder, names)
     files = ", ".join(f"`{n}.json`" for n in names)
     if not found:

@@ -8,7 +8,8 @@ rest, so a rebuild on the same machine resumes and a complete one measures nothi
 Each frame's ``attrs["dropped"]`` lists the points above the preset's work cap (not measured),
 ``attrs["skipped"]`` the points that cannot run here, with the reason. With ``P.machine`` set to
 another machine's folder, every plan reads that machine's snapshot and measures nothing.
-``PLANS`` lists each chapter's plans: what ``python -m studylib measure`` runs.
+``book.chapters`` lists each chapter's plans (what ``python -m studylib measure`` runs) and the data
+files they write.
 """
 
 from __future__ import annotations
@@ -27,12 +28,7 @@ from ..errors import ConfigError
 from ..harness.sweep import Keying, keyed_by, run, sweep
 from ..implspec import IMPLEMENTATIONS, book_order, spec
 from ..settings import PEERS, EnvSettings, MeasurePoint
-from .brax import brax_data
-from .model import model_calibration
-from .presets import ChapterParams
-
-SWEEP_NAMES = {"cartpole": "fig2_cartpole", "vectorization": "fig4", "overheads": "fig4_k",
-               "fusion": "fig8", "complexity": "fig9", "beyond": "beyond", "atari": "atari"}
+from .presets import BeyondParams, ChapterParams
 # F.2 is the paper's claim about XLA against PyTorch (section 4.2, Fig 4-6): these two by name.
 F2_IMPLS = ("torch", "jax")
 PROFILE_KEYS = ("impl", "num_envs", "steps", "state_factor", "compute_factor", "policy")
@@ -65,24 +61,24 @@ def _measured(name: str, P: ChapterParams, points, dropped=()) -> pd.DataFrame:
     return df
 
 
-def _chapter_sweep(chapter: str, P: ChapterParams, impls, policy, **knobs) -> pd.DataFrame:
-    return _measured(SWEEP_NAMES[chapter], P, *capped_points(P, impls, policy, **knobs))
+def _chapter_sweep(name: str, P: ChapterParams, impls, policy, **knobs) -> pd.DataFrame:
+    return _measured(name, P, *capped_points(P, impls, policy, **knobs))
 
 
 def vectorization_data(P: ChapterParams) -> pd.DataFrame:
     """Fig 4: samples/s vs N, data collection with MLP inference, every implementation."""
-    return _chapter_sweep("vectorization", P, P.impls, "mlp")
+    return _chapter_sweep("fig4", P, P.impls, "mlp")
 
 
 def overheads_data(P: ChapterParams) -> pd.DataFrame:
     """Fig 4 (K dimension) for F.2: jax and torch with inference, K = 1 ... 10^3."""
-    return _chapter_sweep("overheads", P, [i for i in P.impls if i in F2_IMPLS], "mlp")
+    return _chapter_sweep("fig4_k", P, [i for i in P.impls if i in F2_IMPLS], "mlp")
 
 
 def fusion_data(P: ChapterParams) -> pd.DataFrame:
     """Fig 8: simulation only (policy "none"), fused (cpp/cuda) vs jax vs torch, K = 1 ... 10^3: the
     chapter's implementations that step arrays (every family but gymnasium's Python objects)."""
-    return _chapter_sweep("fusion", P, [i for i in P.impls if spec(i).family != "python"], "none")
+    return _chapter_sweep("fig8", P, [i for i in P.impls if spec(i).family != "python"], "none")
 
 
 def fusion_impl(P: ChapterParams) -> str:
@@ -149,7 +145,7 @@ def complexity_data(P: ChapterParams) -> pd.DataFrame:
     points += [MeasurePoint.of(impl, n, k, state_factor=s, compute_factor=c, policy="none", repeats=1,
                                min_seconds=P.min_seconds)
                for n, k, s, c in dict.fromkeys(extra) if (n, k, s, c) not in in_grid]
-    df = _measured(SWEEP_NAMES["complexity"], P, points, dropped)
+    df = _measured("fig9", P, points, dropped)
     df.attrs["memory"] = regime
     return df
 
@@ -157,7 +153,7 @@ def complexity_data(P: ChapterParams) -> pd.DataFrame:
 def cartpole_fig2_data(P: ChapterParams) -> pd.DataFrame:
     """Fig 2's cartpole line: jax (XLA), simulation only, K steps per call (no work cap)."""
     points, _ = capped_points(dataclasses.replace(P, cap={}), ["jax"], "none")
-    return _measured(SWEEP_NAMES["cartpole"], P, points)
+    return _measured("fig2_cartpole", P, points)
 
 
 def beyond_impls(P: ChapterParams) -> list[str]:
@@ -178,7 +174,7 @@ def beyond_data(P: ChapterParams) -> pd.DataFrame:
         p, d = capped_points(peer_p, [impl], "none")
         points += p
         dropped += d
-    return _measured(SWEEP_NAMES["beyond"], P, points, dropped)
+    return _measured("beyond", P, points, dropped)
 
 
 def roofline_data(P: ChapterParams) -> dict:
@@ -187,7 +183,7 @@ def roofline_data(P: ChapterParams) -> dict:
     ``beyond_roofline.json``; later builds read the file."""
     from ..harness import roofline
 
-    items = roofline.ceiling_items(set(P.num_envs) | set(P.peer_num_envs) if P.chapter == "beyond" else ())
+    items = roofline.ceiling_items(set(P.num_envs) | set(P.peer_num_envs) if isinstance(P, BeyondParams) else ())
     keying = Keying(dict, keyed_by(*roofline.CEILING_KEYS), lambda i: f"ceiling {i}")
     result = run("beyond_roofline", items, roofline.measure_ceiling, keying, data_dir=P.data_dir, progress=False,
                  log=_quiet, machine=P.machine)
@@ -264,7 +260,7 @@ def atari_sweep(name: str, points, data_dir, machine=None, measure_one=None, key
 
 def atari_data(P: ChapterParams) -> pd.DataFrame:
     """Atari frames per second against N (``atari_points``), saved in ``atari.json``."""
-    return atari_sweep(SWEEP_NAMES["atari"], atari_points(P), P.data_dir, P.machine)
+    return atari_sweep("atari", atari_points(P), P.data_dir, P.machine)
 
 
 def atari_breakdown_data(P: ChapterParams) -> pd.DataFrame:
@@ -276,9 +272,3 @@ def atari_breakdown_data(P: ChapterParams) -> pd.DataFrame:
     points = [atari.BreakdownPoint(game, loop, n, min_seconds=P.breakdown_seconds)
               for game in P.games for loop in atari.LOOPS for n in P.breakdown_num_envs]
     return atari_sweep("atari_breakdown", points, P.data_dir, P.machine, atari.measure_breakdown, BREAKDOWN_KEYING)
-
-
-PLANS = {"cartpole": (cartpole_fig2_data, brax_data), "vectorization": (vectorization_data,),
-         "overheads": (overheads_data, profile_data), "fusion": (fusion_data,), "complexity": (complexity_data,),
-         "beyond": (beyond_data, roofline_data), "atari": (atari_data, atari_breakdown_data),
-         "model": (model_calibration,)}

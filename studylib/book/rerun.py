@@ -1,7 +1,7 @@
 """Rerun one chapter with new parameters: ``python -m studylib.book rerun <chapter> -p NAME VALUE``.
 
 The parameters are checked first (``check_parameters``: a name the chapter's ``parameters`` cell
-does not declare, or a value of the wrong type, is refused with one line naming the chapter's
+does not declare, or a value its parameters' type (``book.chapters``) does not accept, is refused with one line naming the chapter's
 parameters, and nothing is run or written). Then papermill executes ``book/<chapter>.md`` with them
 (its measurements are saved in data/), the parameters are recorded in the chapter as a visible
 ``injected-parameters`` cell, and the book is rebuilt (only that chapter re-executes, reading the
@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 
 from ..errors import ConfigError, StudyError
-from .presets import PRESETS, params, repo_root, resolve_preset
+from ..harness.presets import repo_root
+from .chapters import CHAPTERS
 
 INJECTED_TAG = "injected-parameters"
 PARAMETERS_CELL = re.compile(r"```\{code-cell\}[^\n]*\n:tags: \[parameters\]\n(.*?)\n```\n", flags=re.S)
@@ -31,8 +32,8 @@ def chapter_path(chapter: str) -> Path:
 
 
 def rerunnable_chapters() -> list[str]:
-    """The chapters (``book/*.md``) that have a ``parameters`` cell."""
-    return sorted(p.stem for p in (repo_root() / "book").glob("*.md") if PARAMETERS_CELL.search(p.read_text()))
+    """The chapters (``book.chapters.CHAPTERS``) whose page has a ``parameters`` cell."""
+    return [c for c in CHAPTERS if chapter_path(c).exists() and PARAMETERS_CELL.search(chapter_path(c).read_text())]
 
 
 def declared_parameters(text: str) -> dict:
@@ -51,19 +52,14 @@ def check_parameters(chapter: str, parameters: dict) -> dict:
     """``parameters`` if chapter ``chapter`` declares every name and accepts every value; else
     ConfigError, one line naming the chapter's parameters."""
     path = chapter_path(chapter)
-    if not path.exists():
+    if chapter not in CHAPTERS or not path.exists():
         raise ConfigError(f"no chapter {chapter!r}; chapters with parameters: {', '.join(rerunnable_chapters())}")
     declared = declared_parameters(path.read_text())
     unknown = [k for k in parameters if k not in declared]
     if unknown:
         raise ConfigError(f"chapter {chapter!r} has no parameter {unknown[0]!r}; its parameters: {', '.join(declared)}")
-    try:
-        if parameters.get("data_dir") is not None and not isinstance(parameters["data_dir"], str):
-            raise ConfigError(f"parameter 'data_dir' must be a folder (a string), got {parameters['data_dir']!r}")
-        if chapter in PRESETS["default"]:  # the chapter's own typed parameters (book.params) check the values
-            params(chapter, **{k: v for k, v in parameters.items() if k != "data_dir"})
-        elif "preset" in parameters and parameters["preset"] is not None:
-            resolve_preset(parameters["preset"])
+    try:  # the chapter's own typed parameters check every value, as the chapter will
+        CHAPTERS[chapter].params(**parameters)
     except ConfigError as e:
         raise ConfigError(f"chapter {chapter!r}: {e}; its parameters: {', '.join(declared)}") from None
     return parameters

@@ -1,4 +1,4 @@
-"""The training chapter's plan and data (book/training.md): presets, resumable runs, summaries.
+"""The training chapter's plan and data (book/training.md): resumable runs, summaries.
 
     P = chapter.params(preset=None, data_dir=None)      # the preset's plan ($STUDYLIB_PRESET)
     solve = chapter.solve_runs(P)                       # every trainer x seed, time to solve
@@ -10,97 +10,36 @@ Every run goes through ``results``: a run whose key is saved is read, not traine
 rebuild is fast and an interrupted build resumes (a population saves each seed as it finishes and
 resumes with the unfinished seeds only). Two measures, kept apart: wall-clock to solve from
 single-seed runs (one process, one seed at a time); samples and updates to solve, and the solve
-rate, also from populations (whose wall-clock is shared by all their seeds). Presets:
+rate, also from populations (whose wall-clock is shared by all their seeds). The parameters
+(``TrainingParams``, frozen and typed) start from the presets' table (``harness.presets``):
   tiny     seconds; what the test suite's book build runs (no conclusion is meaningful)
-  default  the book build on 2 CPU cores (see PRESETS)
+  default  the book build on 2 CPU cores
   paper    32 single runs per trainer, 64 seeds per population, N from 2^3 to 2^14 with 16 seeds
 """
 
 from __future__ import annotations
 
 import math
-import os
-from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from . import results, stats, train
-from .settings import COLLECTORS, PEER_TRAINERS, PPOSettings, TrainRun
+from .params import TrainingParams
+from .settings import PEER_TRAINERS, TrainRun
 
-PRESETS = {
-    # tiny: no jax (its compilation alone takes longer than the rest of the preset)
-    "tiny": {"collectors": ["cpp", "fused", "fused-step", "torch"], "peers": list(PEER_TRAINERS), "seeds": [0],
-             "num_envs": 16, "budget_s": 0.5, "population_seeds": [], "population_budget_s": 0.5,
-             "sweep_num_envs": [8, 64], "sweep_seeds": [], "sweep_budget_s": 0.5},
-    # default: what fits the book's build on 2 cores (about 2.5 minutes measured; N = 512 and larger
-    # only in paper: a population there took the whole budget and added ~25 s to the build). Wall-clock from 5
-    # single runs per trainer (cpp, torch-compile and cuda only in paper: cpp and torch-compile step
-    # like gym and torch and feed the same learner); samples to solve from a population of 16 jax
-    # seeds in one program; the N sweep from populations of 5 seeds per N (N = the population's N
-    # reuses its seeds). One budget for every trainer and population, peers included.
-    "default": {"collectors": ["gym", "torch", "fused", "fused-step", "jax"], "peers": list(PEER_TRAINERS),
-                "seeds": list(range(5)), "num_envs": None, "budget_s": 15.0,
-                "population_seeds": list(range(16)), "population_budget_s": 15.0,
-                "sweep_num_envs": [8, 64], "sweep_seeds": list(range(5)), "sweep_budget_s": 15.0},
-    "paper": {"collectors": list(COLLECTORS), "peers": list(PEER_TRAINERS), "seeds": list(range(32)),
-              "num_envs": None, "budget_s": 120.0, "population_seeds": list(range(64)), "population_budget_s": 600.0,
-              "sweep_num_envs": [2**k for k in range(3, 15)], "sweep_seeds": list(range(16)), "sweep_budget_s": 600.0},
-}
 TRAINER_LABELS = {"sb3": "SB3 PPO (rl-zoo settings, gymnasium CartPole-v1)",
                   "cleanrl": "cleanrl-style (gymnasium CartPoleVectorEnv)", "jax": "jax (PPO fully jitted)"}
 
 
-@dataclass
-class Params:
-    preset: str
-    data_dir: object
-    collectors: list  # the PPO collectors run here (cuda only with a GPU)
-    peers: list
-    seeds: list  # single-seed runs (wall-clock to solve) of every trainer
-    num_envs: int  # N of the time-to-solve runs
-    budget_s: float  # per run, the same for every trainer (peers included)
-    population_seeds: list  # the jax seeds trained together in one program
-    population_budget_s: float  # a population's shared wall-clock budget
-    sweep_num_envs: list
-    sweep_seeds: list  # per N, one jax population
-    sweep_budget_s: float
-    settings: PPOSettings = field(default_factory=PPOSettings)
-    not_here: dict = field(default_factory=dict)  # collector -> why it cannot run on this machine
-
-    def describe(self) -> str:
-        s = self.settings
-        return (f"preset **{self.preset}**; collectors {', '.join(self.collectors)}; peers {', '.join(self.peers)}; "
-                f"{len(self.seeds)} single-seed runs each (seeds {self.seeds[0]}–{self.seeds[-1]}) at N = {self.num_envs}, "
-                f"T = {s.num_steps}, budget {self.budget_s:g} s per run for every trainer; a population of "
-                f"{len(self.population_seeds)} `jax` seeds in one program (shared budget {self.population_budget_s:g} s); "
-                f"sweep N = {self.sweep_num_envs}, {len(self.sweep_seeds)} `jax` seeds per N as one population "
-                f"(shared budget {self.sweep_budget_s:g} s). Data: `{os.path.relpath(results.path_for(self.data_dir))}`.")
+Params = TrainingParams  # the chapter's parameters: frozen, typed (``train.params``)
 
 
-def _cuda_reason() -> str | None:
-    from ..devices import cuda_status
-
-    ok, reason = cuda_status()
-    return None if ok else reason
-
-
-def params(preset=None, data_dir=None, collectors=None, seeds=None, sweep_num_envs=None) -> Params:
-    from ..book import resolve_data_dir, resolve_preset
-
-    name = resolve_preset(preset)
-    base = dict(PRESETS[name])
-    for key, value in (("collectors", collectors), ("seeds", seeds), ("sweep_num_envs", sweep_num_envs)):
-        if value is not None:
-            base[key] = list(value)
-    not_here = {}
-    reason = _cuda_reason()
-    if reason and "cuda" in base["collectors"]:
-        not_here["cuda"] = reason
-    base["collectors"] = [c for c in base["collectors"] if c not in not_here]
-    settings = PPOSettings()
-    base["num_envs"] = base["num_envs"] or settings.num_envs
-    return Params(preset=name, data_dir=resolve_data_dir(data_dir), settings=settings, not_here=not_here, **base)
+def params(preset=None, data_dir=None, collectors=None, seeds=None, sweep_num_envs=None, **given) -> TrainingParams:
+    """The chapter's parameters at ``preset`` (``$STUDYLIB_PRESET``), those given overriding it;
+    ConfigError (one line) for a value of the wrong type."""
+    return TrainingParams.resolve("training", preset=preset, data_dir=data_dir, collectors=collectors, seeds=seeds,
+                                  sweep_num_envs=sweep_num_envs, **given)
 
 
 def run_or_load(run: TrainRun, data_dir) -> dict:

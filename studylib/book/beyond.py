@@ -1,0 +1,79 @@
+"""The "Beyond the paper" page's results (book/beyond.md), computed here once; the page renders them.
+
+    gap = beyond.compile_gap(mlp, kmax)          # per N: jax / torch, torch-compile / torch, share of the gap closed
+    fj = beyond.ratio_with_spread(d, "fused", "jax")  # per N: a / b with the range the repeats allow
+    top = beyond.largest_n(ratios, "peer")       # each peer's ratio at the largest N measured with it
+
+Each ratio is the ratio of medians (``analysis.rates_by_n``), with ``low`` / ``high`` the ratios the
+repeats allow (a's slowest over b's fastest, a's fastest over b's slowest: ``analysis.ratio_by_n``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .analysis import rates_by_n, ratio_by_n
+
+SMALL_N = 2**13  # the paper's F.2 comparisons are over N <= 2^13; so is the gap's summary here
+COMPILE_THREE = ("torch", "torch-compile", "jax")
+
+
+def ratio_with_spread(frame: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
+    """Per N measured for both: ``ratio`` of a's median to b's, ``low`` and ``high`` (the repeats'
+    range), and ``b_spread``, b's own spread (max − min) / median."""
+    ra, rb = rates_by_n(frame[frame["impl"] == a]), rates_by_n(frame[frame["impl"] == b])
+    r = ratio_by_n(ra, rb)
+    out = pd.DataFrame({"num_envs": r.index.astype(int), "ratio": r["value"].to_numpy(), "low": r["low"].to_numpy(),
+                        "high": r["high"].to_numpy(),
+                        "b_spread": ((rb["high"] - rb["low"]) / rb["value"]).reindex(r.index).to_numpy()})
+    return out
+
+
+def compile_gap(d: pd.DataFrame) -> pd.DataFrame:
+    """Per N where torch, torch-compile and jax were all measured (one K): jax / torch, torch-compile
+    / torch, and the share of the jax–torch gap that compiling closes, (compiled − torch) / (jax −
+    torch). ``attrs``: ``small`` (the shares at N ≤ ``SMALL_N``: median, min, max, count) and
+    ``best_n`` / ``best`` (the N where the share is largest); empty where one of the three is missing."""
+    w = d.pivot_table(index="num_envs", columns="impl", values="samples_per_s")
+    if not set(COMPILE_THREE) <= set(w.columns):
+        return pd.DataFrame()
+    w = w[list(COMPILE_THREE)].dropna()  # torch is capped at large N·K
+    if not len(w):
+        return pd.DataFrame()
+    closed = (w["torch-compile"] - w["torch"]) / (w["jax"] - w["torch"])
+    out = pd.DataFrame({"num_envs": w.index.astype(int), "jax / torch": (w["jax"] / w["torch"]).to_numpy(),
+                        "torch-compile / torch": (w["torch-compile"] / w["torch"]).to_numpy(),
+                        "share of the gap closed": closed.to_numpy()})
+    small = closed[closed.index <= SMALL_N].dropna()
+    out.attrs["small"] = {"median": float(small.median()) if len(small) else np.nan,
+                          "min": float(small.min()) if len(small) else np.nan,
+                          "max": float(small.max()) if len(small) else np.nan, "count": int(len(small))}
+    out.attrs["best_n"] = int(closed.idxmax()) if closed.notna().any() else None
+    out.attrs["best"] = float(closed.max()) if closed.notna().any() else np.nan
+    return out
+
+
+def ratio_summary(r: pd.DataFrame) -> dict:
+    """Of ``ratio_with_spread``'s rows: the median, min and max ratio over N, and the row whose
+    denominator spreads most over its repeats (``widest``)."""
+    return {"median": float(r["ratio"].median()), "min": float(r["ratio"].min()), "max": float(r["ratio"].max()),
+            "count": int(len(r)), "widest": r.loc[r["b_spread"].idxmax()].to_dict()}
+
+
+def largest_n(ratios: pd.DataFrame, by: str) -> pd.DataFrame:
+    """Each ``by`` group's row at the largest N measured with it (indexed by ``by``)."""
+    return ratios.sort_values("num_envs").groupby(by).tail(1).set_index(by)
+
+
+def against_gemm(d: pd.DataFrame, gemm_reference: dict, impl: str = "fused") -> dict:
+    """``impl``'s rate at the largest N it was measured at, beside the MLP's GEMMs alone through
+    PyTorch at that N (``harness.roofline``'s reference): ``over_gemm`` their ratio (None without a
+    reference there)."""
+    rows = d[d["impl"] == impl]
+    if not len(rows):
+        return {}
+    n = int(rows["num_envs"].max())
+    rate = float(rows[rows["num_envs"] == n]["samples_per_s"].median())
+    g = gemm_reference.get(n)
+    return {"num_envs": n, "rate": rate, "gemm": g, "over_gemm": rate / g if g else None}

@@ -1,0 +1,155 @@
+"""The presets: what every chapter measures (or trains) at each size, in one table, and where a
+run's data and preset come from. Every chapter's parameters (``book.presets``, ``train.params``)
+start from here; ``book.chapters`` lists the chapters.
+
+Presets, chosen with ``preset=`` or the environment variable ``STUDYLIB_PRESET``:
+  tiny     seconds per chapter; what the tests build (no conclusion is meaningful at this size)
+  default  what ``jupyter-book build book/`` runs: a cold build in a few minutes on 2 CPU cores
+  paper    the paper's ranges (N up to 2^26, K up to 10^3, S up to 2^11, C up to 2^10); hours on a CPU,
+           and memory-limited points are skipped with the reason
+``PRESETS[preset]["_timing"]`` holds the timed repeats of every measured chapter. The data folder is
+``data_dir=``, else ``$STUDYLIB_DATA_DIR``, else ``<repo>/data``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import ConfigError
+from .params import parse
+
+
+def _pow2(lo, hi, step=1):
+    return [2**k for k in range(lo, hi + 1, step)]
+
+
+PRESETS: dict[str, dict[str, dict]] = {
+    "tiny": {
+        "_timing": {"repeats": 1, "min_seconds": 0.01},
+        "cartpole": {"num_envs": [4, 64], "steps": [4], "brax_envs": ["inverted_pendulum"], "brax_num_envs": [4],
+                     "brax_steps": 2, "conformance_envs": 32},
+        "vectorization": {"num_envs": [1, 8], "steps": [1, 4], "cap": {"gym": 2**5, "*": 2**10}},
+        "overheads": {"num_envs": [4, 16], "steps": [1, 4], "cap": {"*": 2**10}, "profile_num_envs": 16,
+                      "profile_steps": [1, 4]},
+        "fusion": {"num_envs": [4, 64], "steps": [1, 4], "cap": {"*": 2**12}},
+        "complexity": {"num_envs": [4, 64], "steps": [1, 4], "state_factor": [1, 4], "compute_factor": [1, 4],
+                       "cap": {"*": 2**14}, "memory_steps": [1, 4], "memory_cache_multiple": 1 / 16,
+                       "memory_max_bytes": 2**20},
+        "beyond": {"num_envs": [16, 64], "steps": [1, 4], "peer_num_envs": [16], "peer_steps": 4,
+                   "cap": {"*": 2**12}, "rollout_steps": 8},
+        "atari": {"games": ["pong"], "num_envs": [2], "steps": [1], "async_num_envs": [1],
+                  "breakdown_num_envs": [2], "breakdown_seconds": 0.05},
+        "model": {"num_envs": [2**10, 2**20], "steps": [1, 1000], "gpu_flops_per_s": None, "gpu_bytes_per_s": None},
+    },
+    "default": {
+        "_timing": {"repeats": 3, "min_seconds": 0.1},
+        "cartpole": {"num_envs": _pow2(4, 16, 3), "steps": [100], "brax_envs": ["ant", "humanoid"],
+                     "brax_num_envs": [2**10], "brax_steps": 10, "conformance_envs": 1024},
+        "vectorization": {"num_envs": _pow2(0, 15, 3), "steps": [1, 100],
+                          "cap": {"gym": 2**12, "*": 2**21}},
+        "overheads": {"num_envs": _pow2(4, 12, 4), "steps": [1, 10, 100, 1000],
+                      "cap": {"torch": 2**20, "*": 2**22}, "profile_num_envs": 2**10,
+                      "profile_steps": [1, 10, 100, 1000], "profile_cap": {"torch": 2**17, "*": 2**20}},
+        "fusion": {"num_envs": _pow2(6, 18, 4), "steps": [1, 10, 100, 1000],
+                   "cap": {"cpp": 2**26, "cuda": 2**30, "jax": 2**24, "torch": 2**20}},
+        "complexity": {"num_envs": [2**8, 2**14], "steps": [1, 10, 100, 1000], "state_factor": [1, 64, 1024],
+                       "compute_factor": [1, 32, 1024], "cap": {"*": 2**26}, "memory_steps": [1, 1000],
+                       "memory_cache_multiple": 8, "memory_max_bytes": 2**30},
+        "beyond": {"num_envs": [2**10, 2**13, 2**16], "steps": [1, 100], "peer_num_envs": [2**12, 2**16],
+                   "peer_steps": 100, "cap": {"torch": 2**20, "torch-compile": 2**20, "gym": 2**12, "envpool": 2**19,
+                                             "*": 2**24}, "rollout_steps": 256},
+        "atari": {"games": ["breakout", "pong"], "num_envs": [1, 4], "steps": [1], "async_num_envs": [1, 4],
+                  "breakdown_num_envs": [16], "breakdown_seconds": 0.5},
+        "model": {"num_envs": [2**10, 2**20], "steps": [1, 1000], "gpu_flops_per_s": None, "gpu_bytes_per_s": None},
+    },
+    "paper": {
+        "_timing": {"repeats": 5, "min_seconds": 0.5},
+        "cartpole": {"num_envs": _pow2(4, 22, 2), "steps": [1000],
+                     "brax_envs": ["ant", "humanoid", "halfcheetah", "hopper", "walker2d", "inverted_pendulum"],
+                     "brax_num_envs": _pow2(4, 14, 2), "brax_steps": 100, "conformance_envs": 65536},
+        "vectorization": {"num_envs": _pow2(0, 26, 2), "steps": [1, 1000], "cap": {"gym": 2**22, "*": 2**34}},
+        "overheads": {"num_envs": _pow2(0, 20, 2), "steps": [1, 10, 100, 1000], "cap": {"*": 2**34},
+                      "profile_num_envs": 2**16, "profile_steps": [1, 10, 100, 1000], "profile_cap": {"*": 2**30}},
+        "fusion": {"num_envs": _pow2(0, 26, 2), "steps": [1, 10, 100, 1000], "cap": {"*": 2**36}},
+        "complexity": {"num_envs": _pow2(10, 20, 5), "steps": [1, 10, 100, 1000],
+                       "state_factor": _pow2(0, 10, 2) + [2**11], "compute_factor": _pow2(0, 10, 2), "cap": {"*": 2**38},
+                       "memory_steps": [1, 10, 100, 1000], "memory_cache_multiple": 8},
+        "beyond": {"num_envs": _pow2(10, 20, 2), "steps": [1, 1000], "peer_num_envs": _pow2(10, 20, 2),
+                   "peer_steps": 1000, "cap": {"envpool": 2**26, "gym": 2**22, "*": 2**34}, "rollout_steps": 1000},
+        "atari": {"games": ["breakout", "pong"], "num_envs": _pow2(0, 8, 1), "steps": [1],
+                  "async_num_envs": _pow2(0, 5, 1), "breakdown_num_envs": [1, 16, 64, 256], "breakdown_seconds": 2.0},
+        "model": {"num_envs": [2**10, 2**16, 2**20, 2**26], "steps": [1, 1000], "gpu_flops_per_s": None,
+                  "gpu_bytes_per_s": None},
+    },
+}
+
+# The training chapter (book/training.md, ``train.params.TrainingParams``).
+_TRAINING = {
+    # tiny: no jax (its compilation alone takes longer than the rest of the preset)
+    "tiny": {"collectors": ["cpp", "fused", "fused-step", "torch"], "peers": ["sb3", "cleanrl"], "seeds": [0],
+             "num_envs": 16, "budget_s": 0.5, "population_seeds": [], "population_budget_s": 0.5,
+             "sweep_num_envs": [8, 64], "sweep_seeds": [], "sweep_budget_s": 0.5},
+    # default: what fits the book's build on 2 cores (about 2.5 minutes measured; N = 512 and larger
+    # only in paper: a population there took the whole budget and added ~25 s to the build). Wall-clock from 5
+    # single runs per trainer (cpp, torch-compile and cuda only in paper: cpp and torch-compile step
+    # like gym and torch and feed the same learner); samples to solve from a population of 16 jax
+    # seeds in one program; the N sweep from populations of 5 seeds per N (N = the population's N
+    # reuses its seeds). One budget for every trainer and population, peers included.
+    # num_envs None: PPOSettings' N.
+    "default": {"collectors": ["gym", "torch", "fused", "fused-step", "jax"], "peers": ["sb3", "cleanrl"],
+                "seeds": list(range(5)), "num_envs": None, "budget_s": 15.0,
+                "population_seeds": list(range(16)), "population_budget_s": 15.0,
+                "sweep_num_envs": [8, 64], "sweep_seeds": list(range(5)), "sweep_budget_s": 15.0},
+    # paper: every collector and peer (train.settings.COLLECTORS, PEER_TRAINERS; a test keeps them equal)
+    "paper": {"collectors": ["gym", "cpp", "torch", "torch-compile", "jax", "fused", "fused-step", "cuda"],
+              "peers": ["sb3", "cleanrl"], "seeds": list(range(32)), "num_envs": None, "budget_s": 120.0,
+              "population_seeds": list(range(64)), "population_budget_s": 600.0,
+              "sweep_num_envs": [2**k for k in range(3, 15)], "sweep_seeds": list(range(16)), "sweep_budget_s": 600.0},
+}
+for _name, _values in _TRAINING.items():
+    PRESETS[_name]["training"] = _values
+PRESET_NAMES = tuple(PRESETS)
+
+
+def preset_values(preset: str, chapter: str) -> dict:
+    """A copy of ``chapter``'s values at ``preset`` (ConfigError for a chapter the table lacks)."""
+    if chapter.startswith("_") or chapter not in PRESETS[preset]:
+        raise ConfigError(f"no preset values for chapter {chapter!r}")
+    return dict(PRESETS[preset][chapter])
+
+
+def resolve_preset(preset=None) -> str:
+    """``preset``, else ``$STUDYLIB_PRESET``, else "default"; ConfigError for an unknown one."""
+    preset = preset or os.environ.get("STUDYLIB_PRESET") or "default"
+    if preset not in PRESETS:
+        raise ConfigError(f"unknown preset {preset!r}; valid: {', '.join(PRESETS)}")
+    return preset
+
+
+def repo_root() -> Path:
+    """The folder holding ``_config.yml`` (searched upwards from the working directory)."""
+    here = Path.cwd().resolve()
+    for d in (here, *here.parents):
+        if (d / "_config.yml").exists() and (d / "studylib").is_dir():
+            return d
+    return Path(__file__).resolve().parents[2]
+
+
+def resolve_data_dir(data_dir=None) -> Path:
+    """``data_dir``, else ``$STUDYLIB_DATA_DIR``, else ``<repo>/data``, as an absolute path."""
+    data_dir = parse("data_dir", Path | None, data_dir)
+    if data_dir:
+        return Path(data_dir).expanduser().resolve()
+    env = os.environ.get("STUDYLIB_DATA_DIR")
+    if env:
+        return Path(env).expanduser().resolve()
+    return repo_root() / "data"
+
+
+def display_path(p: Path) -> str:
+    """``p`` relative to the repository where it lies inside it."""
+    try:
+        return str(Path(p).resolve().relative_to(repo_root()))
+    except ValueError:
+        return str(p)
