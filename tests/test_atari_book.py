@@ -59,3 +59,25 @@ def test_what_binds_follows_the_largest_phase_and_the_one_thread_check_can_disag
     assert ab.what_binds(b) == "the CNN's inference"  # 0.05 s inference > 0.03 and 0.01 s env steps
     assert list(b["cnn_bound_one_thread"]) == [False, False]
     assert ab.what_binds(b.assign(limiting=b["limiting_one_thread"])) == "the emulator (stepping and preprocessing)"
+
+
+def test_summary_states_the_pages_numbers_and_its_rules_can_go_either_way():
+    df = _rows(vector_fps=4000.0, single_fps=1000.0, cnn_fps=500.0)
+    bd = _breakdown(0.05).assign(inference_one_thread_s=[0.001, 0.04])
+    s = ab.summary(df, bd, ["pong", "breakout"], cores=2)
+    assert [x["game"] for x in s.speedups] == ["pong"]  # breakout not measured: left out
+    assert s.fastest["speedup"] == 4.0 and s.beyond_cores  # 4× on 2 cores: more than threads alone
+    assert not ab.summary(df, bd, ["pong"], cores=8).beyond_cores
+    assert (s.slowdown_min, s.slowdown_max) == pytest.approx((8.0, 10.0))
+    assert (s.worst["impl"], s.worst["none"], s.worst["cnn"]) == ("gym", 1000.0, 100.0)
+    assert s.best_cnn["frames_per_s"] == 500.0
+    assert s.cule_over_best_cnn == pytest.approx(155e6 / 3600 / 500.0)
+    assert (s.breakdowns, s.cnn_bound, s.cnn_bound_one_thread) == (2, 2, 1)
+    assert s.binds == "the CNN's inference"
+    assert s.waiting_ratio == pytest.approx(50.0) and s.threads_waited
+    calm = ab.summary(df, _breakdown(0.05).assign(inference_one_thread_s=0.04), ["pong"], cores=2)
+    assert calm.waiting_ratio == pytest.approx(1.25) and not calm.threads_waited
+    assert calm.binds_one_thread == calm.binds and calm.binds_one_thread_count == 2
+    bare = ab.summary(df.iloc[:0], bd.iloc[:0], ["pong"], cores=2)
+    assert (bare.speedups, bare.worst, bare.best_cnn, bare.breakdowns) == ((), None, None, 0)
+    assert ab.summary(df, _breakdown(0.05), ["pong"], cores=2).cnn_bound_one_thread is None  # not timed

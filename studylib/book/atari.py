@@ -6,6 +6,8 @@ Every rule here returns its numbers and a verdict that can come out either way (
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import pandas as pd
 
 from .format import fmt_list
@@ -102,6 +104,74 @@ def what_binds(bounds: pd.DataFrame) -> str:
     top = counts.idxmax() if len(counts) else None
     return {"inference": "the CNN's inference", "env step": "the emulator (stepping and preprocessing)",
             "host copies": "the host copies"}.get(top, "not measured")
+
+
+WAITING_FACTOR = 2  # the loop's inference this many times the one-thread forward pass: threads waited
+
+
+@dataclass(frozen=True)
+class AtariSummary:
+    """The numbers the chapter's F.1 section and conclusion state, computed once from the frame rates
+    (``df``) and the time breakdowns (``bd``); the page only formats them."""
+
+    cores: int  # threads of the vector environments (= cores)
+    speedups: tuple = ()  # ``threads_speedup`` per game measured
+    fastest: dict | None = None  # the speedup whose vector environment is fastest (any game)
+    beyond_cores: bool = False  # that speedup exceeds the cores: not from threads alone
+    slowdown_min: float | None = None  # random actions over the CNN, the least over (game, impl, N)
+    slowdown_max: float | None = None  # ... the most
+    worst: dict | None = None  # the (game, impl, N) of the largest slowdown, with its two rates
+    best_cnn: dict | None = None  # the fastest CNN-driven row: game, impl, num_envs, frames_per_s
+    cule_frames_per_s: float = CULE_FRAMES_PER_HOUR / 3600  # published (GPU), not measured here
+    cule_over_best_cnn: float | None = None  # CuLE's published rate over the best CNN-driven rate here
+    bounds: pd.DataFrame = field(default_factory=pd.DataFrame, compare=False)  # ``cnn_bounds`` of the breakdowns
+    cnn_bound: int = 0  # breakdowns whose largest phase is inference
+    cnn_bound_one_thread: int | None = None  # the same with the one-thread forward pass (None: not timed)
+    binds: str = "not measured"  # ``what_binds`` by the loop's own inference time
+    binds_one_thread: str | None = None  # ``what_binds`` by the one-thread forward pass
+    binds_one_thread_count: int = 0  # breakdowns where that phase is the largest
+    waiting_ratio: float | None = None  # largest loop inference / one-thread forward pass (threads waiting)
+
+    @property
+    def breakdowns(self) -> int:
+        return len(self.bounds)
+
+    @property
+    def threads_waited(self) -> bool:
+        """Whether the loop's inference took more than ``WAITING_FACTOR`` × the one-thread pass somewhere."""
+        return self.waiting_ratio is not None and self.waiting_ratio > WAITING_FACTOR
+
+
+def summary(df: pd.DataFrame, bd: pd.DataFrame, games, cores: int) -> AtariSummary:
+    """The chapter's conclusions in numbers: F.1 for Atari per game (``threads_speedup``), what the
+    CNN costs (``cnn_cost``), which phase bounds each breakdown (``cnn_bounds``, ``what_binds``) by
+    the loop's inference time and by the one-thread pass, and CuLE's published rate over ours."""
+    speedups = tuple(s for s in (threads_speedup(df, g) for g in games) if s)
+    out = {"cores": int(cores), "speedups": speedups}
+    if speedups:
+        fastest = max(speedups, key=lambda s: s["vector_fps"])
+        out.update(fastest=fastest, beyond_cores=bool(fastest["speedup"] > cores))
+    cost = cnn_cost(df)
+    if len(cost):
+        w = cost.loc[cost["slowdown"].idxmax()]
+        out.update(slowdown_min=float(cost["slowdown"].min()), slowdown_max=float(cost["slowdown"].max()),
+                   worst={"game": w["game"], "impl": w["impl"], "num_envs": int(w["num_envs"]),
+                          "none": float(w["none"]), "cnn": float(w["cnn"])})
+    cnn_rows = df[df["policy"] == "cnn"] if len(df) else df
+    if len(cnn_rows):
+        b = cnn_rows.loc[cnn_rows["frames_per_s"].idxmax()]
+        out.update(best_cnn={"game": b["game"], "impl": b["impl"], "num_envs": int(b["num_envs"]),
+                             "frames_per_s": float(b["frames_per_s"])},
+                   cule_over_best_cnn=CULE_FRAMES_PER_HOUR / 3600 / float(b["frames_per_s"]))
+    if len(bd):
+        bounds = cnn_bounds(bd)
+        out.update(bounds=bounds, cnn_bound=int(bounds["cnn_bound"].sum()), binds=what_binds(bounds))
+        if "limiting_one_thread" in bounds:
+            one = bounds.assign(limiting=bounds["limiting_one_thread"])
+            out.update(cnn_bound_one_thread=int(bounds["cnn_bound_one_thread"].sum()), binds_one_thread=what_binds(one),
+                       binds_one_thread_count=int(bounds["limiting_one_thread"].value_counts().max()),
+                       waiting_ratio=float((bd["inference_s"] / bd["inference_one_thread_s"]).max()))
+    return AtariSummary(**out)
 
 
 def shares_long(breakdown: pd.DataFrame) -> pd.DataFrame:
