@@ -10,6 +10,7 @@ projections for other GPUs (``projection_table``), and the predicted-vs-measured
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -125,7 +126,38 @@ def error_table(v: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def misses(v: pd.DataFrame, threshold: float = 1.0) -> pd.DataFrame:
+WITHIN_LOG2 = 1.0  # |log2(model / measured)| at most this: the model is within 2×
+
+
+@dataclass(frozen=True)
+class ValidationSummary:
+    """What the page says of the model against this machine's points (``error_table``'s numbers)."""
+
+    points: int  # measured points predicted
+    median_error: float  # median |log2(model / measured)| over all of them
+    per_finding: tuple  # (finding, median |log2 error|, worst |log2 error|) per finding
+    copies: int  # points measured with S copies of CartPole's arithmetic (``arithmetic_grows_with_s``)
+    copies_median: float | None  # their median signed log2 error (None: no such point)
+
+    @property
+    def within_2x(self) -> bool:
+        """The model is within 2× of the typical point: the median |log2 error| ≤ ``WITHIN_LOG2``."""
+        return self.median_error <= WITHIN_LOG2
+
+
+def validation_summary(v: pd.DataFrame) -> ValidationSummary:
+    """``v`` (``model_validation``) summarized as the page states it: the median |log2 error| over
+    all points and per finding (with each finding's worst), and the median signed error of the
+    points measured with S copies of the arithmetic, which the model does not assume."""
+    errors = error_table(v).set_index("finding")
+    per = tuple((f, float(r["median |log2 error|"]), float(r["worst |log2 error|"]))
+                for f, r in errors.iterrows() if f != "all")
+    copies = v[v["arithmetic_grows_with_s"]] if len(v) else v
+    return ValidationSummary(int(len(v)), float(errors.loc["all", "median |log2 error|"]) if len(v) else np.nan, per,
+                             int(len(copies)), float(copies["log2_error"].median()) if len(copies) else None)
+
+
+def misses(v: pd.DataFrame, threshold: float = WITHIN_LOG2) -> pd.DataFrame:
     """Where the model misses by more than 2^threshold: points grouped by (finding, impl, policy,
     dominant term), with the median signed error (positive: the model is too fast)."""
     d = v[v["log2_error"].abs() > threshold]
@@ -210,6 +242,13 @@ def paper_table(m: costmodel.Machine) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def paper_agreement(paper: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``paper_table``'s rows split by the same 2× rule: (predicted within 2× of the paper's value,
+    further than 2×)."""
+    within = paper["|log2 ratio|"] <= WITHIN_LOG2
+    return paper[within], paper[~within]
+
+
 # ---- projections -----------------------------------------------------------------------------------
 
 PROJECTED = "projection (model), not a measurement"
@@ -281,7 +320,7 @@ MISSING_TERM = {
 }
 
 
-def miss_reasons(v: pd.DataFrame, threshold: float = 1.0) -> pd.DataFrame:
+def miss_reasons(v: pd.DataFrame, threshold: float = WITHIN_LOG2) -> pd.DataFrame:
     """``misses`` with the term the model lacks for each group."""
     m = misses(v, threshold)
     terms = {label: t for t, label in costmodel.REGIMES.items()}
