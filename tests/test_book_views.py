@@ -33,3 +33,64 @@ def test_paper_agreement_splits_at_2x():
     paper = pd.DataFrame({"quantity": ["a", "b", "c"], "|log2 ratio|": [0.2, 1.0, 1.01]})
     ok, far = model.paper_agreement(paper)
     assert list(ok["quantity"]) == ["a", "b"] and list(far["quantity"]) == ["c"]
+
+
+def _conformance(error=1e-7, obs=True, carried=True):
+    from studylib.book.cartpole import FLOAT32_EPS
+
+    rows = [("gym", 1, 1, 1e-16, 1e-15, "—"), ("cpp", 1, 1, 3e-8, 4 * FLOAT32_EPS, "—"),
+            ("jax", 4, 8, error, 2e-7, carried)]
+    return pd.DataFrame([{"impl": i, "S": s, "C": c, "N": 8, "max |error|": e, "max relative error": r,
+                          "carried floats exact": ca, "observations match": obs, "reward": 1.0}
+                         for i, s, c, e, r, ca in rows])
+
+
+def test_conformance_summary_names_the_worst_and_each_check_can_fail():
+    from studylib.book import cartpole
+
+    s = cartpole.conformance_summary(_conformance())
+    assert s.checks == 3 and s.agree
+    assert s.worst == {"impl": "jax", "S": 4, "C": 8, "error": 1e-7}
+    assert (s.worst_relative["impl"], s.roundings) == ("cpp", pytest.approx(4.0))
+    assert not cartpole.conformance_summary(_conformance(error=2e-5)).agree  # beyond float32 precision
+    assert not cartpole.conformance_summary(_conformance(obs=False)).agree
+    assert not cartpole.conformance_summary(_conformance(carried=False)).agree
+
+
+def test_conformance_of_gymnasium_itself_is_exact():
+    from studylib.book import cartpole
+
+    conf = cartpole.conformance(["gym"], 4)
+    assert list(zip(conf["S"], conf["C"])) == list(cartpole.KNOBS)
+    assert cartpole.conformance_summary(conf).agree
+
+
+def _gap(slower, more_work):
+    from studylib.book import brax
+
+    sims = [brax.CARTPOLE] + [f"env{i}" for i in range(len(slower))]
+    slower, more_work = [1.0, *slower], [1.0, *more_work]
+    return pd.DataFrame({"simulator": sims, "N": "2^10", "K": 10, "samples_per_s": [1e6 / s for s in slower],
+                         "slower": slower, "more_work": more_work,
+                         "time_per_flop": [s / w for s, w in zip(slower, more_work)]})
+
+
+@pytest.mark.parametrize("slower, work, share, explained", [
+    ([100.0, 10.0], [100.0, 20.0], 1.0, "all"),  # env0: log 100 / log 100; env1 more than covered
+    ([100.0], [10.0], 0.5, "most"),
+    ([1000.0], [10.0], 1 / 3, "little"),
+])
+def test_brax_gap_summary_states_the_share_the_work_explains(slower, work, share, explained):
+    from studylib.book import brax
+
+    g = brax.brax_gap_summary(_gap(slower, work))
+    assert g.work_share == pytest.approx(share) and g.explained == explained
+    assert g.slower == (min(slower), max(slower)) and (g.num_envs, g.steps) == ("2^10", 10)
+
+
+def test_brax_gap_summary_without_counted_work_or_brax_rows():
+    from studylib.book import brax
+
+    g = brax.brax_gap_summary(_gap([4.0], [np.nan]))
+    assert g.more_work is None and g.work_share is None and g.explained is None and g.slower == (4.0, 4.0)
+    assert brax.brax_gap_summary(_gap([], [])) is None

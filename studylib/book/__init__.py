@@ -6,7 +6,8 @@
 ``presets``   each chapter's typed parameters (``ChapterParams`` and one subclass per chapter); the
               presets' values are ``harness.presets.PRESETS``
 ``plans``     what each chapter measures, through ``harness.sweep`` into data/<machine>/
-``brax``      Fig 2's Brax timings
+``brax``      Fig 2's Brax timings and their gap to CartPole (``brax_gap_summary``)
+``cartpole``  the CartPole chapter's conformance check against the float64 reference
 ``analysis``  plateaus, speedups, trends, and the rules that give a verdict against the paper
 ``claims``    F.1–F.4 as records (``Finding``: value, spread over N, rule, verdict, reason); ``findings``
               (``chapters``): the introduction's table
@@ -14,6 +15,8 @@
 ``format``    numbers, Markdown and HTML tables;  ``notes``: the admonitions atop each chapter
 ``beyond``    the "Beyond the paper" page's ratios (compile gap, fused over jax, ours over the peers)
 ``model``     the cost model's chapter: calibration, validation against F.1–F.4, the paper's machine
+``atari``     the Atari chapter's rules and its summary (``AtariSummary``)
+``machines``  the "Across machines" page: provenance, findings and verdicts per machine
 ``rerun``     ``python -m studylib.book rerun <chapter> -p NAME VALUE`` (papermill, then rebuild)
 
 Each chapter (``book/*.md``) has a ``parameters`` cell (papermill overrides it) and then calls

@@ -9,6 +9,9 @@ once, divided by N), so the gap between the two is stated in operations as well 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
 import pandas as pd
 
 from ..harness.sweep import Keying, keyed_by, run
@@ -165,3 +168,40 @@ def brax_gap(bx: pd.DataFrame) -> pd.DataFrame:
     cols = ["simulator", "N", "K", "samples_per_s", "time_per_step", "slower", "flops_per_step", "more_work",
             "time_per_flop"]
     return at.sort_values("slower")[cols].reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class BraxGapSummary:
+    """Fig 2's gap as the page states it, from ``brax_gap``'s Brax rows (CartPole's own row left out)."""
+
+    num_envs: str  # N, as labelled
+    steps: int  # K on both sides
+    slower: tuple  # (least, most) times CartPole's time per environment-step
+    more_work: tuple | None  # (least, most) times CartPole's XLA-counted flops (None: rows saved before counting)
+    time_per_flop: tuple | None  # (least, most) time per flop over CartPole's
+    work_share: float | None  # the least share, on a log scale, of the gap the extra work explains
+
+    @property
+    def explained(self) -> str | None:
+        """How much of the gap the work explains: "all" (share ≥ 1), "most" (≥ 0.5) or "little"."""
+        if self.work_share is None:
+            return None
+        return "all" if self.work_share >= 1 else "most" if self.work_share >= 0.5 else "little"
+
+
+def _range(s: pd.Series) -> tuple:
+    return float(s.min()), float(s.max())
+
+
+def brax_gap_summary(gap: pd.DataFrame) -> BraxGapSummary | None:
+    """``brax_gap`` summarized: how much slower a Brax step is than CartPole's, how much more work
+    XLA counts in it, and the part of the gap that work explains on a log scale, log(more work) /
+    log(slower), the least over the Brax environments (None where nothing was measured)."""
+    rows = gap[gap["simulator"] != CARTPOLE] if len(gap) else gap
+    if not len(rows):
+        return None
+    work, slower = rows["more_work"], rows["slower"]
+    counted = bool(work.notna().all())
+    return BraxGapSummary(str(gap["N"].iloc[0]), int(gap["K"].iloc[0]), _range(slower),
+                          _range(work) if counted else None, _range(rows["time_per_flop"]) if counted else None,
+                          float((np.log(work) / np.log(slower)).min()) if counted else None)
