@@ -94,3 +94,16 @@ def test_brax_gap_summary_without_counted_work_or_brax_rows():
     g = brax.brax_gap_summary(_gap([4.0], [np.nan]))
     assert g.more_work is None and g.work_share is None and g.explained is None and g.slower == (4.0, 4.0)
     assert brax.brax_gap_summary(_gap([], [])) is None
+
+
+def test_ratios_to_paper_divides_ours_by_the_papers_and_drops_the_unmeasured():
+    from studylib.book import machines
+
+    F = pd.DataFrame({"machine": ["a", "a", "b", "b"], "preset": "default", "finding": ["F.2", "F.1", "F.1", "F.1"],
+                      "paper source": ["§3.4", "§3.3", "§3.3", "§3.3"], "paper": ["13×", "1024×", "1024×", "4×"],
+                      "ours_value": [26.0, 64.0, np.nan, 0.0], "paper_value": [13.0, 1024.0, 1024.0, 4.0]})
+    r = machines.ratios_to_paper(F)
+    assert list(r["ratio"]) == [2.0, 1 / 16]  # b's rows: not measured, and no positive ratio
+    assert list(r["who"]) == ["a (default)", "a (default)"]
+    assert r.attrs["claims"] == ["F.1 · §3.3 · paper 1024×", "F.2 · §3.4 · paper 13×"]
+    assert machines.ratios_to_paper(F.iloc[:0]).empty

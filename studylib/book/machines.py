@@ -115,3 +115,17 @@ def verdicts_by_machine(F: pd.DataFrame) -> pd.DataFrame:
     out["differs"] = [DIFFERS if v.nunique() > 1 else SAME if len(v) > 1 else ONE_MACHINE for v in measured]
     first = {k: i for i, k in enumerate(dict.fromkeys(F["key"]))}
     return out.sort_values("key", key=lambda s: s.map(first)).reset_index(drop=True)
+
+
+def ratios_to_paper(F: pd.DataFrame) -> pd.DataFrame:
+    """``findings_by_machine``'s rows as the chart draws them: ``ratio`` = our value over the paper's
+    (1 = the paper's number), ``claim`` (finding · where · the paper's number) and ``who`` (machine
+    and preset); rows without a positive ratio (not measured) are left out. ``attrs["claims"]``: the
+    claims in the findings' order."""
+    if F.empty:
+        return pd.DataFrame(columns=[*F.columns, "claim", "ratio", "who"])
+    out = F.assign(claim=F["finding"] + " · " + F["paper source"] + " · paper " + F["paper"],
+                   ratio=F["ours_value"] / F["paper_value"], who=F["machine"] + " (" + F["preset"] + ")")
+    out = out[out["ratio"].notna() & (out["ratio"] > 0)].reset_index(drop=True)
+    out.attrs["claims"] = list(dict.fromkeys(out.sort_values("finding", kind="stable")["claim"]))
+    return out
