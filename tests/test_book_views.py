@@ -107,3 +107,34 @@ def test_ratios_to_paper_divides_ours_by_the_papers_and_drops_the_unmeasured():
     assert list(r["who"]) == ["a (default)", "a (default)"]
     assert r.attrs["claims"] == ["F.1 · §3.3 · paper 1024×", "F.2 · §3.4 · paper 13×"]
     assert machines.ratios_to_paper(F.iloc[:0]).empty
+
+
+def _fig4():
+    """gym at N = 1, 16; cpp and jax at two K each; jax's best K differs per N."""
+    rows = [("gym", 1, 1, 100.0), ("gym", 16, 1, 200.0), ("cpp", 1, 1, 50.0), ("cpp", 16, 1, 800.0),
+            ("cpp", 256, 1, 880.0), ("jax", 1, 1, 10.0), ("jax", 1, 100, 400.0), ("jax", 16, 1, 2000.0),
+            ("jax", 16, 100, 1000.0), ("jax", 256, 100, 4000.0)]
+    return pd.DataFrame([{"impl": i, "num_envs": n, "steps": k, "samples_per_s": r, "samples_per_s_min": r * 0.9,
+                          "samples_per_s_max": r * 1.1} for i, n, k, r in rows])
+
+
+def test_speedup_over_gym_is_each_best_over_gyms_at_the_same_n():
+    from studylib.book import vectorization
+
+    sp = vectorization.speedup_over_gym(_fig4()).set_index(["impl", "num_envs"])
+    assert sp["speedup"].to_dict() == pytest.approx({("cpp", 1): 0.5, ("cpp", 16): 4.0, ("jax", 1): 4.0,
+                                                     ("jax", 16): 10.0})  # N = 256: gym not measured there
+    assert sp.loc[("jax", 16), "low"] == pytest.approx(10 * 0.9 / 1.1)
+    assert vectorization.speedup_over_gym(_fig4()).attrs["gym_largest_n"] == 16
+    assert vectorization.speedup_over_gym(_fig4().query("impl != 'gym'")).empty
+
+
+def test_plateaus_are_the_smallest_n_within_90_percent_of_the_best():
+    from studylib.book import vectorization
+
+    plat = vectorization.plateaus(_fig4(), ["gym", "cpp", "jax", "torch"]).set_index("impl")
+    assert list(plat.index) == ["gym", "cpp", "jax"]  # torch not measured
+    assert plat.loc["cpp", "best samples/s"] == 880.0 and plat.loc["cpp", "at N"] == "2^8"
+    assert plat.loc["cpp", "plateau from N (90 %)"] == "2^4"  # 800 >= 0.9 * 880
+    assert plat.loc["jax", "plateau from N (90 %)"] == "2^8"  # 2000 < 0.9 * 4000
+    assert plat.loc["gym", "paper's plateau (GPU for torch/jax)"] == "2^16"

@@ -1,0 +1,55 @@
+"""The vectorization chapter's (Fig 4) tables, computed here once; the page renders them and F.1's
+records (``claims.vectorization_rows``), which read the same ratios.
+
+    plat = vectorization.plateaus(df, impls)      # per implementation: best rate, its N, the plateau's N
+    sp = vectorization.speedup_over_gym(df)       # per (implementation, N): best rate over gym's
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .analysis import best_rates_by_n, plateau_n, ratio_by_n
+from .format import pow2_label
+from .paper import PAPER
+
+PLATEAU_FRACTION = 0.9  # the plateau: the smallest N reaching this share of the implementation's best
+
+
+def plateaus(df: pd.DataFrame, impls) -> pd.DataFrame:
+    """Per implementation in ``impls`` (measured in ``df``): its best throughput over N and K, the N
+    of it, the smallest N reaching ``PLATEAU_FRACTION`` of it (``analysis.plateau_n``), the largest
+    N measured, and the paper's plateau where it reports one."""
+    rows = []
+    for impl in impls:
+        d = df[df["impl"] == impl]
+        if not len(d):
+            continue
+        paper = PAPER.get(f"plateau_{impl}")
+        rows.append({"impl": impl, "best samples/s": float(d["samples_per_s"].max()),
+                     "at N": pow2_label(d.loc[d["samples_per_s"].idxmax(), "num_envs"]),
+                     "plateau from N (90 %)": pow2_label(plateau_n(d, PLATEAU_FRACTION)),
+                     "largest N measured": pow2_label(d["num_envs"].max()),
+                     "paper's plateau (GPU for torch/jax)": pow2_label(paper.value) if paper else "—"})
+    return pd.DataFrame(rows)
+
+
+def speedup_over_gym(df: pd.DataFrame) -> pd.DataFrame:
+    """Per (implementation other than gym, N measured with gym): its best throughput over K divided
+    by gym's best at the same N, as F.1 computes it (``analysis.best_rates_by_n``, ``ratio_by_n``),
+    with the range the repeats allow (``low``, ``high``). Empty without gym. ``attrs["gym_largest_n"]``: the
+    largest N gym was measured at (its work cap)."""
+    cols = ["num_envs", "impl", "speedup", "low", "high"]
+    if "gym" not in set(df["impl"]):
+        return pd.DataFrame(columns=cols)
+    gym = best_rates_by_n(df[df["impl"] == "gym"])
+    frames = []
+    for impl in dict.fromkeys(df["impl"]):
+        if impl == "gym":
+            continue
+        out = ratio_by_n(best_rates_by_n(df[df["impl"] == impl]), gym)
+        frames.append(out.rename(columns={"value": "speedup"}).rename_axis("num_envs").reset_index().assign(impl=impl))
+    out = pd.concat(frames, ignore_index=True)[cols] if frames else pd.DataFrame(columns=cols)
+    out["num_envs"] = out["num_envs"].astype(int)
+    out.attrs["gym_largest_n"] = int(df[df["impl"] == "gym"]["num_envs"].max())
+    return out
