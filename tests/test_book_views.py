@@ -138,3 +138,24 @@ def test_plateaus_are_the_smallest_n_within_90_percent_of_the_best():
     assert plat.loc["cpp", "plateau from N (90 %)"] == "2^4"  # 800 >= 0.9 * 880
     assert plat.loc["jax", "plateau from N (90 %)"] == "2^8"  # 2000 < 0.9 * 4000
     assert plat.loc["gym", "paper's plateau (GPU for torch/jax)"] == "2^16"
+
+
+def test_against_ceilings_divides_by_the_smaller_ceiling_and_fusion_bound_is_balance_over_intensity():
+    from studylib import costs
+    from studylib.book import beyond
+
+    ceil = {"fma_flops_per_s": 1e11, "memory_bytes_per_s": 1e10, "gemm_steps_per_s": {}}
+    memory = 1e10 / costs.unfused_bytes(1)  # an unfused step's memory ceiling (steps/s)
+    d = pd.DataFrame([{"impl": i, "policy": "none", "num_envs": 1024, "steps": k, "state_factor": 1,
+                       "compute_factor": 1, "samples_per_s": r}
+                      for i, k, r in [("torch", 1, memory / 4), ("cpp", 1, memory / 2), ("fused", 100, memory)]])
+    roof = beyond.against_ceilings(d, ceil).set_index("impl")
+    assert roof.loc["torch", "bound"] == "memory" and roof.loc["torch", "fraction"] == pytest.approx(0.25)
+    assert roof.loc["fused", "in_cache"] and roof.loc["fused", "bound"] == "compute"  # K steps on a block in cache
+    assert roof.loc["fused", "fraction"] == pytest.approx(memory / (1e11 / costs.step_flops(1, 1)))
+    assert list(beyond.closest_to_ceiling(roof.reset_index())["impl"]) == ["cpp", "torch", "fused"]
+    b = beyond.fusion_bound(ceil, {"fp32_flops_per_s": 8e12, "memory_bytes_per_s": 4e11})
+    assert (b.here_balance, b.gpu_balance) == pytest.approx((10.0, 20.0))
+    assert b.here == pytest.approx(10.0 / costs.arithmetic_intensity(1, 1, "none")) and b.gpu == pytest.approx(2 * b.here)
+    assert beyond.longest_compile(pd.DataFrame({"impl": ["torch-compile", "torch-compile", "jax"],
+                                                "compile_s": [1.5, 4.0, 9.0]})) == 4.0

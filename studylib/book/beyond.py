@@ -3,6 +3,8 @@
     gap = beyond.compile_gap(mlp, kmax)          # per N: jax / torch, torch-compile / torch, share of the gap closed
     fj = beyond.ratio_with_spread(d, "fused", "jax")  # per N: a / b with the range the repeats allow
     top = beyond.largest_n(ratios, "peer")       # each peer's ratio at the largest N measured with it
+    roof = beyond.against_ceilings(df, ceil)     # each row against the ceiling that binds it
+    b = beyond.fusion_bound(ceil, PAPER_GPU)     # balances, intensities, the bound on fusion's gain
 
 Each ratio is the ratio of medians (``analysis.rates_by_n``), with ``low`` / ``high`` the ratios the
 repeats allow (a's slowest over b's fastest, a's fastest over b's slowest: ``analysis.ratio_by_n``).
@@ -10,9 +12,12 @@ repeats allow (a's slowest over b's fastest, a's fastest over b's slowest: ``ana
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
+from .. import costs
 from .analysis import rates_by_n, ratio_by_n
 
 SMALL_N = 2**13  # the paper's F.2 comparisons are over N <= 2^13; so is the gap's summary here
@@ -77,3 +82,59 @@ def against_gemm(d: pd.DataFrame, gemm_reference: dict, impl: str = "fused") -> 
     rate = float(rows[rows["num_envs"] == n]["samples_per_s"].median())
     g = gemm_reference.get(n)
     return {"num_envs": n, "rate": rate, "gemm": g, "over_gemm": rate / g if g else None}
+
+
+def longest_compile(d: pd.DataFrame, impl: str = "torch-compile") -> float:
+    """The longest compile (seconds) of ``impl``'s configurations (nan where none was measured)."""
+    rows = d[d["impl"] == impl]
+    return float(rows["compile_s"].max()) if len(rows) else np.nan
+
+
+# ---- the roofline (section 4) -------------------------------------------------------------------------
+
+def against_ceilings(d: pd.DataFrame, ceil: dict) -> pd.DataFrame:
+    """Every measurement with the ceiling that binds it (``harness.roofline.bound_for``): ``bound``
+    (its name), ``bound_per_s`` and ``fraction`` = measured / that ceiling; ``in_cache`` for the
+    fused configurations (``roofline.keeps_state_in_cache``)."""
+    from ..harness import roofline
+
+    if not len(d):
+        return d.assign(bound=[], bound_per_s=[], fraction=[], in_cache=[])
+    bound = d.apply(lambda r: roofline.bound_for(r, ceil), axis=1)
+    out = d.assign(bound=[b[0] for b in bound], bound_per_s=[b[1] for b in bound])
+    return out.assign(fraction=out["samples_per_s"] / out["bound_per_s"],
+                      in_cache=d.apply(roofline.keeps_state_in_cache, axis=1).astype(bool))
+
+
+def closest_to_ceiling(roof: pd.DataFrame) -> pd.DataFrame:
+    """Each implementation's configuration closest to its ceiling, the closest first."""
+    return roof.sort_values("fraction", ascending=False).drop_duplicates("impl").reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class FusionBound:
+    """How far fusion can lift an unfused step, on this machine and on the paper's GPU: the machine
+    balance (flops per byte) over the step's arithmetic intensity (flops per byte it moves)."""
+
+    here_balance: float  # this machine: FMA peak / stream bandwidth
+    gpu_balance: float  # the paper's GPU, from its published figures
+    intensity: float  # an unfused CartPole step (S = C = 1, no policy), flop per byte
+    intensity_mlp: float  # the same with the MLP choosing the actions
+
+    @property
+    def here(self) -> float:
+        """The compute ceiling over the memory ceiling of an unfused step here (S = 1)."""
+        return self.here_balance / self.intensity
+
+    @property
+    def gpu(self) -> float:
+        return self.gpu_balance / self.intensity
+
+
+def fusion_bound(ceil: dict, gpu: dict) -> FusionBound:
+    """``FusionBound`` from this machine's ceilings (``harness.roofline``) and a GPU's published
+    peak and bandwidth (``paper.PAPER_GPU``)."""
+    from ..harness import roofline
+
+    return FusionBound(roofline.balance(ceil), gpu["fp32_flops_per_s"] / gpu["memory_bytes_per_s"],
+                       costs.arithmetic_intensity(1, 1, "none"), costs.arithmetic_intensity(1, 1, "mlp"))
