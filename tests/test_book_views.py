@@ -159,3 +159,26 @@ def test_against_ceilings_divides_by_the_smaller_ceiling_and_fusion_bound_is_bal
     assert b.here == pytest.approx(10.0 / costs.arithmetic_intensity(1, 1, "none")) and b.gpu == pytest.approx(2 * b.here)
     assert beyond.longest_compile(pd.DataFrame({"impl": ["torch-compile", "torch-compile", "jax"],
                                                 "compile_s": [1.5, 4.0, 9.0]})) == 4.0
+
+
+def _profile(impl="jax", total=2.0, unprofiled=1.0, python=0.8, backend=0.4, device=0.8):
+    return {"impl": impl, "steps": 1, "total_s": total, "total_s_unprofiled": unprofiled, "python_s": python,
+            "backend_s": backend, "device_s": device}
+
+
+def test_profile_shares_bounds_and_fig5_bars():
+    from studylib.book import overheads
+
+    prof = overheads.with_shares(pd.DataFrame([_profile(), _profile("torch", total=1.0, unprofiled=1.0, python=0.5,
+                                                                     backend=0.25, device=0.25)]))
+    jax, torch = prof.iloc[0], prof.iloc[1]
+    assert (jax["slowdown"], jax["cpu_share"]) == pytest.approx((2.0, 0.6))
+    assert (jax["cpu_share_low"], jax["cpu_share_high"]) == pytest.approx((0.2, 1.0))  # the profiler doubled the call
+    assert torch["cpu_share_low"] == torch["cpu_share_high"] == pytest.approx(0.75)  # no slowdown: closed interval
+    parts = overheads.fig5_parts(prof)
+    ours = parts[parts["K"] == "1"].groupby("impl")["share"].sum()
+    assert ours.to_dict() == pytest.approx({"jax": 1.0, "torch": 1.0})
+    paper = parts[parts["K"] == "paper K=1"].set_index("part")["share"]
+    assert paper["Python"] == pytest.approx(0.57) and paper.sum() == pytest.approx(1.0)  # §3.4: 57 % + 30 %
+    assert "paper K=1" not in set(overheads.fig5_parts(prof[prof["impl"] == "torch"])["K"])  # no jax: no paper bar
+    assert overheads.slowdown_range(prof).loc["jax"].tolist() == [2.0, 2.0]

@@ -14,6 +14,7 @@
 ``charts``    Altair helpers
 ``format``    numbers, Markdown and HTML tables;  ``notes``: the admonitions atop each chapter
 ``vectorization``  Fig 4's plateaus and speedups over gym (as F.1 computes them)
+``overheads``  Fig 5's profiled shares (with the bounds an unprofiled call lies in), the paper's bar
 ``beyond``    the "Beyond the paper" page's ratios (compile gap, fused over jax, ours over the peers)
 ``model``     the cost model's chapter: calibration, validation against F.1–F.4, the paper's machine
 ``atari``     the Atari chapter's rules and its summary (``AtariSummary``)
