@@ -172,6 +172,9 @@ def test_the_complexity_page_renders_numbers_computed_once(tmp_path):
     flat = next(r for r in rows if r.rule == "flat")
     assert at["max/min across N"] == pytest.approx(flat.value)
     assert at["smallest S"] == at["largest S"] == 1 and at["direction"] == ""  # one S in this grid: no trend stated
+    llc = df.attrs["memory"]["llc_bytes"]
+    assert grid.attrs["largest_cache_multiple"] == pytest.approx(grid.attrs["largest_working_set"] / llc)
+    assert claims.cache_multiple({"llc_bytes": 2**20}, 3 * 2**20) == 3.0
     two_s = claims.fusion_grid(pd.concat([df, df.assign(state_factor=64, samples_per_s=df["samples_per_s"] / 2)
                                           .assign(samples_per_s=lambda d: d["samples_per_s"] * d["steps"].map({1: 1, 100: 8}))]), P)
     r = two_s[two_s["K"] == 100].iloc[0]

@@ -182,3 +182,17 @@ def test_profile_shares_bounds_and_fig5_bars():
     assert paper["Python"] == pytest.approx(0.57) and paper.sum() == pytest.approx(1.0)  # §3.4: 57 % + 30 %
     assert "paper K=1" not in set(overheads.fig5_parts(prof[prof["impl"] == "torch"])["K"])  # no jax: no paper bar
     assert overheads.slowdown_range(prof).loc["jax"].tolist() == [2.0, 2.0]
+
+
+def test_fusion_speedup_lines_read_f3s_records_and_compute_the_others():
+    from studylib.book import claims, fusion
+
+    records = [claims.row("F.3", "speedup", "fused K 1→100", "f3_fusion", pd.Series({1: 2.0, 16: 8.0}), ""),
+               claims.row("F.3", "speedup", "fused over jax", "f3_fused_over_xla", pd.Series({16: 3.0}), "")]
+    df = pd.DataFrame([{"impl": "torch", "num_envs": n, "steps": k, "state_factor": 1, "compute_factor": 1,
+                        "samples_per_s": r} for n, k, r in [(16, 1, 100.0), (16, 100, 150.0)]])
+    sp = fusion.speedup_lines(df, records, ["fused", "torch", "jax"], "fused", 100)
+    got = {(w, n): v for w, n, v in zip(sp["what"], sp["num_envs"], sp["speedup"])}
+    assert got == pytest.approx({("fused K = 1 → 100", 1): 2.0, ("fused K = 1 → 100", 16): 8.0,
+                                 ("torch K = 1 → 100", 16): 1.5, ("fused over jax at K = 100", 16): 3.0})
+    assert set(sp["kind"]) == set(fusion.LINE_KINDS)  # jax: no record, no rows measured: no line

@@ -14,6 +14,7 @@
 ``charts``    Altair helpers
 ``format``    numbers, Markdown and HTML tables;  ``notes``: the admonitions atop each chapter
 ``vectorization``  Fig 4's plateaus and speedups over gym (as F.1 computes them)
+``fusion``    Fig 8's speedup lines from F.3's records
 ``overheads``  Fig 5's profiled shares (with the bounds an unprofiled call lies in), the paper's bar
 ``beyond``    the "Beyond the paper" page's ratios (compile gap, fused over jax, ours over the peers)
 ``model``     the cost model's chapter: calibration, validation against F.1–F.4, the paper's machine
@@ -47,7 +48,8 @@ from .brax import CARTPOLE as BRAX_CARTPOLE, brax_available, brax_data, brax_gap
 from .charts import (IMPL_COLORS, POW2_LABEL, finish, impl_color, impl_scale, line_points, paper_rules, tooltip, x_n,
                      y_rate)
 from .chapters import CHAPTERS, Chapter, finding_records, findings, params
-from .claims import (Finding, complexity_rows, fig6_pattern, findings_frame, findings_md, fusion_grid, fusion_rows,
+from .claims import (Finding, cache_multiple, complexity_rows, fig6_pattern, findings_frame, findings_md, fusion_grid,
+                     fusion_rows,
                      memory_traffic,
                      memory_regime_table, overheads_rows, vectorization_rows, verdict_text)
 from .format import fmt_bytes, fmt_list, fmt_rate, fmt_time, fmt_x, fmt_x_range, md, pow2_label, table
@@ -61,7 +63,7 @@ from .presets import (IMPL_ORDER, PRESETS, ChapterParams, available_impls, displ
 __all__ = [
     "BORDERLINE", "BRAX_CARTPOLE", "CHAPTERS", "Chapter", "IMPL_COLORS", "IMPL_ORDER", "PAPER", "PAPER_GPU", "POW2_LABEL",
     "PRESETS", "RULES", "VERDICTS", "ChapterParams", "Finding", "PaperValue", "atari_breakdown_data", "atari_data",
-    "available_impls", "beyond_data", "brax_available", "brax_data", "brax_gap", "cartpole_fig2_data",
+    "available_impls", "beyond_data", "cache_multiple", "brax_available", "brax_data", "brax_gap", "cartpole_fig2_data",
     "fig6_pattern", "finding_records", "findings_frame", "fusion_grid", "memory_traffic", "judge", "k_speedup_spread", "verdict_text",
     "complexity_data", "complexity_rows", "coverage_note", "display_path", "findings", "findings_md", "finish",
     "fmt_bytes", "fmt_list", "fmt_rate", "fmt_time", "fmt_x", "fmt_x_range", "fusion_data", "fusion_impl", "fusion_rows",

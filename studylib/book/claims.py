@@ -403,12 +403,19 @@ def memory_traffic(mem: pd.DataFrame) -> dict:
             "agrees": bool(1 / BYTES_FACTOR <= b["bytes_ratio"] <= BYTES_FACTOR)}
 
 
+def cache_multiple(regime: dict, working_set: float) -> float:
+    """A working set (bytes) as a multiple of the last-level cache of the memory regime
+    (``plans.complexity_data``'s ``attrs["memory"]``): above 1, it no longer fits."""
+    return float(working_set) / float(regime["llc_bytes"])
+
+
 def fusion_grid(c: pd.DataFrame, P: ChapterParams) -> pd.DataFrame:
     """Fig 9's grid read per (K > 1, C): the median fusion speedup over N at the smallest and the
     largest S measured, its growth between them (``trend``) and its direction, and the largest
     max/min across N over the S (``spread``) with the S where it is largest. F.4's "flat" row is
     this table's K = max, C = 1 spread. ``attrs["largest_working_set"]``: the grid's largest
-    unfused working set (bytes, largest N and S)."""
+    unfused working set (bytes, largest N and S); ``attrs["largest_cache_multiple"]``: that over the
+    cache (``cache_multiple``; nan without a memory regime)."""
     sp = fusion_speedups(c[c["num_envs"].isin(P.num_envs)])
     sp = sp[sp["steps"] > 1]
     out = []
@@ -424,6 +431,9 @@ def fusion_grid(c: pd.DataFrame, P: ChapterParams) -> pd.DataFrame:
     df = pd.DataFrame(out, columns=["K", "C", "smallest S", "largest S", "speedup at smallest S", "speedup at largest S",
                                     "growth", "direction", "max/min across N", "S of max/min"])
     df.attrs["largest_working_set"] = max(P.num_envs) * costs.unfused_bytes(max(P.state_factor)) // 2
+    regime = c.attrs.get("memory")
+    df.attrs["largest_cache_multiple"] = (cache_multiple(regime, df.attrs["largest_working_set"]) if regime
+                                          else np.nan)
     return df
 
 

@@ -1,0 +1,30 @@
+"""The fusion chapter's (Fig 8) speedup chart, computed here once from F.3's records
+(``claims.fusion_rows``) and, for the implementations no finding is about, ``analysis.k_speedup``.
+
+    sp = fusion.speedup_lines(df, found, impls, fused_impl, kmax)   # one row per (line, N)
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .analysis import k_speedup
+
+LINE_KINDS = ("K = 1 → K", "over jax")
+
+
+def speedup_lines(df: pd.DataFrame, records, impls, fused: str, kmax: int) -> pd.DataFrame:
+    """The chart's rows (what, impl, kind, num_envs, speedup): each implementation's gain from K = 1
+    to ``kmax`` per N (F.3's per-N values for the fused one and jax, ``k_speedup`` for the others),
+    then the fused implementation over jax at ``kmax`` (F.3's)."""
+    by = {f.key: f for f in records}
+    rows = []
+    for impl in impls:
+        key = {fused: "f3_fusion", "jax": "f3_xla_k1_to_k1000"}.get(impl)
+        per_n = by[key].numbers.get("per_n", {}) if key in by else k_speedup(df, impl, 1, kmax).to_dict()
+        rows += [{"what": f"{impl} K = 1 → {kmax}", "impl": impl, "kind": LINE_KINDS[0], "num_envs": int(n),
+                  "speedup": float(v)} for n, v in per_n.items()]
+    over = by["f3_fused_over_xla"].numbers.get("per_n", {}) if "f3_fused_over_xla" in by else {}
+    rows += [{"what": f"{fused} over jax at K = {kmax}", "impl": fused, "kind": LINE_KINDS[1], "num_envs": int(n),
+              "speedup": float(v)} for n, v in over.items()]
+    return pd.DataFrame(rows, columns=["what", "impl", "kind", "num_envs", "speedup"])
