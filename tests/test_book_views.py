@@ -196,3 +196,17 @@ def test_fusion_speedup_lines_read_f3s_records_and_compute_the_others():
     assert got == pytest.approx({("fused K = 1 → 100", 1): 2.0, ("fused K = 1 → 100", 16): 8.0,
                                  ("torch K = 1 → 100", 16): 1.5, ("fused over jax at K = 100", 16): 3.0})
     assert set(sp["kind"]) == set(fusion.LINE_KINDS)  # jax: no record, no rows measured: no line
+
+
+def test_verdict_counts_and_fig2s_best_rate():
+    from studylib.book import brax, claims
+
+    from studylib.book.analysis import NOT_REPRODUCED, PARTLY, REPRODUCED
+
+    F = pd.DataFrame({"verdict": [REPRODUCED, NOT_REPRODUCED, REPRODUCED, PARTLY],
+                      "borderline": ["", "one N", "", ""]})
+    c = claims.verdict_counts(F)
+    assert c == {REPRODUCED: 2, PARTLY: 1, NOT_REPRODUCED: 1, "borderline": 1}
+    assert list(c)[:3] == [v for v in claims.VERDICTS if v in c]  # the verdicts' own order
+    fig2 = pd.DataFrame({"env": ["a", "a", "b"], "samples_per_s": [1.0, 3.0, 5.0]})
+    assert brax.best_rate(fig2, "a") == 3.0 and np.isnan(brax.best_rate(fig2, "c"))

@@ -51,7 +51,7 @@ from .chapters import CHAPTERS, Chapter, finding_records, findings, params
 from .claims import (Finding, cache_multiple, complexity_rows, fig6_pattern, findings_frame, findings_md, fusion_grid,
                      fusion_rows,
                      memory_traffic,
-                     memory_regime_table, overheads_rows, vectorization_rows, verdict_text)
+                     memory_regime_table, overheads_rows, vectorization_rows, verdict_counts, verdict_text)
 from .format import fmt_bytes, fmt_list, fmt_rate, fmt_time, fmt_x, fmt_x_range, md, pow2_label, table
 from .notes import coverage_note, machine_note, params_note, provenance_sentence
 from .paper import PAPER, PAPER_GPU, PaperValue
@@ -70,5 +70,5 @@ __all__ = [
     "fusion_speedups", "impl_color", "impl_scale", "k_speedup", "line_points", "machine_note", "md", "memory_regime_table",
     "overheads_data", "overheads_rows", "paper_rules", "params", "params_note", "plateau_n", "pow2_label",
     "profile_data", "provenance_sentence", "resolve_data_dir", "resolve_preset", "roofline_data", "seconds_per_call", "spread", "table",
-    "tooltip", "trend", "trend_direction", "vectorization_data", "vectorization_rows", "verdict", "x_n", "y_rate",
+    "tooltip", "trend", "trend_direction", "vectorization_data", "vectorization_rows", "verdict", "verdict_counts", "x_n", "y_rate",
 ]

@@ -205,3 +205,9 @@ def brax_gap_summary(gap: pd.DataFrame) -> BraxGapSummary | None:
     return BraxGapSummary(str(gap["N"].iloc[0]), int(gap["K"].iloc[0]), _range(slower),
                           _range(work) if counted else None, _range(rows["time_per_flop"]) if counted else None,
                           float((np.log(work) / np.log(slower)).min()) if counted else None)
+
+
+def best_rate(fig2: pd.DataFrame, env: str) -> float:
+    """The best rate of line ``env`` of Fig 2 over its N (nan where it was not measured)."""
+    rows = fig2[fig2["env"] == env] if len(fig2) else fig2
+    return float(rows["samples_per_s"].max()) if len(rows) else float("nan")

@@ -39,7 +39,7 @@ import pandas as pd
 
 from .. import costs
 from ..implspec import spec
-from .analysis import (LARGEST, MEDIAN, NOT_MEASURED, NOT_REPRODUCED, ONE_VALUE, PARTLY, REPRODUCED, RULES,
+from .analysis import (LARGEST, MEDIAN, NOT_MEASURED, NOT_REPRODUCED, ONE_VALUE, PARTLY, REPRODUCED, RULES, VERDICTS,
                        SINGLE_RUN_SHARE_MARGIN, SIZE_FACTOR, Judgement, at_knobs, best_rates_by_n, fusion_speedups,
                        judge, k_speedup, k_speedup_spread, rates_by_n, ratio_by_n, seconds_per_call, spread, trend,
                        trend_direction)
@@ -578,6 +578,15 @@ def complexity_findings(P: ChapterParams) -> list[Finding]:
 def findings_frame(records) -> pd.DataFrame:
     """Records as the findings table (``COLUMNS``)."""
     return pd.DataFrame([r.as_row() for r in records], columns=COLUMNS)
+
+
+def verdict_counts(F: pd.DataFrame) -> dict:
+    """How many rows of the findings table got each verdict (``VERDICTS``' order, those that occur)
+    and, under "borderline", how many are borderline."""
+    counts = F["verdict"].value_counts() if len(F) else pd.Series(dtype=int)
+    out = {v: int(counts[v]) for v in VERDICTS if counts.get(v, 0)}
+    out["borderline"] = int((F["borderline"] != "").sum()) if len(F) else 0
+    return out
 
 
 def verdict_text(r) -> str:
