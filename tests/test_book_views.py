@@ -154,6 +154,8 @@ def test_against_ceilings_divides_by_the_smaller_ceiling_and_fusion_bound_is_bal
     assert roof.loc["fused", "in_cache"] and roof.loc["fused", "bound"] == "compute"  # K steps on a block in cache
     assert roof.loc["fused", "fraction"] == pytest.approx(memory / (1e11 / costs.step_flops(1, 1)))
     assert list(beyond.closest_to_ceiling(roof.reset_index())["impl"]) == ["cpp", "torch", "fused"]
+    assert beyond.best_in_cache(roof) == pytest.approx(roof.loc["fused", "fraction"])
+    assert beyond.best_in_cache(roof[~roof["in_cache"]]) is None
     b = beyond.fusion_bound(ceil, {"fp32_flops_per_s": 8e12, "memory_bytes_per_s": 4e11})
     assert (b.here_balance, b.gpu_balance) == pytest.approx((10.0, 20.0))
     assert b.here == pytest.approx(10.0 / costs.arithmetic_intensity(1, 1, "none")) and b.gpu == pytest.approx(2 * b.here)

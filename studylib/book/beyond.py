@@ -111,6 +111,13 @@ def closest_to_ceiling(roof: pd.DataFrame) -> pd.DataFrame:
     return roof.sort_values("fraction", ascending=False).drop_duplicates("impl").reset_index(drop=True)
 
 
+def best_in_cache(roof: pd.DataFrame) -> float | None:
+    """The largest fraction of its ceiling a fused configuration (state held in cache) reaches
+    (None where none was measured)."""
+    rows = roof[roof["in_cache"]] if len(roof) else roof
+    return float(rows["fraction"].max()) if len(rows) else None
+
+
 @dataclass(frozen=True)
 class FusionBound:
     """How far fusion can lift an unfused step, on this machine and on the paper's GPU: the machine
