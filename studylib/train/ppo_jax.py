@@ -27,8 +27,7 @@ import optax
 
 from .. import jax_functional as env
 from ..policy import LAYER_SIZES
-from .evaluate import greedy_checks
-from .progress import CONFIRM_STREAM, Clock, TrainResult
+from .progress import Clock, SharedTime, TrainResult, check_population
 from .results import POPULATION_TRAINER
 from .settings import PPOSettings, TrainRun
 
@@ -269,19 +268,6 @@ def _compiled_population(s: PPOSettings, num_envs: int, updates_per_call: int, s
     return init_v, jax.jit(jax.vmap(run), donate_argnums=0).lower(example).compile()
 
 
-class _SharedTime:
-    """One clock for a population; paused while a finished seed is judged on gymnasium (untimed)."""
-
-    def __init__(self):
-        self.paused_s = 0.0
-
-    def now(self) -> float:
-        return time.perf_counter() - self.paused_s
-
-    def pause(self, seconds: float) -> None:
-        self.paused_s += seconds
-
-
 def train_population(runs: list[TrainRun], *, log=None, on_result=None) -> list[TrainResult]:
     """Train every run (one seed each; the same N, settings and budget) as ONE vmapped program.
 
@@ -300,7 +286,7 @@ def train_population(runs: list[TrainRun], *, log=None, on_result=None) -> list[
     if len({r.seed for r in runs}) != len(runs):
         raise ValueError("a population's seeds must differ")
     size, batch = len(runs), n * s.num_steps
-    shared = _SharedTime()
+    shared = SharedTime()
     clocks = [Clock(r, num_envs=n, batch_size=batch, log=log, now=shared.now, population=size) for r in runs]
     upc = clocks[0].updates_per_check
     start = time.perf_counter()
@@ -325,10 +311,10 @@ def train_population(runs: list[TrainRun], *, log=None, on_result=None) -> list[
             c.add_update(upc * batch, float(sums[i]) / counts[i] if counts[i] else math.nan,
                          bootstraps_truncation=True, updates=upc)
             arrays[i] = {name: a[i] for j, (w, b) in enumerate(actors, start=1) for name, a in ((f"W{j}", w), (f"b{j}", b))}
-        greedy, confirm = _check_all([clocks[i] for i in active], [arrays[i] for i in active], s)
-        for i, g, cf in zip(list(active), greedy, confirm):
+        passed = check_population([clocks[i] for i in active], [arrays[i] for i in active], s)
+        for i, ok in zip(list(active), passed):
             c = clocks[i]
-            if c.record_check(g, cf) or c.out_of_budget():
+            if ok or c.out_of_budget():
                 t_judge = time.perf_counter()
                 results[i] = c.finish(arrays[i], trainer=POPULATION_TRAINER)
                 if on_result is not None:
@@ -336,20 +322,3 @@ def train_population(runs: list[TrainRun], *, log=None, on_result=None) -> list[
                 shared.pause(time.perf_counter() - t_judge)
                 active.remove(i)
     return results
-
-
-def _check_all(clocks: list[Clock], actors: list[dict], s: PPOSettings):
-    """Every active seed's greedy check in one batched call, then the confirming check of those
-    that passed (the same draws as ``Clock.check`` would use); the time is each clock's eval."""
-    t = time.perf_counter()
-    greedy = greedy_checks(actors, s.eval_episodes, [c.check_seed() for c in clocks])
-    confirm = [None] * len(clocks)
-    passed = [k for k, g in enumerate(greedy) if g >= s.solve_return]
-    if passed:
-        again = greedy_checks([actors[k] for k in passed], s.eval_episodes, [clocks[k].check_seed() for k in passed],
-                              stream=CONFIRM_STREAM)
-        for k, g in zip(passed, again):
-            confirm[k] = float(g)
-    for c in clocks:
-        c.parts["eval"] += time.perf_counter() - t
-    return [float(g) for g in greedy], confirm
