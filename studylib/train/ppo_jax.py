@@ -246,7 +246,7 @@ def _collect_seconds_per_update(fn, runner: Runner, repeats: int = 5) -> float:
 # PureJaxRL's shape (Lu et al. 2022, "Discovered Policy Optimisation"; purejaxrl/ppo.py:
 # ``jax.jit(jax.vmap(make_train(config)))(rngs)``): the same program, vmapped over the seeds'
 # keys, compiled once. Each seed's key is ``jax.random.key(seed)`` and everything it draws is split
-# from it alone, so a seed's run does not depend on the seeds beside it (tests/test_train.py checks
+# from it alone, so a seed's run does not depend on the seeds beside it (tests/test_train_population.py checks
 # seed 3 alone against seed 3 in a population of 16). The wall-clock is the population's: shared.
 
 
