@@ -126,3 +126,26 @@ def test_jax_population_seed_alone_and_among_sixteen():
     close = lambda x, y: jax.tree.map(lambda u, v: np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-6), x, y)  # noqa: E731
     close(member((a.obs, a.episode_return, a_totals, a.params), 0), member((b.obs, b.episode_return, b_totals, b.params), 0))
     assert not np.allclose(np.asarray(b.params["actor"][0][0][0]), np.asarray(b.params["actor"][0][0][1]))
+
+
+def test_collectors_are_chosen_by_their_records_not_their_names():
+    """make_collector and train read the collector's record (studylib.implspec, or train's own
+    record for the two collectors that are not an implementation as it ships)."""
+    from studylib.errors import ConfigError
+    from studylib.implspec import spec
+    from studylib.train import COLLECTORS, collector_spec
+    from studylib.train.collectors import FusedCollector, StepCollector
+
+    for name in COLLECTORS:
+        record = collector_spec(name)
+        assert record.devices == spec(record.impl).devices
+        if record.trainer == "torch-ppo" and name not in ("fused-step",):
+            assert record.samples_in_kernel == spec(name).samples_in_kernel
+    assert collector_spec("cuda").gpu_only and not collector_spec("cpp").gpu_only
+    stepped = make_collector("fused-step", 4, seed=0, device="cpu")
+    assert isinstance(stepped, StepCollector) and stepped.name == "fused-step" and stepped.env.name == "fused"
+    assert isinstance(make_collector("fused", 4, seed=0, device="cpu"), FusedCollector)
+    with pytest.raises(ConfigError, match="jax-ppo"):
+        make_collector("jax", 4, seed=0)
+    with pytest.raises(ConfigError, match="unknown collector"):
+        collector_spec("sb3")

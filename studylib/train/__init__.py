@@ -14,7 +14,7 @@ probability of improvement, bootstrap intervals, censored times to solve).
 
 from __future__ import annotations
 
-from .settings import COLLECTORS, PEER_TRAINERS, TRAINERS, PPOSettings, TrainRun
+from .settings import COLLECTORS, PEER_TRAINERS, TRAINERS, CollectorSpec, PPOSettings, TrainRun, collector_spec
 
 
 def train(run: TrainRun, *, log=None):
@@ -22,10 +22,10 @@ def train(run: TrainRun, *, log=None):
     runs with ``run.settings.torch_threads`` intra-op threads meanwhile (restored afterwards)."""
     import torch
 
-    if run.collector == "jax":
-        from .ppo_jax import train as trainer
-    elif run.is_peer:
+    if run.is_peer:
         from .peers import train_peer as trainer
+    elif collector_spec(run.collector).trainer == "jax-ppo":
+        from .ppo_jax import train as trainer
     else:
         from .ppo_torch import train as trainer
     threads = torch.get_num_threads()
@@ -36,4 +36,19 @@ def train(run: TrainRun, *, log=None):
         torch.set_num_threads(threads)
 
 
-__all__ = ["COLLECTORS", "PEER_TRAINERS", "TRAINERS", "PPOSettings", "TrainRun", "train"]
+def train_population(runs: list[TrainRun], *, log=None, on_result=None):
+    """Train ``runs`` (one collector, N, settings and budget; one seed each) as one population: the
+    JAX PPO vmapped over the seeds for ``jax``, the batched PyTorch PPO for the others that have a
+    population (``population_collectors.POPULATION_ENVS``). A TrainResult per run, in order;
+    ``on_result(result)`` as each seed finishes; ``wall_s`` is the population's shared clock."""
+    if not runs:
+        return []
+    if collector_spec(runs[0].collector).trainer == "jax-ppo":
+        from .ppo_jax import train_population as trainer
+    else:
+        from .population_torch import train_population as trainer
+    return trainer(runs, log=log, on_result=on_result)
+
+
+__all__ = ["COLLECTORS", "PEER_TRAINERS", "TRAINERS", "CollectorSpec", "PPOSettings", "TrainRun", "collector_spec",
+           "train", "train_population"]

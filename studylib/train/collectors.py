@@ -45,7 +45,9 @@ import torch
 from ..dynamics import STATE_SIZE
 from ..policy import MLPWeights
 from ..registry import make
+from ..errors import ConfigError
 from .actor_critic import ARRAY_NAMES
+from .settings import collector_spec
 
 
 @dataclass
@@ -166,8 +168,9 @@ class FusedCollector(Collector):
 
     name = "fused"
 
-    def __init__(self, num_envs: int, seed: int, device: str | None = None):
-        self.env = make("fused", num_envs, seed=seed, device=device)  # builds the library (or compiles the module)
+    def __init__(self, num_envs: int, seed: int, device: str | None = None, impl: str = "fused", name: str | None = None):
+        self.name = name or impl
+        self.env = make(impl, num_envs, seed=seed, device=device)  # builds the library (or compiles the module)
         self.num_envs = num_envs
         self.device = "cuda" if str(self.env.device).startswith("cuda") else "cpu"
         self._episode_return = np.zeros(num_envs)  # steps so far of every env's current episode
@@ -221,8 +224,9 @@ def make_collector(name: str, num_envs: int, seed: int, device: str | None = Non
     sampling (for the comparison); every other implementation is stepped. ``device``: "cpu" or
     "cuda", None for the implementation's default (CUDA where it can and a GPU exists); the
     learner goes where the collector is (``collector.device``), never on a device of its own."""
-    if name == "fused":
-        return FusedCollector(num_envs, seed, device)
-    if name == "fused-step":
-        return StepCollector("fused", num_envs, seed, name="fused-step", device=device)
-    return StepCollector(name, num_envs, seed, device=device)
+    record = collector_spec(name)
+    if record.trainer != "torch-ppo":
+        raise ConfigError(f"collector {name!r} trains with {record.trainer}, not through a PyTorch collector")
+    if record.samples_in_kernel:
+        return FusedCollector(num_envs, seed, device, impl=record.impl, name=name)
+    return StepCollector(record.impl, num_envs, seed, name=name, device=device)
