@@ -4,9 +4,14 @@
     result = train(TrainRun("fused", 4096, seed=0))     # a TrainResult; .as_dict() is the JSON
     python -m studylib.train --collector fused --num-envs 4096 --seed 0 --json
 
-``settings.PPOSettings`` holds every hyperparameter; ``collectors`` turns an implementation into
-T-step trajectories; ``ppo_torch`` (PyTorch PPO) and ``ppo_jax`` (PPO fully jitted in JAX; many
-seeds in one vmapped program with ``ppo_jax.train_population``) learn from them; ``peers`` times
+    results = train_population([TrainRun("jax", 64, seed=k) for k in range(32)], on_result=save)
+
+``settings.PPOSettings`` holds every hyperparameter (``settings.collector_spec``: what a collector
+is); ``collectors`` turns an implementation into T-step trajectories; ``ppo_torch`` (PyTorch PPO)
+and ``ppo_jax`` (PPO fully jitted in JAX; many seeds in one vmapped program with
+``ppo_jax.train_population``) learn from them; ``population_torch`` is the PyTorch PPO over many
+seeds in one batched model (``population_collectors``: all seeds' environments in one call);
+``train_population`` picks the JAX or the PyTorch population; ``peers`` times
 Stable-Baselines3 and a cleanrl-style loop by the same clock (``progress``); ``evaluate`` judges a
 greedy actor; ``results`` keeps results on disk; ``stats`` aggregates seeds (rliable's IQM and
 probability of improvement, bootstrap intervals, censored times to solve).
