@@ -2,7 +2,8 @@
 
 Seed 3 alone and as one member of a population of 16, for the batched PyTorch PPO
 (studylib.train.population_torch) and the vmapped JAX PPO (studylib.train.ppo_jax): the same first
-rollout and the same first update, to float tolerance.
+rollout and the same first update, to float tolerance. Also: a block of a population env draws
+its seed's streams, gradient clipping is per seed, collectors are chosen by their records.
 """
 
 from __future__ import annotations
@@ -44,6 +45,23 @@ def test_torch_population_seed_does_not_depend_on_its_neighbours(name):
         torch.testing.assert_close(p[0], q[0], rtol=1e-5, atol=1e-6)
     assert not torch.allclose(among_learner.model.actor[0][0][0], among_learner.model.actor[0][0][1])  # seeds differ
     assert not torch.allclose(among.steps.obs[:, :8], among.steps.obs[:, 8:16])  # so do their environments
+
+
+def test_torch_compile_population_draws_each_blocks_resets_from_its_seed():
+    """torch-compile's compiled step takes its reset uniforms as an argument: block k's are those
+    a single env of seed k draws (checked without compiling: the draws only)."""
+    from studylib.settings import EnvSettings
+    from studylib.torch_compile_env import TorchCompileCartPole
+    from studylib.train.population_collectors import population_env
+
+    pop = population_env("torch-compile", 8, [3, 7])
+    pop.reset()
+    u = pop._uniforms(2)
+    for k, seed in enumerate((3, 7)):
+        single = TorchCompileCartPole(EnvSettings("torch-compile", 8, seed=seed, device="cpu"))
+        single.reset()
+        torch.testing.assert_close(u[:, 8 * k:8 * (k + 1)], single._uniforms(2), rtol=0, atol=0)
+        np.testing.assert_array_equal(pop.get_state()[8 * k:8 * (k + 1)], single.get_state())
 
 
 def test_torch_population_block_is_the_single_run_of_its_seed():
@@ -112,19 +130,19 @@ def test_torch_population_trains_and_reports_each_seed_once():
 
 
 def test_jax_population_seed_alone_and_among_sixteen():
-    """Seed 3 alone (a vmapped population of 1) and as member 0 of a population of 16: the same
-    init, first rollout and first update, to float tolerance."""
+    """Seed 3 alone (the single run's program, not vmapped: what ``ppo_jax.train`` runs) and as
+    member 0 of a vmapped population of 16: the same init, first rollout and first update, to float
+    tolerance."""
     import jax
 
     from studylib.train.ppo_jax import make_program, population_keys
 
     init, update, _ = make_program(SMALL, 8)
-    first = jax.vmap(lambda key: update(init(key)))  # init, the first rollout, the first update
-    (a, a_totals) = jax.jit(first)(population_keys([3]))
-    (b, b_totals) = jax.jit(first)(population_keys(NEIGHBOURS))
+    a, a_totals = jax.jit(lambda key: update(init(key)))(jax.random.key(3))  # init, first rollout, first update
+    b, b_totals = jax.jit(jax.vmap(lambda key: update(init(key))))(population_keys(NEIGHBOURS))
     member = lambda tree, i: jax.tree.map(lambda x: x[i], tree)  # noqa: E731
     close = lambda x, y: jax.tree.map(lambda u, v: np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-6), x, y)  # noqa: E731
-    close(member((a.obs, a.episode_return, a_totals, a.params), 0), member((b.obs, b.episode_return, b_totals, b.params), 0))
+    close((a.obs, a.episode_return, a_totals, a.params), member((b.obs, b.episode_return, b_totals, b.params), 0))
     assert not np.allclose(np.asarray(b.params["actor"][0][0][0]), np.asarray(b.params["actor"][0][0][1]))
 
 

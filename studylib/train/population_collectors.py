@@ -9,6 +9,7 @@ of seed k alone is how it is seeded, so each block draws from its seed's streams
   generator seeded by its seed (``TorchCartPole._draw_reset_rows``); the population env draws
   block k's (N, 4) from a generator seeded by seed k and concatenates the blocks. The physics is
   elementwise, so block k's states are those of a single env of seed k, bit for bit.
+* ``torch-compile``: the same draws, (steps, N, 4) per compiled call, block by block.
 * ``gym``: env i of a single run is seeded from (seed, i) and then continues its own RNG; env j
   of block k is seeded from (seed k, j).
 
@@ -34,6 +35,7 @@ from ..dynamics import RESET_HIGH, RESET_LOW, STATE_SIZE
 from ..errors import ConfigError
 from ..gym_env import GymCartPole
 from ..settings import EnvSettings
+from ..torch_compile_env import TorchCompileCartPole
 from ..torch_env import TorchCartPole
 from .collectors import Trajectory, sample_actions
 
@@ -72,6 +74,18 @@ class BlockSeededTorchCartPole(TorchCartPole):
         raise NotImplementedError("a population's actions come from its actors")
 
 
+class BlockSeededTorchCompileCartPole(BlockSeededTorchCartPole, TorchCompileCartPole):
+    """``torch-compile`` environments in blocks: the compiled step takes its reset uniforms as an
+    argument, (steps, N, 4), drawn here block by block from each block's generator."""
+
+    def _uniforms(self, steps: int) -> torch.Tensor:
+        return torch.cat([torch.rand((steps, self.block, STATE_SIZE), generator=g, device=self.device)
+                          for g in self._generators], dim=1)
+
+    def compile(self, num_steps: int, policy: str = "mlp") -> float:
+        raise NotImplementedError("a population env compiles on its first step (its generators are not saved)")
+
+
 class BlockSeededGymCartPole(GymCartPole):
     """``gym`` environments in ``len(seeds)`` blocks; env j of block k is seeded from (seed k, j)."""
 
@@ -100,7 +114,8 @@ class BlockSeededGymCartPole(GymCartPole):
         raise NotImplementedError("a population's actions come from its actors")
 
 
-POPULATION_ENVS = {"torch": BlockSeededTorchCartPole, "gym": BlockSeededGymCartPole}
+POPULATION_ENVS = {"torch": BlockSeededTorchCartPole, "torch-compile": BlockSeededTorchCompileCartPole,
+                   "gym": BlockSeededGymCartPole}
 
 
 def population_env(impl: str, num_envs: int, seeds, device: str | None = "cpu"):
