@@ -167,3 +167,21 @@ def test_collectors_are_chosen_by_their_records_not_their_names():
         make_collector("jax", 4, seed=0)
     with pytest.raises(ConfigError, match="unknown collector"):
         collector_spec("sb3")
+
+
+def test_batched_greedy_checks_are_each_actors_own_check():
+    """A population's greedy checks in one batched call (an actor dropped once all its episodes
+    ended) give each actor the mean return its own check gives."""
+    from studylib.train.evaluate import greedy_check, greedy_checks
+
+    def actor(gain):  # action 1 when theta + theta_dot > 0 (gain > 0): balances for a while; 0: always left
+        a = {"W1": np.zeros((4, 64)), "b1": np.zeros(64), "W2": np.zeros((64, 64)), "b2": np.zeros(64),
+             "W3": np.zeros((64, 2)), "b3": np.zeros(2)}
+        a["W1"][2:, 0], a["W2"][0, 0], a["W3"][0] = gain, 1.0, (-1.0, 1.0)
+        return a
+
+    actors, seeds = [actor(1.0), actor(0.0), actor(3.0)], [4, 5, 6]
+    batched = greedy_checks(actors, 20, seeds)
+    alone = [greedy_check(a, 20, s) for a, s in zip(actors, seeds)]
+    np.testing.assert_array_equal(batched, alone)
+    assert alone[1] < 20 < alone[0]  # the always-left actor falls at once, the other lasts
