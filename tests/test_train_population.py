@@ -26,7 +26,7 @@ def _first_update(collector_name: str, seeds, n=8):
     collector = PopulationCollector(collector_name, n, seeds)
     learner = PopulationPPO(SMALL, seeds, n)
     traj = collector.collect(learner.model, SMALL.num_steps)
-    learner.update(traj)
+    learner.update(traj.steps)
     return traj, learner
 
 
@@ -80,6 +80,31 @@ def test_torch_population_block_is_the_single_run_of_its_seed():
     pop = PopulationCollector("torch", 8, NEIGHBOURS).collect(pop_learner.model, 8)
     torch.testing.assert_close(traj.obs, pop.steps.obs[:, :8], rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(traj.actions, pop.steps.actions[:, :8])
+
+
+def test_a_finished_seed_leaves_the_population_without_changing_the_others():
+    """Population [100, 3, 101]: after one update seeds 100 and 101 leave (model, Adam, sampling);
+    seed 3's second rollout and update are those of seed 3 alone."""
+    from studylib.train.population_torch import PopulationCollector, PopulationPPO
+
+    def run(seeds, leave_after_first):
+        collector, learner = PopulationCollector("torch", 8, seeds), PopulationPPO(SMALL, seeds, 8)
+        for step in range(2):
+            traj = collector.collect(learner.model, SMALL.num_steps)
+            learner.update(traj.blocks(collector.active))
+            if step == 0 and leave_after_first:
+                learner.keep([1])
+                collector.active = [1]
+        return traj, learner
+
+    alone, alone_learner = run([3], False)
+    among, among_learner = run([100, 3, 101], True)
+    torch.testing.assert_close(alone.steps.obs, among.steps.obs[:, 8:16], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(alone.steps.actions, among.steps.actions[:, 8:16])
+    assert (among.steps.actions[:, :8] == 0).all()  # a finished block steps on, unused
+    assert among_learner.size == 1
+    for p, q in zip(alone_learner.model.parameters(), among_learner.model.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
 
 
 def test_gradient_clipping_is_per_seed():

@@ -137,6 +137,18 @@ class PopulationTrajectory:
     seeds: int
     episode_returns: list
 
+    def blocks(self, kept: list[int]) -> Trajectory:
+        """The steps of blocks ``kept`` only, (T, len(kept) * N, ...), in that order."""
+        s = self.steps
+        if len(kept) == self.seeds:
+            return s
+        n = s.num_envs // self.seeds
+        columns = torch.cat([torch.arange(k * n, (k + 1) * n) for k in kept]).to(s.obs.device)
+        pick = lambda x: x.index_select(1, columns)  # noqa: E731
+        return Trajectory(pick(s.obs), pick(s.actions), pick(s.logp), pick(s.rewards), pick(s.terminated),
+                          pick(s.truncated), next_obs=s.next_obs.index_select(0, columns),
+                          final_obs=None if s.final_obs is None else pick(s.final_obs))
+
 
 class PopulationCollector:
     """T steps of every block per ``collect``: each step ONE call of the population env, with the
@@ -150,6 +162,7 @@ class PopulationCollector:
         self._generators = [torch.Generator(device=self.device).manual_seed(int(s)) for s in seeds]
         self._episode_return = np.zeros(num_envs * self.size)
         self._obs = None
+        self.active = list(range(self.size))  # blocks whose actor is the model's (in its order)
         self.compile_s = 0.0
 
     def warm_up(self) -> None:
@@ -163,11 +176,19 @@ class PopulationCollector:
         return torch.as_tensor(np.asarray(array, dtype=np.float32), device=self.device)
 
     def _sample(self, model, obs: torch.Tensor):
-        """Actions (S * N,) and log-probabilities: the population's logits (S, N, 2), one uniform
-        per env from its block's generator (collectors.sample_actions, block by block)."""
-        logits = model.logits(obs.view(self.size, self.num_envs, STATE_SIZE))
-        drawn = [sample_actions(logits[k], g) for k, g in enumerate(self._generators)]
-        return torch.cat([a for a, _ in drawn]), torch.cat([lp for _, lp in drawn])
+        """Actions (S * N,) and log-probabilities: the active blocks' logits (A, N, 2) from the
+        model (its seed j is block ``active[j]``), one uniform per env from its block's generator
+        (collectors.sample_actions, block by block). A block no longer trained (its seed finished)
+        keeps stepping with action 0, unused, and draws nothing."""
+        blocks = obs.view(self.size, self.num_envs, STATE_SIZE)
+        if len(self.active) < self.size:
+            blocks = blocks[self.active]
+        logits = model.logits(blocks)
+        actions = torch.zeros((self.size, self.num_envs), dtype=torch.int64, device=obs.device)
+        logp = torch.zeros((self.size, self.num_envs), device=obs.device)
+        for j, k in enumerate(self.active):
+            actions[k], logp[k] = sample_actions(logits[j], self._generators[k])
+        return actions.view(-1), logp.view(-1)
 
     @torch.no_grad()
     def collect(self, model, num_steps: int) -> PopulationTrajectory:

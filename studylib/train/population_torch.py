@@ -16,7 +16,8 @@ minibatch. The collector (``population_collectors``) steps all seeds' environmen
 
 The contract is ``ppo_jax.train_population``'s: one collector, N, settings and budget for all
 runs; a TrainResult per seed, ``on_result`` as each seed finishes (solved, out of samples or of
-the shared budget); a finished seed keeps being stepped, unused; ``wall_s`` is the population's
+the shared budget); a finished seed leaves the model, the optimizer and the sampling (its
+environments keep being stepped with action 0, unused: the env is not rebuilt); ``wall_s`` is the population's
 shared wall-clock (paused while a finished seed is judged on gymnasium), samples and updates are
 the seed's own.
 """
@@ -69,6 +70,12 @@ class PopulationActorCritic:
     def parameters(self) -> list[torch.Tensor]:
         return [t for layer in self.actor + self.critic for t in layer]
 
+    def keep(self, kept: list[int]) -> None:
+        """Only seeds ``kept`` (indices into the current stack) from now on, in that order."""
+        index = torch.tensor(kept, device=self.actor[0][0].device)
+        cut = lambda layers: [tuple(t.detach().index_select(0, index).requires_grad_() for t in layer) for layer in layers]  # noqa: E731
+        self.actor, self.critic, self.size = cut(self.actor), cut(self.critic), len(kept)
+
     def logits(self, obs: torch.Tensor) -> torch.Tensor:
         return _mlp(self.actor, obs)
 
@@ -112,6 +119,23 @@ class PopulationPPO:
         # each seed's minibatch order: the single run's generator (TorchPPO: seed ^ 0x5EED)
         self._shuffles = [torch.Generator(device=device).manual_seed(int(s) ^ 0x5EED) for s in seeds]
 
+    def keep(self, kept: list[int]) -> None:
+        """Train only seeds ``kept`` (indices into the current stack) from now on: their weights,
+        Adam moments and shuffle generators, nothing else changed (a finished seed's work stops)."""
+        old = self.model.parameters()
+        self.model.keep(kept)
+        index = torch.tensor(kept, device=self.device)
+        state = self.optimizer.state
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.s.learning_rate, eps=self.s.adam_eps,
+                                          fused=True)
+        for p_old, p_new in zip(old, self.model.parameters()):
+            if p_old in state:
+                st = state[p_old]
+                self.optimizer.state[p_new] = {"step": st["step"].clone(), "exp_avg": st["exp_avg"].index_select(0, index),
+                                               "exp_avg_sq": st["exp_avg_sq"].index_select(0, index)}
+        self._shuffles = [self._shuffles[k] for k in kept]
+        self.size = len(kept)
+
     def advantages(self, steps: Trajectory) -> tuple[torch.Tensor, torch.Tensor]:
         """GAE per environment, (T, S * N): TorchPPO's, with the population's critic."""
         return TorchPPO.advantages(self, steps)
@@ -121,8 +145,9 @@ class PopulationPPO:
         t_ = x.shape[0]
         return x.reshape(t_, self.size, self.block, *x.shape[2:]).transpose(0, 1).reshape(self.size, t_ * self.block, *x.shape[2:])
 
-    def update(self, traj: PopulationTrajectory) -> None:
-        s, steps = self.s, traj.steps
+    def update(self, steps: Trajectory) -> None:
+        """One PPO update of every seed on its blocks of ``steps`` (T, size * N, ...)."""
+        s = self.s
         if steps.valid is not None:
             raise ValueError("a population's collectors reset in the step (no invalid steps)")
         adv, returns = self.advantages(steps)
@@ -188,7 +213,7 @@ def train_population(runs: list[TrainRun], *, log=None, on_result=None, device: 
             t = time.perf_counter()
             traj = collector.collect(learner.model, s.num_steps)
             collect_s = time.perf_counter() - t
-            learner.update(traj)
+            learner.update(traj.blocks(collector.active))
             learn_s = time.perf_counter() - t - collect_s
             for i in active:
                 c = clocks[i]
@@ -197,19 +222,25 @@ def train_population(runs: list[TrainRun], *, log=None, on_result=None, device: 
                 returns = traj.episode_returns[i]
                 c.add_update(n * s.num_steps, float(returns.mean()) if len(returns) else math.nan,
                              bootstraps_truncation=True)
-            done = []
+            done, arrays = [], None
             if clocks[active[0]].check_due():
-                arrays = learner.model.actor_arrays()
+                arrays = dict(zip(active, learner.model.actor_arrays()))  # the model's seed j is active[j]
                 passed = check_population([clocks[i] for i in active], [arrays[i] for i in active], s)
                 done = [i for i, ok in zip(active, passed) if ok]
             for i in active:
                 if i in done or clocks[i].out_of_budget():
                     t_judge = time.perf_counter()
-                    results[i] = clocks[i].finish(learner.model.actor_arrays()[i], trainer=TORCH_POPULATION_TRAINER)
+                    arrays = arrays or dict(zip(active, learner.model.actor_arrays()))
+                    results[i] = clocks[i].finish(arrays[i], trainer=TORCH_POPULATION_TRAINER)
                     if on_result is not None:
                         on_result(results[i])
                     shared.pause(time.perf_counter() - t_judge)
-            active = [i for i in active if results[i] is None]
+            if any(results[i] is not None for i in active):
+                kept = [j for j, i in enumerate(active) if results[i] is None]
+                active = [active[j] for j in kept]
+                if active:  # the finished seeds stop costing: out of the model, sampled no more
+                    learner.keep(kept)
+                    collector.active = active
         return results
     finally:
         torch.set_num_threads(threads)
