@@ -43,9 +43,9 @@ import numpy as np
 import torch
 
 from ..dynamics import STATE_SIZE
+from ..errors import ConfigError
 from ..policy import MLPWeights
 from ..registry import make
-from ..errors import ConfigError
 from .actor_critic import ARRAY_NAMES
 from .settings import collector_spec
 
@@ -219,8 +219,9 @@ class FusedCollector(Collector):
 
 
 def make_collector(name: str, num_envs: int, seed: int, device: str | None = None) -> Collector:
-    """The collector for a torch-side PPO run (``jax`` trains with studylib.train.ppo_jax instead):
-    ``fused`` samples in its kernel; ``fused-step`` is the same kernel stepped with PyTorch's
+    """The collector for a torch-side PPO run, chosen by its record (``settings.collector_spec``;
+    ``jax`` trains with studylib.train.ppo_jax instead): one that samples in its kernel (``fused``)
+    collects a trajectory per call; ``fused-step`` is the same kernel stepped with PyTorch's
     sampling (for the comparison); every other implementation is stepped. ``device``: "cpu" or
     "cuda", None for the implementation's default (CUDA where it can and a GPU exists); the
     learner goes where the collector is (``collector.device``), never on a device of its own."""

@@ -31,7 +31,7 @@ import torch
 
 from .actor_critic import ActorCritic
 from .collectors import Trajectory
-from .population_collectors import PopulationCollector, PopulationTrajectory
+from .population_collectors import PopulationCollector
 from .ppo_torch import TorchPPO
 from .progress import Clock, SharedTime, TrainResult, check_population
 from .results import TORCH_POPULATION_TRAINER
