@@ -271,7 +271,8 @@ def _compiled_population(s: PPOSettings, num_envs: int, updates_per_call: int, s
 def train_population(runs: list[TrainRun], *, log=None, on_result=None) -> list[TrainResult]:
     """Train every run (one seed each; the same N, settings and budget) as ONE vmapped program.
 
-    Each seed is checked by the common rule (``progress.Clock``) after every chunk; a seed that
+    Each seed is checked by the common rule (``progress.Clock``) after every chunk (while the next
+    chunk runs: the program and the checks overlap); a seed that
     solves or runs out of samples is finished at once (``on_result(result)``: the caller saves it,
     so an interrupted population resumes with the unfinished seeds only) and keeps being computed,
     unused, until the others finish (one program). ``wall_s`` and ``budget_s`` are the population's
@@ -298,12 +299,18 @@ def train_population(runs: list[TrainRun], *, log=None, on_result=None) -> list[
         c.start(compile_s=compile_s, device="cuda" if device == "gpu" else device)
     results: list[TrainResult | None] = [None] * size
     active = list(range(size))
+    pending = chunk(runner)  # dispatched: XLA runs it while Python goes on
     while active:
         t = time.perf_counter()
-        runner, sums, counts = chunk(runner)
+        runner, sums, counts = pending
         sums, counts = np.asarray(sums), np.asarray(counts)  # waits for the chunk
+        actors = [(np.array(w, np.float32), np.array(b, np.float32)) for w, b in runner.params["actor"]]  # copies
+        # The next chunk runs while this one's greedy checks do (on the other core): checks and
+        # program overlap; a seed that solves here has been computed one chunk further, unused.
+        # Measured on 2 shared cores, 32 seeds, alternating: median wall 18.9 s against 21.4 s at
+        # N = 64 (3 pairs, one the other way round), 8.5/10.9 s against 11.1/12.1 s at N = 16.
+        pending = chunk(runner)
         program_s = time.perf_counter() - t
-        actors = [(np.asarray(w, np.float32), np.asarray(b, np.float32)) for w, b in runner.params["actor"]]
         arrays = {}
         for i in active:
             c = clocks[i]
@@ -312,13 +319,20 @@ def train_population(runs: list[TrainRun], *, log=None, on_result=None) -> list[
                          bootstraps_truncation=True, updates=upc)
             arrays[i] = {name: a[i] for j, (w, b) in enumerate(actors, start=1) for name, a in ((f"W{j}", w), (f"b{j}", b))}
         passed = check_population([clocks[i] for i in active], [arrays[i] for i in active], s)
-        for i, ok in zip(list(active), passed):
-            c = clocks[i]
-            if ok or c.out_of_budget():
-                t_judge = time.perf_counter()
-                results[i] = c.finish(arrays[i], trainer=POPULATION_TRAINER)
-                if on_result is not None:
-                    on_result(results[i])
-                shared.pause(time.perf_counter() - t_judge)
-                active.remove(i)
+        finished = [i for i, ok in zip(active, passed) if ok or clocks[i].out_of_budget()]
+        if finished:
+            # the next chunk ends on the clock, before gymnasium's judging stops it (no program
+            # time hides in the pause)
+            t = time.perf_counter()
+            pending = jax.block_until_ready(pending)
+            for i in active:
+                if i not in finished:
+                    clocks[i].parts["learn"] += time.perf_counter() - t
+        for i in finished:
+            t_judge = time.perf_counter()
+            results[i] = clocks[i].finish(arrays[i], trainer=POPULATION_TRAINER)
+            if on_result is not None:
+                on_result(results[i])
+            shared.pause(time.perf_counter() - t_judge)
+            active.remove(i)
     return results
