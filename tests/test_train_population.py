@@ -134,8 +134,12 @@ def test_population_env_without_per_seed_streams_is_refused():
     from studylib.errors import ConfigError
     from studylib.train.population_collectors import population_env
 
+    from studylib.train import has_population
+
     with pytest.raises(ConfigError, match="no population"):
         population_env("cpp", 8, [0, 1])
+    assert [c for c in ("jax", "torch", "torch-compile", "gym", "cpp", "fused") if has_population(c)] == \
+        ["jax", "torch", "torch-compile", "gym"]
 
 
 def test_torch_population_trains_and_reports_each_seed_once():

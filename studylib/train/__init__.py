@@ -41,6 +41,17 @@ def train(run: TrainRun, *, log=None):
         torch.set_num_threads(threads)
 
 
+def has_population(collector: str) -> bool:
+    """Whether ``train_population`` can train seeds of ``collector`` together: the JAX PPO, and the
+    PyTorch PPO where a block of environments can draw one seed's streams (torch, torch-compile,
+    gym; not the kernels, whose draws are keyed by one seed per call)."""
+    if collector_spec(collector).trainer == "jax-ppo":
+        return True
+    from .population_collectors import POPULATION_ENVS
+
+    return collector in POPULATION_ENVS
+
+
 def train_population(runs: list[TrainRun], *, log=None, on_result=None):
     """Train ``runs`` (one collector, N, settings and budget; one seed each) as one population: the
     JAX PPO vmapped over the seeds for ``jax``, the batched PyTorch PPO for the others that have a
@@ -56,4 +67,4 @@ def train_population(runs: list[TrainRun], *, log=None, on_result=None):
 
 
 __all__ = ["COLLECTORS", "PEER_TRAINERS", "TRAINERS", "CollectorSpec", "PPOSettings", "TrainRun", "collector_spec",
-           "train", "train_population"]
+           "has_population", "train", "train_population"]
