@@ -1,16 +1,19 @@
-"""Seeds solved per minute: the fully jitted JAX PPO as a population of seeds in one program
-against the same seeds one at a time, and the fastest PyTorch-PPO collector one at a time.
+"""Seeds solved per minute: a population of seeds in one program against the same seeds one at a
+time, for the fully jitted JAX PPO and for the batched PyTorch PPO.
 
-    python benchmarks/train_population.py                      # 32 seeds, N = 64
-    python benchmarks/train_population.py --seeds 64 --torch fused --torch-seeds 8
+    python benchmarks/train_population.py                           # 32 JAX seeds, 16 PyTorch seeds, N = 64
+    python benchmarks/train_population.py --seeds 64 --torch gym --torch-seeds 8 --single fused
 
-The population is ``studylib.train.ppo_jax.train_population`` (PureJaxRL's shape: the program
-vmapped over the seeds' keys, compiled once); one at a time is ``studylib.train.train`` per seed in
-this process (the compiled program is reused after the first seed). Both use the training chapter's
-rule (progress.Clock: greedy check, a second check confirming it, gymnasium's CartPoleEnv as the
-judge). Reported: compile seconds, wall-clock seconds (compile apart), seeds solved, and seeds
-solved per minute with and without the compile. The PyTorch PPO has no population here: its seeds
-run one after another. Prints figures only: nothing is saved, nothing here is a test.
+The populations are ``studylib.train.train_population`` (JAX: PureJaxRL's shape, the program
+vmapped over the seeds' keys, compiled once; PyTorch: ``population_torch``, stacked weights and
+batched matmuls, all seeds' environments stepped in one call). One at a time is
+``studylib.train.train`` per seed in this process (JAX's compiled program is reused after the first
+seed). Every run follows the training chapter's rule (progress.Clock: greedy check, a second check
+confirming it, gymnasium's CartPoleEnv as the judge, untimed). ``wall`` is the rule's clock: for a
+population the shared clock until its last seed finished, for one at a time the sum of the runs'
+clocks; ``process`` is the whole call (compile, warm-up and gymnasium's judging included). Seeds
+solved per minute = 60 * solved / wall (and / (wall + compile)). ``--single`` adds a collector
+timed one at a time only (e.g. ``fused``, which has no population). Prints figures only.
 """
 
 from __future__ import annotations
@@ -18,46 +21,53 @@ from __future__ import annotations
 import argparse
 import time
 
-from studylib.train import PPOSettings, TrainRun, train
-from studylib.train.ppo_jax import train_population
+from studylib.train import PPOSettings, TrainRun, train, train_population
 
 
-def _line(name: str, seeds: int, solved: int, compile_s: float, wall_s: float) -> str:
+def _line(name: str, results, compile_s: float, wall_s: float, process_s: float) -> str:
+    seeds, solved = len(results), sum(r.solved for r in results)
     per_min = 60 * solved / wall_s if wall_s > 0 else float("nan")
     with_compile = 60 * solved / (wall_s + compile_s)
-    return (f"{name:<34} {solved:3d}/{seeds:<3d} solved  compile {compile_s:6.1f} s  wall {wall_s:7.1f} s  "
-            f"{per_min:7.1f} seeds solved/min ({with_compile:6.1f} with compile)")
+    return (f"{name:<38} {solved:3d}/{seeds:<3d} solved  compile {compile_s:6.1f} s  wall {wall_s:7.1f} s  "
+            f"{per_min:7.1f} seeds solved/min ({with_compile:6.1f} with compile)  [process {process_s:.1f} s]")
+
+
+def _population(collector: str, seeds, n: int, s: PPOSettings, budget: float):
+    runs = [TrainRun(collector, n, seed=k, settings=s, max_seconds=budget) for k in seeds]
+    t = time.perf_counter()
+    results = train_population(runs)
+    process = time.perf_counter() - t
+    return _line(f"{collector}, population of {len(runs)} (one program)", results, results[0].compile_s,
+                 max(r.wall_s for r in results), process)
+
+
+def _one_at_a_time(collector: str, seeds, n: int, s: PPOSettings, budget: float):
+    t = time.perf_counter()
+    results = [train(TrainRun(collector, n, seed=k, settings=s, max_seconds=budget)) for k in seeds]
+    process = time.perf_counter() - t
+    return _line(f"{collector}, {len(results)} seeds one at a time", results, sum(r.compile_s for r in results),
+                 sum(r.wall_s for r in results), process)
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=32, help="JAX seeds (population size)")
     ap.add_argument("--num-envs", type=int, default=64)
-    ap.add_argument("--budget", type=float, default=60.0, help="seconds per run (the population's: shared)")
-    ap.add_argument("--torch", default="torch", help="the PyTorch-PPO collector to time one seed at a time")
-    ap.add_argument("--torch-seeds", type=int, default=8)
+    ap.add_argument("--budget", type=float, default=60.0, help="seconds per run (a population's: shared)")
+    ap.add_argument("--torch", default="torch", help="the PyTorch-PPO collector run as a population and one at a time")
+    ap.add_argument("--torch-seeds", type=int, default=16)
+    ap.add_argument("--single", default=None, help="a PyTorch-PPO collector timed one at a time only (e.g. fused)")
     a = ap.parse_args(argv)
     s = PPOSettings()
-    seeds = list(range(a.seeds))
-
-    t = time.perf_counter()
-    pop = train_population([TrainRun("jax", a.num_envs, seed=k, settings=s, max_seconds=a.budget) for k in seeds])
-    total = time.perf_counter() - t
-    compile_s = pop[0].compile_s
-    print(_line(f"jax, population of {a.seeds} (one program)", a.seeds, sum(r.solved for r in pop), compile_s,
-                max(r.wall_s for r in pop)), f"[process {total:.1f} s, gymnasium checks included]", flush=True)
-
-    t = time.perf_counter()
-    one = [train(TrainRun("jax", a.num_envs, seed=k, settings=s, max_seconds=a.budget)) for k in seeds]
-    total = time.perf_counter() - t
-    print(_line(f"jax, {a.seeds} seeds one at a time", a.seeds, sum(r.solved for r in one), one[0].compile_s,
-                sum(r.wall_s for r in one)), f"[process {total:.1f} s, gymnasium checks included]", flush=True)
-
-    t = time.perf_counter()
-    th = [train(TrainRun(a.torch, a.num_envs, seed=k, settings=s, max_seconds=a.budget)) for k in range(a.torch_seeds)]
-    total = time.perf_counter() - t
-    print(_line(f"{a.torch} (PyTorch PPO), {a.torch_seeds} one at a time", a.torch_seeds, sum(r.solved for r in th),
-                max(r.compile_s for r in th), sum(r.wall_s for r in th)), f"[process {total:.1f} s]", flush=True)
+    print(f"N = {a.num_envs}, T = {s.num_steps}, budget {a.budget:.0f} s per run; wall: the rule's clock, "
+          f"compile apart", flush=True)
+    jax_seeds, torch_seeds = range(a.seeds), range(a.torch_seeds)
+    print(_population("jax", jax_seeds, a.num_envs, s, a.budget), flush=True)
+    print(_one_at_a_time("jax", jax_seeds, a.num_envs, s, a.budget), flush=True)
+    print(_population(a.torch, torch_seeds, a.num_envs, s, a.budget), flush=True)
+    print(_one_at_a_time(a.torch, torch_seeds, a.num_envs, s, a.budget), flush=True)
+    if a.single:
+        print(_one_at_a_time(a.single, torch_seeds, a.num_envs, s, a.budget), flush=True)
 
 
 if __name__ == "__main__":

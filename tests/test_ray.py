@@ -38,7 +38,7 @@ GRID = ["--impl", "cpp", "--num-envs", "8,16", "--steps", "1,2", "--policy", "no
 def cluster():
     """A local Ray cluster for this module; its workers import this checkout (PYTHONPATH). Shut
     down after the module: a Ray driver left connected for the rest of the session was seen to hang
-    a later vmapped XLA program (test_train's population test) in the same process."""
+    a later vmapped XLA program (test_train_population's JAX test) in the same process."""
     old = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), *([old] if old else [])])
     t0 = time.monotonic()

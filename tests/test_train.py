@@ -252,25 +252,6 @@ def test_fused_collector_episode_returns_match_a_step_by_step_count():
     np.testing.assert_array_equal(np.sort(np.concatenate([t.episode_returns for t in trajs])), np.sort(expected))
 
 
-def test_jax_population_seed_does_not_depend_on_its_neighbours():
-    """Seed 3's init, first rollout and first update as member 3 of a vmapped population of 16
-    (PureJaxRL's shape) and as member 0 of a population of 16 other seeds: the same to float
-    tolerance. One compiled program (same shapes) serves both, which keeps the test cheap."""
-    import jax
-
-    from studylib.train.ppo_jax import make_program, population_keys
-
-    s = PPOSettings(num_envs=8, num_steps=8, num_minibatches=2, update_epochs=1)
-    init, update, _ = make_program(s, 8)
-    first = jax.jit(jax.vmap(lambda key: update(init(key))))  # init, the first rollout, the first update
-    (a, a_totals), (b, b_totals) = first(population_keys(range(16))), first(population_keys([3, *range(100, 115)]))
-    member = lambda tree, i: jax.tree.map(lambda x: x[i], tree)  # noqa: E731
-    close = lambda x, y: jax.tree.map(lambda u, v: np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-6), x, y)  # noqa: E731
-    close(member((a.obs, a.episode_return, a_totals, a.params), 3), member((b.obs, b.episode_return, b_totals, b.params), 0))
-    assert not np.allclose(np.asarray(a.params["actor"][0][0][3]), np.asarray(a.params["actor"][0][0][4]))
-    assert first._cache_size() == 1
-
-
 def test_a_solve_needs_a_second_independent_check():
     from studylib.train.progress import Clock
 

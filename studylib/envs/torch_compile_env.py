@@ -107,8 +107,7 @@ class TorchCompileCartPole(TorchCartPole):
 
     def _call(self, policy: str, steps: int, actions=None):
         """``steps`` steps in one compiled call; updates the state, returns (term, trunc, done)."""
-        uniforms = torch.rand((steps, self.num_envs, STATE_SIZE), generator=self._generator,
-                              device=self.device)
+        uniforms = self._uniforms(steps)
         if actions is None:
             actions = self._env_index  # a placeholder of the right shape: "given" only reads it
         out = self._fn(policy, steps)(self.state, self.elapsed, self.episode, uniforms, self._env_index,
@@ -117,6 +116,11 @@ class TorchCompileCartPole(TorchCartPole):
             out = tuple(t.clone() for t in out)
         self.state, self.elapsed, self.episode, terminated, truncated, done, self._final_obs = out
         return terminated, truncated, done
+
+    def _uniforms(self, steps: int) -> torch.Tensor:
+        """The reset candidates' uniforms of ``steps`` steps, (steps, N, 4): the draws of
+        ``steps`` eager steps (TorchCartPole._draw_reset_rows), before their scaling."""
+        return torch.rand((steps, self.num_envs, STATE_SIZE), generator=self._generator, device=self.device)
 
     def _step(self, actions):
         actions = actions if self._native else torch.from_numpy(actions)

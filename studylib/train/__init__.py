@@ -4,9 +4,14 @@
     result = train(TrainRun("fused", 4096, seed=0))     # a TrainResult; .as_dict() is the JSON
     python -m studylib.train --collector fused --num-envs 4096 --seed 0 --json
 
-``settings.PPOSettings`` holds every hyperparameter; ``collectors`` turns an implementation into
-T-step trajectories; ``ppo_torch`` (PyTorch PPO) and ``ppo_jax`` (PPO fully jitted in JAX; many
-seeds in one vmapped program with ``ppo_jax.train_population``) learn from them; ``peers`` times
+    results = train_population([TrainRun("jax", 64, seed=k) for k in range(32)], on_result=save)
+
+``settings.PPOSettings`` holds every hyperparameter (``settings.collector_spec``: what a collector
+is); ``collectors`` turns an implementation into T-step trajectories; ``ppo_torch`` (PyTorch PPO)
+and ``ppo_jax`` (PPO fully jitted in JAX; many seeds in one vmapped program with
+``ppo_jax.train_population``) learn from them; ``population_torch`` is the PyTorch PPO over many
+seeds in one batched model (``population_collectors``: all seeds' environments in one call);
+``train_population`` picks the JAX or the PyTorch population; ``peers`` times
 Stable-Baselines3 and a cleanrl-style loop by the same clock (``progress``); ``evaluate`` judges a
 greedy actor; ``results`` keeps results on disk; ``stats`` aggregates seeds (rliable's IQM and
 probability of improvement, bootstrap intervals, censored times to solve).
@@ -14,7 +19,7 @@ probability of improvement, bootstrap intervals, censored times to solve).
 
 from __future__ import annotations
 
-from .settings import COLLECTORS, PEER_TRAINERS, TRAINERS, PPOSettings, TrainRun
+from .settings import COLLECTORS, PEER_TRAINERS, TRAINERS, CollectorSpec, PPOSettings, TrainRun, collector_spec
 
 
 def train(run: TrainRun, *, log=None):
@@ -22,10 +27,10 @@ def train(run: TrainRun, *, log=None):
     runs with ``run.settings.torch_threads`` intra-op threads meanwhile (restored afterwards)."""
     import torch
 
-    if run.collector == "jax":
-        from .ppo_jax import train as trainer
-    elif run.is_peer:
+    if run.is_peer:
         from .peers import train_peer as trainer
+    elif collector_spec(run.collector).trainer == "jax-ppo":
+        from .ppo_jax import train as trainer
     else:
         from .ppo_torch import train as trainer
     threads = torch.get_num_threads()
@@ -36,4 +41,30 @@ def train(run: TrainRun, *, log=None):
         torch.set_num_threads(threads)
 
 
-__all__ = ["COLLECTORS", "PEER_TRAINERS", "TRAINERS", "PPOSettings", "TrainRun", "train"]
+def has_population(collector: str) -> bool:
+    """Whether ``train_population`` can train seeds of ``collector`` together: the JAX PPO, and the
+    PyTorch PPO where a block of environments can draw one seed's streams (torch, torch-compile,
+    gym; not the kernels, whose draws are keyed by one seed per call)."""
+    if collector_spec(collector).trainer == "jax-ppo":
+        return True
+    from .population_collectors import POPULATION_ENVS
+
+    return collector in POPULATION_ENVS
+
+
+def train_population(runs: list[TrainRun], *, log=None, on_result=None):
+    """Train ``runs`` (one collector, N, settings and budget; one seed each) as one population: the
+    JAX PPO vmapped over the seeds for ``jax``, the batched PyTorch PPO for the others that have a
+    population (``population_collectors.POPULATION_ENVS``). A TrainResult per run, in order;
+    ``on_result(result)`` as each seed finishes; ``wall_s`` is the population's shared clock."""
+    if not runs:
+        return []
+    if collector_spec(runs[0].collector).trainer == "jax-ppo":
+        from .ppo_jax import train_population as trainer
+    else:
+        from .population_torch import train_population as trainer
+    return trainer(runs, log=log, on_result=on_result)
+
+
+__all__ = ["COLLECTORS", "PEER_TRAINERS", "TRAINERS", "CollectorSpec", "PPOSettings", "TrainRun", "collector_spec",
+           "has_population", "train", "train_population"]

@@ -19,7 +19,7 @@ import json
 import sys
 
 from ..errors import StudyError
-from .settings import COLLECTORS, PEER_TRAINERS, TRAINERS
+from .settings import COLLECTORS, PEER_TRAINERS, TRAINERS, collector_spec
 
 EXIT_USAGE = 2
 
@@ -55,10 +55,11 @@ def _preflight(args):
         raise _UsageError(f"unknown collector {args.collector!r}; valid: {', '.join(COLLECTORS)} "
                           f"(peers: {', '.join(PEER_TRAINERS)})")
     run = TrainRun(args.collector, args.num_envs, seed=args.seed, max_seconds=args.max_seconds)
-    if args.collector == "cuda":
+    if not run.is_peer and collector_spec(run.collector).gpu_only:
         from ..devices import require_cuda
 
-        require_cuda("the cuda collector runs on a GPU (use fused, cpp, torch or jax here)")
+        cpu = [c for c in COLLECTORS if "cpu" in collector_spec(c).devices]
+        require_cuda(f"the {run.collector} collector runs on a GPU (use {', '.join(cpu)} here)")
     if args.save is not None:
         check_save_path(args.save)
     return run

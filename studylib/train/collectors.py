@@ -43,9 +43,11 @@ import numpy as np
 import torch
 
 from ..dynamics import STATE_SIZE
+from ..errors import ConfigError
 from ..policy import MLPWeights
 from ..envs.registry import make
 from .actor_critic import ARRAY_NAMES
+from .settings import collector_spec
 
 
 @dataclass
@@ -166,8 +168,9 @@ class FusedCollector(Collector):
 
     name = "fused"
 
-    def __init__(self, num_envs: int, seed: int, device: str | None = None):
-        self.env = make("fused", num_envs, seed=seed, device=device)  # builds the library (or compiles the module)
+    def __init__(self, num_envs: int, seed: int, device: str | None = None, impl: str = "fused", name: str | None = None):
+        self.name = name or impl
+        self.env = make(impl, num_envs, seed=seed, device=device)  # builds the library (or compiles the module)
         self.num_envs = num_envs
         self.device = "cuda" if str(self.env.device).startswith("cuda") else "cpu"
         self._episode_return = np.zeros(num_envs)  # steps so far of every env's current episode
@@ -216,13 +219,15 @@ class FusedCollector(Collector):
 
 
 def make_collector(name: str, num_envs: int, seed: int, device: str | None = None) -> Collector:
-    """The collector for a torch-side PPO run (``jax`` trains with studylib.train.ppo_jax instead):
-    ``fused`` samples in its kernel; ``fused-step`` is the same kernel stepped with PyTorch's
+    """The collector for a torch-side PPO run, chosen by its record (``settings.collector_spec``;
+    ``jax`` trains with studylib.train.ppo_jax instead): one that samples in its kernel (``fused``)
+    collects a trajectory per call; ``fused-step`` is the same kernel stepped with PyTorch's
     sampling (for the comparison); every other implementation is stepped. ``device``: "cpu" or
     "cuda", None for the implementation's default (CUDA where it can and a GPU exists); the
     learner goes where the collector is (``collector.device``), never on a device of its own."""
-    if name == "fused":
-        return FusedCollector(num_envs, seed, device)
-    if name == "fused-step":
-        return StepCollector("fused", num_envs, seed, name="fused-step", device=device)
-    return StepCollector(name, num_envs, seed, device=device)
+    record = collector_spec(name)
+    if record.trainer != "torch-ppo":
+        raise ConfigError(f"collector {name!r} trains with {record.trainer}, not through a PyTorch collector")
+    if record.samples_in_kernel:
+        return FusedCollector(num_envs, seed, device, impl=record.impl, name=name)
+    return StepCollector(record.impl, num_envs, seed, name=name, device=device)

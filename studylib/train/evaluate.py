@@ -37,19 +37,29 @@ def greedy_checks(actors: list, episodes: int, seeds: list, p=CARTPOLE_V1, strea
                        .uniform(RESET_LOW, RESET_HIGH, (episodes, STATE_SIZE)) for seed in seeds])  # (S, E, 4)
     returns = np.zeros(states.shape[:2])
     alive = np.ones(states.shape[:2], dtype=bool)
+    live = np.arange(len(actors))  # the actors with an episode still running
     for _ in range(p.max_episode_steps):
-        # Every episode is stepped (cheaper than indexing the live ones); an ended one is frozen.
-        x = states.astype(np.float32)
+        # Every episode of a live actor is stepped (cheaper than indexing the live episodes); an
+        # ended one is frozen. An actor whose episodes have all ended is dropped (a population's
+        # check then stops paying for its failed actors: about 30% of a population's check time).
+        st = states[live]
+        x = st.astype(np.float32)
         h = np.tanh(x @ w["W1"] + w["b1"][:, None])
         h = np.tanh(h @ w["W2"] + w["b2"][:, None])
         action = np.argmax(h @ w["W3"] + w["b3"][:, None], axis=-1)
         force = np.where(action == 1, p.force_mag, -p.force_mag)
-        nxt = physics_step(states, force, p.tau, p)
-        returns += alive  # CartPole-v1: reward 1 on every step, the terminating one included
-        alive &= ~is_terminated(nxt, p)
-        if not alive.any():
-            break
-        states = np.where(alive[..., None], nxt, states)
+        nxt = physics_step(st, force, p.tau, p)
+        running = alive[live]
+        returns[live] += running  # CartPole-v1: reward 1 on every step, the terminating one included
+        running &= ~is_terminated(nxt, p)
+        alive[live] = running
+        states[live] = np.where(running[..., None], nxt, st)
+        still = running.any(axis=1)
+        if not still.all():
+            w = {k: v[still] for k, v in w.items()}
+            live = live[still]
+            if not len(live):
+                break
     return returns.mean(axis=1)
 
 

@@ -23,7 +23,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
-from .evaluate import greedy_check, gymnasium_return
+from .evaluate import greedy_check, greedy_checks, gymnasium_return
 from .settings import TrainRun
 
 CONFIRM_STREAM = 1  # the confirming check's reset draws: a stream no first check uses
@@ -206,6 +206,37 @@ class Clock:
             trainer=trainer, settings=settings, budget_s=self.run.budget_seconds, provenance=provenance(),
             actor=actor_arrays,
         )
+
+
+class SharedTime:
+    """One clock for a population; paused while a finished seed is judged on gymnasium (untimed)."""
+
+    def __init__(self):
+        self.paused_s = 0.0
+
+    def now(self) -> float:
+        return time.perf_counter() - self.paused_s
+
+    def pause(self, seconds: float) -> None:
+        self.paused_s += seconds
+
+
+def check_population(clocks: list[Clock], actors: list[dict], s) -> list[bool]:
+    """``Clock.check`` for several seeds of a population at once: every seed's greedy check in one
+    batched call, then the confirming check of those that passed (the draws ``Clock.check`` would
+    use); recorded on each clock (``record_check``), whose eval part gets the time. True: solved."""
+    t = time.perf_counter()
+    greedy = greedy_checks(actors, s.eval_episodes, [c.check_seed() for c in clocks])
+    confirm = [None] * len(clocks)
+    passed = [k for k, g in enumerate(greedy) if g >= s.solve_return]
+    if passed:
+        again = greedy_checks([actors[k] for k in passed], s.eval_episodes, [clocks[k].check_seed() for k in passed],
+                              stream=CONFIRM_STREAM)
+        for k, g in zip(passed, again):
+            confirm[k] = float(g)
+    for c in clocks:
+        c.parts["eval"] += time.perf_counter() - t
+    return [c.record_check(float(g), cf) for c, g, cf in zip(clocks, greedy, confirm)]
 
 
 def stderr_log(line: str) -> None:

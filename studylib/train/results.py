@@ -24,6 +24,8 @@ def provenance() -> dict:
 
 
 POPULATION_TRAINER = "jax-ppo-population"  # a seed trained in a vmapped population (ppo_jax.train_population)
+TORCH_POPULATION_TRAINER = "torch-ppo-population"  # a seed of the batched PyTorch PPO (population_torch)
+POPULATION_TRAINERS = (POPULATION_TRAINER, TORCH_POPULATION_TRAINER)
 
 
 def row_key(collector: str, num_envs: int, seed: int, settings: dict, budget_s: float, population: bool = False) -> str:
@@ -41,7 +43,7 @@ def row_key(collector: str, num_envs: int, seed: int, settings: dict, budget_s: 
 
 def key_of(row: dict) -> str:
     return row_key(row["collector"], row["num_envs"], row["seed"], row["settings"], row["budget_s"],
-                   row.get("trainer") == POPULATION_TRAINER)
+                   row.get("trainer") in POPULATION_TRAINERS)
 
 
 def data_file(data_dir) -> DataFile:

@@ -40,6 +40,7 @@ import numbers
 from dataclasses import asdict, dataclass, field, fields, replace
 
 from ..errors import ConfigError
+from ..implspec import spec as impl_spec
 from ..settings import check_seed, positive_int
 
 # Collectors PPO trains with. "jax" runs the fully jitted JAX PPO (collection and update in one
@@ -51,6 +52,44 @@ COLLECTORS = ("gym", "cpp", "torch", "torch-compile", "jax", "fused", "fused-ste
 # rl-zoo's CartPole-v1 settings, and a cleanrl-style loop on gymnasium's CartPoleVectorEnv.
 PEER_TRAINERS = ("sb3", "cleanrl")
 TRAINERS = COLLECTORS + PEER_TRAINERS
+
+
+@dataclass(frozen=True)
+class CollectorSpec:
+    """What a collector is, read instead of its name: the implementation it steps, the trainer
+    that learns from it, where the actions are sampled. An implementation's collector is derived
+    from its record (``studylib.implspec``); the two collectors that are not one implementation
+    stepped as it ships have their own records below."""
+
+    name: str
+    impl: str  # the studylib implementation whose environments it steps (its ImplSpec)
+    trainer: str  # "torch-ppo" (studylib.train.ppo_torch) or "jax-ppo" (studylib.train.ppo_jax, one XLA program)
+    samples_in_kernel: bool  # the kernel samples the actions (one call per trajectory), else PyTorch per step
+
+    @property
+    def devices(self) -> tuple[str, ...]:
+        return impl_spec(self.impl).devices
+
+    @property
+    def gpu_only(self) -> bool:
+        return impl_spec(self.impl).gpu_only
+
+
+_OWN_RECORDS = {
+    # the fused kernel stepped once per step, its actions sampled in PyTorch (for the comparison)
+    "fused-step": CollectorSpec("fused-step", "fused", "torch-ppo", samples_in_kernel=False),
+    # the fully jitted JAX PPO: its environment (studylib.jax_functional) is traced into the program
+    "jax": CollectorSpec("jax", "jax", "jax-ppo", samples_in_kernel=False),
+}
+
+
+def collector_spec(name: str) -> CollectorSpec:
+    """The record of collector ``name`` (ConfigError for a name that is no collector)."""
+    if name in _OWN_RECORDS:
+        return _OWN_RECORDS[name]
+    if name not in COLLECTORS:
+        raise ConfigError(f"unknown collector {name!r}; valid: {', '.join(COLLECTORS)}")
+    return CollectorSpec(name, name, "torch-ppo", impl_spec(name).samples_in_kernel)
 
 
 def _positive_float(name: str, value, *, allow_zero: bool = False, upper: float | None = None) -> float:
