@@ -51,7 +51,7 @@ def test_torch_compile_population_draws_each_blocks_resets_from_its_seed():
     """torch-compile's compiled step takes its reset uniforms as an argument: block k's are those
     a single env of seed k draws (checked without compiling: the draws only)."""
     from studylib.settings import EnvSettings
-    from studylib.torch_compile_env import TorchCompileCartPole
+    from studylib.envs.torch_compile_env import TorchCompileCartPole
     from studylib.train.population_collectors import population_env
 
     pop = population_env("torch-compile", 8, [3, 7])

@@ -33,10 +33,10 @@ import torch
 
 from ..dynamics import RESET_HIGH, RESET_LOW, STATE_SIZE
 from ..errors import ConfigError
-from ..gym_env import GymCartPole
+from ..envs.gym_env import GymCartPole
 from ..settings import EnvSettings
-from ..torch_compile_env import TorchCompileCartPole
-from ..torch_env import TorchCartPole
+from ..envs.torch_compile_env import TorchCompileCartPole
+from ..envs.torch_env import TorchCartPole
 from .collectors import Trajectory, sample_actions
 
 
@@ -63,7 +63,7 @@ class BlockSeededTorchCartPole(TorchCartPole):
     def _restart(self, mask):
         # As TorchCartPole on a GPU: fresh rows for every env, kept where the mask is set (whole
         # blocks drawn, so each block stays on its seed's stream).
-        from ..base import restart_rows
+        from ..envs.base import restart_rows
 
         mask = mask if self._native else torch.from_numpy(mask).to(self.device)
         self.state, self.elapsed, self.episode, self._final_obs = restart_rows(
