@@ -4,7 +4,7 @@
     solve = chapter.solve_runs(P)                       # every trainer x seed, time to solve
     sweep = chapter.sweep_runs(P)                       # N from small to large, fixed T
 
-    pop = chapter.population_runs(P)                    # the jax seeds as one vmapped program
+    pop = chapter.population_runs(P)                    # each population collector's seeds in one program
 
 Every run goes through ``results``: a run whose key is saved is read, not trained again, so a
 rebuild is fast and an interrupted build resumes (a population saves each seed as it finishes and
@@ -65,9 +65,10 @@ def _key(run: TrainRun, population: bool = False) -> str:
 
 
 def population_or_load(runs: list[TrainRun], data_dir) -> list[dict]:
-    """The seeds of ``runs`` (jax) as one population: saved seeds are read; the others are trained
-    together in one program, each saved as soon as it finishes (an interruption loses no finished seed)."""
-    from .ppo_jax import train_population
+    """The seeds of ``runs`` (one collector) as one population: saved seeds are read; the others are
+    trained together in one program (``train.train_population``: the JAX PPO vmapped, the PyTorch
+    PPO batched), each saved as soon as it finishes (an interruption loses no finished seed)."""
+    from . import train_population
 
     rows = results.load(data_dir)
     saved = {r.seed: results.find(rows, _key(r, population=True)) for r in runs}
@@ -103,12 +104,16 @@ def solve_runs(P: Params, progress=None) -> pd.DataFrame:
 
 
 def population_runs(P: Params) -> pd.DataFrame:
-    """The preset's jax population at N (samples and updates to solve; the wall-clock is shared)."""
-    if not P.population_seeds or "jax" not in P.collectors:
-        return _frame([])
-    runs = [TrainRun("jax", P.num_envs, seed=k, settings=P.settings, max_seconds=P.population_budget_s)
-            for k in P.population_seeds]
-    return _frame(population_or_load(runs, P.data_dir))
+    """The preset's populations at N, one per population collector that runs here (samples and
+    updates to solve; each population's wall-clock is shared by its seeds)."""
+    rows = []
+    for c in P.population_collectors:
+        if c in P.not_here or not P.population_seeds:
+            continue
+        runs = [TrainRun(c, P.num_envs, seed=k, settings=P.settings, max_seconds=P.population_budget_s)
+                for k in P.population_seeds]
+        rows.extend(population_or_load(runs, P.data_dir))
+    return _frame(rows)
 
 
 def sweep_runs(P: Params, progress=None) -> pd.DataFrame:
@@ -132,7 +137,7 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
     if not len(df):
         return pd.DataFrame(out)
     for (collector, n), g in df.groupby(["collector", "num_envs"], sort=False):
-        population = bool((g.get("trainer") == results.POPULATION_TRAINER).all())
+        population = bool(g["trainer"].isin(results.POPULATION_TRAINERS).all()) if "trainer" in g else False
         time_ = stats.iqm_ci(stats.censored(g["wall_s"], g["solved"]))
         samples = stats.iqm_ci(stats.censored(g["samples"], g["solved"]))
         updates = stats.iqm_ci(stats.censored(g["updates"], g["solved"]))

@@ -15,18 +15,16 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..harness.params import Names, Ordered, PositiveFloat, PositiveInt, Seeds, TypedParams
 from ..harness.presets import preset_values, resolve_data_dir, resolve_preset
-from .settings import COLLECTORS, PEER_TRAINERS, PPOSettings
+from .settings import COLLECTORS, PEER_TRAINERS, PPOSettings, collector_spec
 
 
 def _gpu_only_reason(collector: str) -> str | None:
-    """Why ``collector`` cannot run here, or None: read from its implementation's record (a
-    GPU-only implementation needs a working CUDA device). A collector that is not itself an
-    implementation drives the one it is named after (``fused-step``: ``fused`` stepped by PyTorch)."""
+    """Why ``collector`` cannot run here, or None: read from the record of the implementation it
+    steps (``settings.collector_spec``; a GPU-only implementation needs a working CUDA device)."""
     from ..devices import cuda_status
-    from ..implspec import IMPLEMENTATIONS, spec
+    from ..implspec import spec
 
-    impl = collector if collector in IMPLEMENTATIONS else collector.split("-")[0]
-    if impl not in IMPLEMENTATIONS or not spec(impl).gpu_only:
+    if not spec(collector_spec(collector).impl).gpu_only:
         return None
     ok, reason = cuda_status()
     return None if ok else reason
@@ -42,7 +40,8 @@ class TrainingParams(TypedParams):
     seeds: Seeds  # single-seed runs (wall-clock to solve) of every trainer
     num_envs: PositiveInt  # N of the time-to-solve runs
     budget_s: PositiveFloat  # per run, the same for every trainer (peers included)
-    population_seeds: Seeds  # the jax seeds trained together in one program
+    population_collectors: Names  # trained as populations of the seeds below (those with one: jax, torch, ...)
+    population_seeds: Seeds  # the seeds trained together in one program, per population collector
     population_budget_s: PositiveFloat  # a population's shared wall-clock budget
     sweep_num_envs: Ordered  # N of the bandwidth-vs-latency sweep, in the order run
     sweep_seeds: Seeds  # per N, one jax population
@@ -51,12 +50,18 @@ class TrainingParams(TypedParams):
     not_here: dict[str, str] = field(default_factory=dict, metadata={"given": False})  # collector -> why not here
 
     def check(self) -> None:
-        for name, valid in (("collectors", COLLECTORS), ("peers", PEER_TRAINERS)):
+        for name, valid in (("collectors", COLLECTORS), ("peers", PEER_TRAINERS), ("population_collectors", COLLECTORS)):
             unknown = [c for c in getattr(self, name) if c not in valid]
             if unknown:
                 raise ConfigError(f"parameter {name!r}: unknown trainer {unknown[0]!r}; valid: {', '.join(valid)}")
         if not self.seeds:
             raise ConfigError("parameter 'seeds' must name at least one seed")
+        from . import has_population
+
+        cannot = [c for c in self.population_collectors if not has_population(c)]
+        if cannot:
+            raise ConfigError(f"parameter 'population_collectors': {cannot[0]!r} cannot train seeds as one population "
+                              "(its kernel draws every environment's streams from one seed per call)")
 
     def describe(self) -> str:
         from . import results
@@ -64,9 +69,11 @@ class TrainingParams(TypedParams):
         s = self.settings
         return (f"preset **{self.preset}**; collectors {', '.join(self.collectors)}; peers {', '.join(self.peers)}; "
                 f"{len(self.seeds)} single-seed runs each (seeds {self.seeds[0]}–{self.seeds[-1]}) at N = {self.num_envs}, "
-                f"T = {s.num_steps}, budget {self.budget_s:g} s per run for every trainer; a population of "
-                f"{len(self.population_seeds)} `jax` seeds in one program (shared budget {self.population_budget_s:g} s); "
-                f"sweep N = {list(self.sweep_num_envs)}, {len(self.sweep_seeds)} `jax` seeds per N as one population "
+                f"T = {s.num_steps}, budget {self.budget_s:g} s per run for every trainer; "
+                + (f"a population of {len(self.population_seeds)} seeds in one program for each of "
+                   f"{', '.join(f'`{c}`' for c in self.population_collectors)} (shared budget {self.population_budget_s:g} s); "
+                   if self.population_seeds and self.population_collectors else "no population; ")
+                + f"sweep N = {list(self.sweep_num_envs)}, {len(self.sweep_seeds)} `jax` seeds per N as one population "
                 f"(shared budget {self.sweep_budget_s:g} s). Data: `{os.path.relpath(results.path_for(self.data_dir))}`.")
 
     @classmethod

@@ -58,8 +58,9 @@ def iqm(x) -> float:
 
 
 def _interval(samples, statistic, seed: int) -> tuple[float, float]:
-    """Percentile bootstrap, each sample resampled on its own; ``statistic(*samples, axis=-1)``."""
-    if all(len(s) < 2 for s in samples):
+    """Percentile bootstrap, each sample resampled on its own; ``statistic(*samples, axis=-1)``.
+    No interval (NaN, NaN) where a sample has fewer than two runs: resampling one run says nothing."""
+    if any(len(s) < 2 for s in samples):
         return math.nan, math.nan
     with np.errstate(over="ignore", invalid="ignore"):
         res = scipy.stats.bootstrap(tuple(samples), statistic, n_resamples=REPS, confidence_level=CONFIDENCE,

@@ -1,0 +1,100 @@
+"""The training chapter's conclusions (studylib.train.answers) on synthetic runs: each number the
+page states is computed here once, and each rule can come out either way."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from studylib.train import answers
+
+
+def _runs(collector, walls, solved=None, *, samples=None, n=64, trainer="torch-ppo", collect=None, learn=None,
+          population=1):
+    k = len(walls)
+    solved = [True] * k if solved is None else solved
+    samples = samples or [10_000 * (i + 1) for i in range(k)]
+    collect = collect or [0.3 * w for w in walls]
+    learn = learn or [0.6 * w for w in walls]
+    return pd.DataFrame({
+        "collector": collector, "num_envs": n, "seed": range(k), "wall_s": walls, "solved": solved,
+        "samples": samples, "updates": [s // 1024 for s in samples], "compile_s": [2.0] + [0.0] * (k - 1),
+        "collect_s": collect, "learn_s": learn, "eval_s": [0.1 * w for w in walls],
+        "samples_per_s": 1e4, "updates_per_s": 10.0, "budget_s": 15.0, "eval_return": 500.0,
+        "solved_in_training": solved, "unconfirmed_checks": 0, "stopped": "solved", "trainer": trainer,
+        "population": population, "bootstraps_truncation": True, "curve": [[] for _ in range(k)]})
+
+
+def test_population_rates_share_the_clock_and_sum_single_runs():
+    solve = _runs("torch", [2.0, 3.0, 4.0, 5.0])
+    pop = _runs("torch", [1.0, 2.0, 6.0, 3.0], trainer="torch-ppo-population", population=4)
+    rates = answers.population_rates(solve, pop)
+    by = {r.how: r for r in rates}
+    assert by["population"].wall_s == 6.0  # the population ends with its last seed
+    assert by["one at a time"].wall_s == 14.0  # single runs add up
+    assert by["population"].seeds_per_minute == pytest.approx(60 * 4 / 6.0)
+    assert by["population"].cost_per_seed_s == pytest.approx(1.5)
+    assert answers.population_gain(rates, "torch") == pytest.approx((60 * 4 / 6) / (60 * 4 / 14))
+    # a population slower than the single runs gives a gain below 1: the rule is not one-sided
+    slow = _runs("torch", [20.0] * 4, trainer="torch-ppo-population", population=4)
+    assert answers.population_gain(answers.population_rates(solve, slow), "torch") < 1
+    assert math.isnan(answers.population_gain(answers.population_rates(solve.iloc[0:0], pop), "torch"))
+
+
+def test_samples_population_vs_single_detects_a_difference_and_its_absence():
+    solve = _runs("jax", [1.0] * 12, samples=[10_000 + 100 * i for i in range(12)], trainer="jax-ppo")
+    same = _runs("jax", [1.0] * 12, samples=[10_050 + 100 * i for i in range(12)], trainer="jax-ppo-population")
+    worse = _runs("jax", [1.0] * 12, samples=[40_000 + 100 * i for i in range(12)], trainer="jax-ppo-population")
+    c_same = answers.samples_population_vs_single(solve, same, "jax")
+    c_worse = answers.samples_population_vs_single(solve, worse, "jax")
+    assert c_same["ratio_lo"] < 1 < c_same["ratio_hi"]
+    assert c_worse["ratio_hi"] < 1  # the population needs more samples: its ratio's interval lies below 1
+    assert answers.samples_population_vs_single(solve, worse.iloc[0:0], "jax") is None
+
+
+def test_sweep_optimum_and_its_ties():
+    runs = []
+    for n, base in ((8, 4.0), (64, 1.0), (512, 1.05)):
+        runs.append(_runs("jax", [base * (1 + 0.08 * i) * 5 for i in range(6)], n=n, population=5))
+    W = answers.sweep_table(pd.concat(runs, ignore_index=True))
+    assert set(W["measure"]) == {m for m, _ in answers.SWEEP_MEASURES}
+    o = answers.sweep_optimum(W)
+    assert o.num_envs == 64 and o.iqm == pytest.approx(1.2, rel=0.05)
+    assert 512 in o.tied and 8 not in o.tied  # 512 overlaps the best; 8 is four times dearer
+
+
+def test_sweep_optimum_none_when_no_n_solved():
+    W = answers.sweep_table(_runs("jax", [15.0] * 4, solved=[False] * 4, population=4))
+    assert answers.sweep_optimum(W) is None
+
+
+def test_collection_bound_is_amdahls():
+    S = pd.DataFrame({"collect_share": [0.5, 0.1], "learn_share": [0.4, 0.8], "collect_ms_per_update": [10.0, 1.0]},
+                     index=["gym", "fused"])
+    B = answers.collection_bound(S, ["gym", "fused"])
+    assert B.bound == pytest.approx(2.0) and B.largest_share_collector == "gym"
+    assert B.collect_share == (0.1, 0.5) and B.learn_share == (0.4, 0.8)
+    assert answers.torch_collectors(S, ["gym", "fused", "jax"]) == ["fused", "gym"]  # fastest collection first
+
+
+def test_ranked_comparisons_put_the_fastest_first_and_unsolved_last():
+    solve = pd.concat([_runs("gym", [4.0 + 0.1 * i for i in range(8)]), _runs("fused", [1.0 + 0.1 * i for i in range(8)]),
+                       _runs("torch", [15.0] * 8, solved=[False] * 8)], ignore_index=True)
+    S = answers.summaries(solve, ["gym", "fused", "torch"])
+    got = answers.ranked_comparisons(solve, S)
+    assert [(b, o) for b, o, _ in got] == [("fused", "gym"), ("fused", "torch")]
+    assert got[0][2]["ratio_lo"] > 1  # fused faster than gym, with its interval excluding parity
+    assert answers.fastest(S, ["gym", "torch"]) == "gym"
+
+
+def test_confirmations_count_first_passes_and_gymnasium_rejections():
+    solve = _runs("gym", [1.0, 2.0, 3.0])
+    solve.loc[0, "unconfirmed_checks"] = 2
+    solve.loc[1, "solved"] = False  # confirmed in training, rejected by gymnasium's judge
+    K = answers.confirmations(solve, solve.iloc[0:0])
+    assert (K.unconfirmed_single, K.first_passes_single, K.rejected_by_gymnasium) == (2, 5, 1)
+    assert (K.unconfirmed_population, K.first_passes_population) == (0, 0)
+    assert np.isfinite(K.first_passes_single)
