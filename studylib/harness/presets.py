@@ -90,7 +90,7 @@ PRESETS: dict[str, dict[str, dict]] = {
 # of each ``population_collectors`` in one program: the JAX PPO vmapped, the PyTorch PPO batched).
 _TRAINING = {
     # tiny: no jax (its compilation alone takes longer than the rest of the preset)
-    "tiny": {"collectors": ["cpp", "fused", "fused-step", "torch"], "peers": ["sb3", "cleanrl"], "seeds": [0],
+    "tiny": {"collectors": ["cpp", "fused", "fused-step", "torch"], "peers": ["sb3", "gymnasium-vector"], "seeds": [0],
              "num_envs": 16, "budget_s": 0.5, "population_collectors": ["torch"], "population_seeds": [0, 1],
              "population_budget_s": 0.5, "sweep_num_envs": [8, 64], "sweep_seeds": [], "sweep_budget_s": 0.5},
     # default: what fits the book's build on 2 cores. 8 single runs per trainer (cpp, torch-compile
@@ -99,13 +99,13 @@ _TRAINING = {
     # sweep from JAX populations of 5 seeds per N (N = the population's N reuses its seeds; N = 512
     # and larger only in paper). One budget for every trainer and population, peers included.
     # num_envs None: PPOSettings' N.
-    "default": {"collectors": ["gym", "torch", "fused", "fused-step", "jax"], "peers": ["sb3", "cleanrl"],
+    "default": {"collectors": ["gym", "torch", "fused", "fused-step", "jax"], "peers": ["sb3", "gymnasium-vector"],
                 "seeds": list(range(8)), "num_envs": None, "budget_s": 15.0,
                 "population_collectors": ["jax", "torch"], "population_seeds": list(range(16)), "population_budget_s": 15.0,
                 "sweep_num_envs": [8, 64], "sweep_seeds": list(range(5)), "sweep_budget_s": 15.0},
     # paper: every collector and peer (train.settings.COLLECTORS, PEER_TRAINERS; a test keeps them equal)
     "paper": {"collectors": ["gym", "cpp", "torch", "torch-compile", "jax", "fused", "fused-step", "cuda"],
-              "peers": ["sb3", "cleanrl"], "seeds": list(range(32)), "num_envs": None, "budget_s": 120.0,
+              "peers": ["sb3", "gymnasium-vector"], "seeds": list(range(32)), "num_envs": None, "budget_s": 120.0,
               "population_collectors": ["jax", "torch", "torch-compile", "gym"], "population_seeds": list(range(64)),
               "population_budget_s": 600.0,
               "sweep_num_envs": [2**k for k in range(3, 15)], "sweep_seeds": list(range(16)), "sweep_budget_s": 600.0},

@@ -12,7 +12,7 @@ and ``ppo_jax`` (PPO fully jitted in JAX; many seeds in one vmapped program with
 ``ppo_jax.train_population``) learn from them; ``population_torch`` is the PyTorch PPO over many
 seeds in one batched model (``population_collectors``: all seeds' environments in one call);
 ``train_population`` picks the JAX or the PyTorch population; ``peers`` times
-Stable-Baselines3 and a cleanrl-style loop by the same clock (``progress``); ``evaluate`` judges a
+Stable-Baselines3 and our PPO with cleanrl's settings on gymnasium's vector env by the same clock (``progress``); ``evaluate`` judges a
 greedy actor; ``results`` keeps results on disk; ``stats`` aggregates seeds (rliable's IQM and
 probability of improvement, bootstrap intervals, censored times to solve).
 """

@@ -29,7 +29,7 @@ from .params import TrainingParams
 from .settings import PEER_TRAINERS, TrainRun
 
 TRAINER_LABELS = {"sb3": "SB3 PPO (rl-zoo settings, gymnasium CartPole-v1)",
-                  "cleanrl": "cleanrl-style (gymnasium CartPoleVectorEnv)", "jax": "jax (PPO fully jitted)"}
+                  "gymnasium-vector": "our PPO, cleanrl's settings (gymnasium CartPoleVectorEnv)", "jax": "jax (PPO fully jitted)"}
 
 
 Params = TrainingParams  # the chapter's parameters: frozen, typed (``train.params``)

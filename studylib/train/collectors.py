@@ -29,7 +29,7 @@ batched call (``TorchPPO.advantages``).
 Truncation: bootstrapping a truncated episode needs the observation *before* the same-step reset.
 Every implementation gives it (``env.final_obs()``, the CartPole's observation at the end of the last
 step; the fused kernel records it at every step), so the trajectories carry it and GAE bootstraps
-truncated episodes; a collector without it (the cleanrl-style peer) leaves ``final_obs`` None and
+truncated episodes; a collector without it (the gymnasium-vector peer) leaves ``final_obs`` None and
 GAE treats a truncation like a termination.
 """
 

@@ -6,7 +6,7 @@
              (``RL_ZOO_CARTPOLE``), including its budget of 10^5 timesteps over which the learning
              rate and clip range decay linearly. A callback times collection (SB3's rollouts) and
              learning (between rollouts), runs our greedy check and stops SB3 when it passes.
-``cleanrl``  the status quo: cleanrl's ppo.py hyperparameters (``CLEANRL_SETTINGS``: 4 envs,
+``gymnasium-vector``  the status quo: cleanrl's ppo.py hyperparameters (``CLEANRL_SETTINGS``: 4 envs,
              128 steps, lr 2.5e-4, 4 epochs, entropy 0.01; truncation treated as termination;
              here without cleanrl's learning-rate annealing and value clipping) on gymnasium's
              numpy-vectorized ``CartPoleVectorEnv``, with our PyTorch learner. That env resets
@@ -159,7 +159,7 @@ class GymnasiumVectorCollector(Collector):
                           episode_returns=np.concatenate(finished) if finished else np.empty(0))
 
 
-def train_cleanrl(run: TrainRun, *, log=None) -> TrainResult:
+def train_on_gymnasium_vector(run: TrainRun, *, log=None) -> TrainResult:
     from .ppo_torch import TorchPPO, train_loop
 
     settings = CLEANRL_SETTINGS.replace(**{k: getattr(run.settings, k) for k in
@@ -167,8 +167,8 @@ def train_cleanrl(run: TrainRun, *, log=None) -> TrainResult:
     run = TrainRun(run.collector, run.num_envs or settings.num_envs, run.seed, settings, run.max_seconds)
     collector = GymnasiumVectorCollector(run.n, run.seed)
     learner = TorchPPO(settings, run.seed, "cpu")
-    return train_loop(run, collector, learner, log=log, trainer="cleanrl-style")
+    return train_loop(run, collector, learner, log=log, trainer="torch-ppo-cleanrl-settings")
 
 
 def train_peer(run: TrainRun, *, log=None) -> TrainResult:
-    return {"sb3": train_sb3, "cleanrl": train_cleanrl}[run.collector](run, log=log)
+    return {"sb3": train_sb3, "gymnasium-vector": train_on_gymnasium_vector}[run.collector](run, log=log)

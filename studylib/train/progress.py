@@ -57,7 +57,7 @@ class TrainResult:
     curve: list = field(default_factory=list)  # [wall_s, samples, updates, greedy return, training mean return]
     unconfirmed_checks: int = 0  # greedy checks >= solve_return whose second, independent check failed
     population: int = 1  # seeds trained together in one program (wall_s then shared by all of them)
-    trainer: str = ""  # "torch-ppo" | "jax-ppo" | "sb3-ppo" | "cleanrl-style"
+    trainer: str = ""  # "torch-ppo" | "jax-ppo" | "sb3-ppo" | "torch-ppo-cleanrl-settings" | the populations'
     settings: dict = field(default_factory=dict)
     budget_s: float = math.nan
     provenance: dict = field(default_factory=dict)

@@ -49,8 +49,8 @@ from ..settings import check_seed, positive_int
 # the actions sampled in PyTorch, as every other PyTorch collector. "cuda" needs a GPU.
 COLLECTORS = ("gym", "cpp", "torch", "torch-compile", "jax", "fused", "fused-step", "cuda")
 # Peer trainers timed the same way (studylib/train/peers.py): Stable-Baselines3's PPO with
-# rl-zoo's CartPole-v1 settings, and a cleanrl-style loop on gymnasium's CartPoleVectorEnv.
-PEER_TRAINERS = ("sb3", "cleanrl")
+# rl-zoo's CartPole-v1 settings, and our PyTorch PPO with cleanrl's settings on gymnasium's CartPoleVectorEnv.
+PEER_TRAINERS = ("sb3", "gymnasium-vector")
 TRAINERS = COLLECTORS + PEER_TRAINERS
 
 
