@@ -1,7 +1,7 @@
 """Seeds solved per minute: a population of seeds in one program against the same seeds one at a
 time, for the fully jitted JAX PPO and for the batched PyTorch PPO.
 
-    python benchmarks/train_population.py                           # 32 JAX seeds, 16 PyTorch seeds, N = 64
+    python benchmarks/train_population.py                           # 32 JAX seeds, 32 PyTorch seeds, N = 64
     python benchmarks/train_population.py --seeds 64 --torch gym --torch-seeds 8 --single fused
 
 The populations are ``studylib.train.train_population`` (JAX: PureJaxRL's shape, the program
@@ -55,7 +55,7 @@ def main(argv=None) -> None:
     ap.add_argument("--num-envs", type=int, default=64)
     ap.add_argument("--budget", type=float, default=60.0, help="seconds per run (a population's: shared)")
     ap.add_argument("--torch", default="torch", help="the PyTorch-PPO collector run as a population and one at a time")
-    ap.add_argument("--torch-seeds", type=int, default=16)
+    ap.add_argument("--torch-seeds", type=int, default=32)
     ap.add_argument("--single", default=None, help="a PyTorch-PPO collector timed one at a time only (e.g. fused)")
     a = ap.parse_args(argv)
     s = PPOSettings()
