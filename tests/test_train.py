@@ -310,7 +310,7 @@ def test_an_interrupted_population_resumes_with_the_unfinished_seeds(tmp_path, m
         def as_dict(self):
             return dict(self.row)
 
-    def population(todo, on_result):
+    def population(todo, *, log=None, on_result):
         asked.append([r.seed for r in todo])
         for r in todo[:2]:
             on_result(Done(r))
