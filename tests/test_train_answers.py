@@ -98,3 +98,15 @@ def test_confirmations_count_first_passes_and_gymnasium_rejections():
     assert (K.unconfirmed_single, K.first_passes_single, K.rejected_by_gymnasium) == (2, 5, 1)
     assert (K.unconfirmed_population, K.first_passes_population) == (0, 0)
     assert np.isfinite(K.first_passes_single)
+
+
+def test_the_default_preset_has_the_seeds_its_statistics_need():
+    """The book's default training preset: at least 8 single-seed runs per trainer (wall-clock to
+    solve), populations of at least 16 seeds (samples to solve, solve rate), at least 5 seeds per N
+    of the sweep, and one budget for every trainer."""
+    from studylib.harness.presets import preset_values
+
+    d = preset_values("default", "training")
+    assert len(d["seeds"]) >= 8 and len(d["population_seeds"]) >= 16 and len(d["sweep_seeds"]) >= 5
+    assert d["population_collectors"] and d["peers"]
+    assert d["budget_s"] == d["population_budget_s"] == d["sweep_budget_s"]

@@ -93,13 +93,15 @@ _TRAINING = {
     "tiny": {"collectors": ["cpp", "fused", "fused-step", "torch"], "peers": ["sb3", "gymnasium-vector"], "seeds": [0],
              "num_envs": 16, "budget_s": 0.5, "population_collectors": ["torch"], "population_seeds": [0, 1],
              "population_budget_s": 0.5, "sweep_num_envs": [8, 64], "sweep_seeds": [], "sweep_budget_s": 0.5},
-    # default: what fits the book's build on 2 cores. 8 single runs per trainer (cpp, torch-compile,
-    # fused-step and cuda only in paper: cpp and torch-compile step like gym and torch and feed the
-    # same learner; fused-step is fused stepped by PyTorch); populations of 16 seeds of the JAX PPO and of the PyTorch PPO (on torch); the N
-    # sweep from JAX populations of 5 seeds per N (N = the population's N reuses its seeds; N = 512
-    # and larger only in paper). One budget for every trainer and population, peers included.
-    # num_envs None: PPOSettings' N.
-    "default": {"collectors": ["gym", "torch", "fused", "jax"], "peers": ["sb3", "gymnasium-vector"],
+    # default: what fits the book's build on 2 cores (a cold build of the whole book measured 10 min
+    # 19 s with torch and gymnasium-vector single runs too, so they run in paper only). 8 single
+    # runs per trainer: gym and fused (the slowest and the fastest collector feeding the same
+    # PyTorch PPO), jax and the SB3 peer (cpp, torch, torch-compile, fused-step, cuda and the
+    # gymnasium-vector peer in paper); populations of 16 seeds of the JAX PPO and of the PyTorch PPO
+    # (on torch); the N sweep from JAX populations of 5 seeds per N (N = the population's N reuses
+    # its seeds; N = 512 and larger only in paper). One budget for every trainer and population,
+    # peers included. num_envs None: PPOSettings' N.
+    "default": {"collectors": ["gym", "fused", "jax"], "peers": ["sb3"],
                 "seeds": list(range(8)), "num_envs": None, "budget_s": 15.0,
                 "population_collectors": ["jax", "torch"], "population_seeds": list(range(16)), "population_budget_s": 15.0,
                 "sweep_num_envs": [8, 64], "sweep_seeds": list(range(5)), "sweep_budget_s": 15.0},
