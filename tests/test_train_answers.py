@@ -110,3 +110,17 @@ def test_the_default_preset_has_the_seeds_its_statistics_need():
     assert len(d["seeds"]) >= 8 and len(d["population_seeds"]) >= 16 and len(d["sweep_seeds"]) >= 5
     assert d["population_collectors"] and d["peers"]
     assert d["budget_s"] == d["population_budget_s"] == d["sweep_budget_s"]
+
+
+def test_the_gymnasium_judge_split_over_two_processes_is_the_same_judge():
+    """gymnasium_return splits its episodes with a helper process where there is a second core:
+    the same episodes (each reset seed its own), so the same mean as all of them in one process."""
+    from studylib.train import evaluate
+
+    rng = np.random.default_rng(0)
+    shapes = {"W1": (4, 64), "b1": (64,), "W2": (64, 64), "b2": (64,), "W3": (64, 2), "b3": (2,)}
+    arrays = {k: rng.normal(0, 0.5, s).astype(np.float32) for k, s in shapes.items()}  # short, varied episodes
+    alone = evaluate._episode_returns(arrays, np.arange(40), 7, 40)
+    assert alone.std() > 0  # the episodes differ, so a shuffled or shifted split would show
+    assert evaluate.gymnasium_return(arrays, 40, seed=7) == pytest.approx(float(alone.mean()))
+    assert evaluate.gymnasium_return(arrays, 40, seed=8) != pytest.approx(float(alone.mean()))
