@@ -1,7 +1,7 @@
 // CPU build of the CUDA kernel's logic (`cpp`): the same cartpole.cuh, compiled by the host
 // compiler, driven by the block loop of cpu_rollout.h (OpenMP threads across blocks of
 // environments, SIMD lanes within a block, K steps per call with the block in cache).
-// Built automatically by studylib/native/__init__.py; called through ctypes by studylib/native/backends.py.
+// Built automatically by studylib/native/build.py; called through ctypes by studylib/native/backends.py.
 #include <stdint.h>
 
 #include "cartpole.cuh"

@@ -5,7 +5,7 @@
 // path: the CPU twins (cartpole_cpu.cpp, fused_cpu.cpp) are the fast CPU builds.
 //
 // Include it before a .cu file in a host translation unit (cartpole_kernel_host.cpp,
-// fused_kernel_host.cpp); studylib/native/__init__.py builds those like the CPU twins and
+// fused_kernel_host.cpp); studylib/native/build.py builds those like the CPU twins and
 // studylib/native/kernel_host.py drives them. What it maps:
 //   __global__ / __device__ / __forceinline__  plain (inline) functions
 //   __shared__                                 static storage, NaN-filled at every block's start

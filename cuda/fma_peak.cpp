@@ -5,7 +5,7 @@
 // (GCC's vector extension, mapped to AVX-512 / AVX2 FMAs by -march=native). ACC chains hide
 // the FMA latency (4 cycles x 2 ports = 8 in flight), so the loop is bound by FMA issue, not
 // by latency. No memory is touched inside the loop. Flops = 2 * W * ACC * iterations * threads.
-// Built automatically by studylib/native/__init__.py.
+// Built automatically by studylib/native/build.py.
 #include <omp.h>
 #include <stdint.h>
 #include <string.h>

@@ -10,7 +10,7 @@
 // fused_collect is the same loop with the MLP as a stochastic policy (actions sampled from the
 // softmax of its logits, mlp.cuh's mlp_sample) and every step's trajectory written
 // (trajectory_args.h): how PPO collects with `fused` (studylib.train.collectors.FusedCollector).
-// Built automatically by studylib/native/__init__.py; called through ctypes by studylib/native/backends.py.
+// Built automatically by studylib/native/build.py; called through ctypes by studylib/native/backends.py.
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>

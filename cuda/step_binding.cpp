@@ -1,5 +1,5 @@
 // The thin hot path of the native CPU implementations (`cpp`, `fused` on the CPU): a CPython
-// extension module, `_step_binding`, built by studylib/native/__init__.py with the host compiler against
+// extension module, `_step_binding`, built by studylib/native/build.py with the host compiler against
 // Python's own headers (nothing else: no numpy headers, no binding library), so a call costs about
 // what a C function call from Python costs.
 //

@@ -9,7 +9,7 @@ with the MLP, ``fused`` pays one call per rollout.
 
 The same source runs on both devices: ``cuda/mlp.cuh`` (the forward pass, a template over the
 lane type) and ``cuda/cartpole.cuh`` (the physics), compiled into ``cuda/fused_cpu.cpp`` (SIMD
-lanes = environments, OpenMP threads over blocks of them; built by studylib/native/__init__.py) and into
+lanes = environments, OpenMP threads over blocks of them; built by studylib/native/build.py) and into
 ``cuda/fused_kernel.cu`` (one thread per environment, launched through CuPy). Resets draw from
 the counter hash, so a fused env and a ``cpp`` env with the same seed start from the same state,
 and ``policy="none"`` takes the same hashed actions as ``cpp``/``cuda``. The calls go through

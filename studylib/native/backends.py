@@ -10,7 +10,7 @@ A kernel pair is a CPU build and a CUDA kernel of the same logic:
 Two sibling backends run either pair, with the same methods:
 
 ``CpuLibraryBackend``
-    The CPU build through ctypes (studylib/native/__init__.py builds it). Arrays are numpy, written in
+    The CPU build through ctypes (studylib/native/build.py builds it). Arrays are numpy, written in
     place; ``state`` can be shared without a copy (``torch.from_numpy``).
 ``CudaModuleBackend``
     The kernel through CuPy (NVRTC). Arrays are CuPy arrays on the GPU.

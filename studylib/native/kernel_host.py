@@ -1,5 +1,5 @@
 """The CUDA kernels executed on the CPU: ``cuda/cartpole_kernel.cu`` and ``cuda/fused_kernel.cu``
-themselves, built by the host C++ compiler through ``cuda/cuda_host.h`` (studylib/native/__init__.py's
+themselves, built by the host C++ compiler through ``cuda/cuda_host.h`` (studylib/native/build.py's
 ``cartpole_kernel_host`` and ``fused_kernel_host``) and launched over the same grid as on a GPU.
 
 A test instrument: it runs the GPU-only code (the kernels' entry points, ``cp_thread_rollout``,

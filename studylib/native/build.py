@@ -1,0 +1,185 @@
+"""Compile, cache and load the native libraries (``LIBRARIES``) with the host C++ compiler: each
+built on first use and cached under ``$STUDYLIB_CACHE`` (default ``~/.cache/studylib``), keyed by a
+hash of its sources, every header they include, the flags and the CPU."""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import sysconfig
+import tempfile
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from .abi import (_declare_cartpole, _declare_cartpole_kernel_host, _declare_fma_peak, _declare_fused,
+                  _declare_fused_kernel_host)
+from .sources import (CPU_ROLLOUT_HEADER, CPU_SOURCE, CUDA_SOURCE_DIR, FMA_PEAK_SOURCE, FUSED_CPU_SOURCE, GPU_ROLLOUT_HEADER, HEADER,
+                      HOST_SHIM_HEADER, KERNEL_SOURCE, MLP_HEADER, ROLLOUT_ARGS_HEADER, STEP_BINDING_SOURCE,
+                      TRAJECTORY_ARGS_HEADER, FUSED_KERNEL_SOURCE)
+
+
+# -ffast-math lets glibc's vector sinf/cosf (libmvec) be used; -fno-builtin-{sin,cos}f stops GCC
+# from merging sinf+cosf into sincosf, which has no vector form and would block SIMD.
+CXXFLAGS = [
+    "-O3", "-march=native", "-ffast-math", "-fno-builtin-sinf", "-fno-builtin-cosf",
+    "-fopenmp", "-shared", "-fPIC", "-std=c++17",
+]
+
+
+class NativeBuildError(RuntimeError):
+    """The C++ build of a cuda/*_cpu.cpp failed or no compiler was found."""
+
+
+@dataclass(frozen=True)
+class NativeLibrary:
+    """One CPU library: its source, every header it includes (hashed into the cache key) and the
+    ctypes signatures of its functions."""
+
+    name: str
+    source: Path
+    headers: tuple[Path, ...]
+    declare: object  # (ctypes.CDLL) -> None
+    extra_flags: tuple[str, ...] = ()  # after CXXFLAGS, for this library only
+
+    @property
+    def files(self) -> tuple[Path, ...]:
+        return (*self.headers, self.source)
+
+
+LIBRARIES = {
+    "cartpole_cpu": NativeLibrary("cartpole_cpu", CPU_SOURCE, (HEADER, ROLLOUT_ARGS_HEADER, CPU_ROLLOUT_HEADER),
+                                  _declare_cartpole),
+    # -fno-tree-reassoc: -ffast-math lets GCC re-associate the MLP's accumulation chains
+    # acc += h[i] * w[i] into (h[i] * w[i] + h[i+1] * w[i+1]) + acc, a multiply, an FMA and an add
+    # for two products instead of two FMAs, with spills: 10% slower. The chains are already
+    # independent (JB accumulators), so nothing is gained by re-associating them.
+    "fused_cpu": NativeLibrary("fused_cpu", FUSED_CPU_SOURCE,
+                               (HEADER, ROLLOUT_ARGS_HEADER, CPU_ROLLOUT_HEADER, MLP_HEADER, TRAJECTORY_ARGS_HEADER),
+                               _declare_fused,
+                               ("-fno-tree-reassoc",)),
+    "fma_peak": NativeLibrary("fma_peak", FMA_PEAK_SOURCE, (), _declare_fma_peak),
+    # The .cu kernels on the host (tests), with the flags of their CPU twins so that the two
+    # compute with the same float semantics.
+    "cartpole_kernel_host": NativeLibrary(
+        "cartpole_kernel_host", CUDA_SOURCE_DIR / "cartpole_kernel_host.cpp",
+        (HOST_SHIM_HEADER, KERNEL_SOURCE, GPU_ROLLOUT_HEADER, HEADER, ROLLOUT_ARGS_HEADER),
+        _declare_cartpole_kernel_host),
+    "fused_kernel_host": NativeLibrary(
+        "fused_kernel_host", CUDA_SOURCE_DIR / "fused_kernel_host.cpp",
+        (HOST_SHIM_HEADER, FUSED_KERNEL_SOURCE, GPU_ROLLOUT_HEADER, HEADER, ROLLOUT_ARGS_HEADER, MLP_HEADER,
+         TRAJECTORY_ARGS_HEADER),
+        _declare_fused_kernel_host, ("-fno-tree-reassoc",)),
+    # A CPython extension: the suffix and include directory of this interpreter are part of its
+    # flags, hence of its cache key (a build for another Python is never loaded).
+    "_step_binding": NativeLibrary("_step_binding", STEP_BINDING_SOURCE, (HEADER, ROLLOUT_ARGS_HEADER),
+                                   None, (f"-I{sysconfig.get_paths()['include']}",
+                                          f"-DSTUDYLIB_EXT_SUFFIX={sysconfig.get_config_var('EXT_SUFFIX')}")),
+}
+DEFAULT_LIBRARY = "cartpole_cpu"
+ROLLOUT_LIBRARIES = ("cartpole_cpu", "fused_cpu")  # those taking struct RolloutArgs (fma_peak does not)
+
+
+def _spec(name: str) -> NativeLibrary:
+    if name not in LIBRARIES:
+        raise NativeBuildError(f"unknown native library {name!r}; valid: {', '.join(LIBRARIES)}")
+    return LIBRARIES[name]
+
+
+def _compiler() -> str:
+    cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
+    if not cxx:
+        raise NativeBuildError(
+            "no C++ compiler found: the 'cpp' implementation needs g++ (apt-get install g++) or $CXX"
+        )
+    return cxx
+
+
+def _cache_dir() -> Path:
+    return Path(os.environ.get("STUDYLIB_CACHE", Path.home() / ".cache" / "studylib"))
+
+
+def _build_key(cxx: str, files=(HEADER, CPU_SOURCE), extra_flags=()) -> str:
+    h = hashlib.sha256()
+    for path in files:
+        h.update(path.read_bytes())
+    h.update(" ".join([cxx, *CXXFLAGS, *extra_flags]).encode())
+    h.update(platform.machine().encode() + platform.processor().encode())
+    try:  # -march=native: a build is only valid on the same kind of CPU
+        with open("/proc/cpuinfo") as f:
+            h.update(next((ln for ln in f if ln.startswith("flags")), "").encode())
+    except OSError:
+        pass
+    return h.hexdigest()[:16]
+
+
+@lru_cache(maxsize=None)
+def build_info(name: str = DEFAULT_LIBRARY) -> dict:
+    """Compile library ``name`` if needed; return {'name', 'path', 'compiler', 'flags',
+    'build_seconds', 'cached'} ('cached': an earlier build with the same key was loaded)."""
+    spec = _spec(name)
+    missing = [p for p in spec.files if not p.exists()]
+    if missing:
+        raise NativeBuildError(f"kernel source not found at {missing[0]}: the installed package lacks "
+                               "its studylib/_cuda sources (reinstall studylib)")
+    cxx = _compiler()
+    flags = [*CXXFLAGS, *spec.extra_flags]
+    target = _cache_dir() / f"{spec.name}-{_build_key(cxx, spec.files, spec.extra_flags)}.so"
+    info = {"name": spec.name, "path": str(target), "compiler": cxx, "flags": flags}
+    if target.exists():
+        return {**info, "build_seconds": 0.0, "cached": True}
+    target.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    # Build into a temporary file and rename: a concurrent or interrupted build never leaves a
+    # half-written library at the cached path.
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        out = Path(tmp) / target.name
+        cmd = [cxx, *flags, f"-I{CUDA_SOURCE_DIR}", str(spec.source), "-o", str(out)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise NativeBuildError(f"building {spec.source.name} failed:\n{' '.join(cmd)}\n{proc.stderr}")
+        os.replace(out, target)
+    return {**info, "build_seconds": time.perf_counter() - start, "cached": False}
+
+
+@lru_cache(maxsize=None)
+def step_binding():
+    """The ``_step_binding`` extension module (cuda/step_binding.cpp), built on first use (cached)."""
+    import importlib.machinery
+    import importlib.util
+
+    path = build_info("_step_binding")["path"]
+    loader = importlib.machinery.ExtensionFileLoader("_step_binding", path)
+    spec = importlib.util.spec_from_file_location("_step_binding", path, loader=loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+@lru_cache(maxsize=None)
+def library(name: str = DEFAULT_LIBRARY) -> ctypes.CDLL:
+    """The loaded library ``name`` (built on first use), its functions' signatures declared."""
+    lib = ctypes.CDLL(build_info(name)["path"])
+    _spec(name).declare(lib)
+    return lib
+
+
+def library_layout(name: str = DEFAULT_LIBRARY) -> list[int]:
+    """[sizeof, offsets...] of ``struct RolloutArgs`` as library ``name``'s compiler laid it out."""
+    capacity = 64
+    out = (ctypes.c_longlong * capacity)()
+    count = library(name).rollout_args_layout(out, capacity)
+    return list(out[:min(count, capacity)])
+
+
+def library_trajectory_layout() -> list[int]:
+    """[sizeof, offsets...] of ``struct TrajectoryArgs`` as the fused library's compiler laid it out."""
+    capacity = 64
+    out = (ctypes.c_longlong * capacity)()
+    count = library("fused_cpu").trajectory_args_layout(out, capacity)
+    return list(out[:min(count, capacity)])
