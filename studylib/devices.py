@@ -96,14 +96,33 @@ def runs_here(impl: str) -> bool:
     return "cpu" in spec(impl).devices or cuda_available_for(impl)[0]
 
 
+def _same_family(impl: str, device: str) -> list[str]:
+    """The implementations of ``impl``'s family that run on ``device`` (what to use instead)."""
+    return [s.name for s in specs() if device in s.devices and s.family == spec(impl).family]
+
+
 def check_requested_device(impl: str, device) -> None:
     """ConfigError for a device outside ``impl``'s record's ``devices`` (None: its default)."""
     devices = spec(impl).devices
     if device is not None and device not in devices:
-        other = [s.name for s in specs() if device in s.devices and s.family == spec(impl).family]
+        other = _same_family(impl, device)
         instead = f" (or the {other[0]} implementation)" if other else ""
         raise ConfigError(f"{impl} runs on {' and '.join(devices)} only, got device={device!r}; "
                           f"use device {devices[0]!r}{instead}")
+
+
+def check_gpu_for(impl: str, device) -> None:
+    """DeviceUnavailableError, one line, where ``impl`` would run on 'cuda' (asked for, or its only
+    device) and its framework sees no GPU here; it says what runs on the CPU instead."""
+    if device == "cuda" or (device is None and spec(impl).gpu_only):
+        ok, reason = cuda_available_for(impl)
+        if not ok:
+            if "cpu" in spec(impl).devices:
+                instead = "use device='cpu' (the same code on the CPU)"
+            else:
+                on_cpu = _same_family(impl, "cpu")
+                instead = f"{impl} needs a GPU" + (f" (its logic runs on the CPU as {on_cpu[0]!r})" if on_cpu else "")
+            raise DeviceUnavailableError(f"{reason} (impl={impl}, device=cuda); {instead}")
 
 
 def check_device_for(impl: str, device) -> None:
@@ -112,7 +131,4 @@ def check_device_for(impl: str, device) -> None:
     if impl in PEERS:
         return  # EnvSettings keeps a peer on the CPU
     check_requested_device(impl, device)
-    if device == "cuda" or (device is None and spec(impl).gpu_only):
-        ok, reason = cuda_available_for(impl)
-        if not ok:
-            raise DeviceUnavailableError(f"{reason} (impl={impl}, device=cuda)")
+    check_gpu_for(impl, device)

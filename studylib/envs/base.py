@@ -14,10 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..arrays import NumpyKind
-from ..devices import check_requested_device, cuda_available_for, default_device
+from ..devices import check_gpu_for, check_requested_device, default_device
 from ..dynamics import STATE_SIZE
-from ..errors import ConfigError, DeviceUnavailableError, check_fits_in_memory
-from ..implspec import spec, specs
+from ..errors import ConfigError, check_fits_in_memory
 from ..policy import mlp_weights
 from ..settings import EnvSettings, check_policy, positive_int
 
@@ -106,18 +105,8 @@ class VectorCartPole(abc.ABC):
         asked for, else the first of its record's ``devices`` that works here (``devices.default_device``);
         'cuda' without a GPU its framework sees is refused in one line. Implementations whose framework
         resolves devices itself (torch, jax) override this."""
-        device = device or default_device(self.name)
-        if device == "cuda":
-            ok, reason = cuda_available_for(self.name)
-            if not ok:
-                record = spec(self.name)
-                if "cpu" in record.devices:
-                    instead = "use device='cpu' (the same code on the CPU)"
-                else:
-                    on_cpu = [s.name for s in specs() if s.family == record.family and "cpu" in s.devices]
-                    instead = f"{self.name} needs a GPU" + (f" (its logic runs on the CPU as {on_cpu[0]!r})" if on_cpu else "")
-                raise DeviceUnavailableError(f"{reason}; {instead}")
-        return device
+        check_gpu_for(self.name, device)
+        return device or default_device(self.name)
 
     def _native_kind(self):
         """The ArrayKind of this implementation's own arrays on ``self.device`` (arrays="native").

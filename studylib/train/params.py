@@ -21,12 +21,13 @@ from .settings import COLLECTORS, PEER_TRAINERS, PPOSettings, collector_spec
 def _gpu_only_reason(collector: str) -> str | None:
     """Why ``collector`` cannot run here, or None: read from the record of the implementation it
     steps (``settings.collector_spec``; a GPU-only implementation needs a working CUDA device)."""
-    from ..devices import cuda_status
+    from ..devices import cuda_available_for
     from ..implspec import spec
 
-    if not spec(collector_spec(collector).impl).gpu_only:
+    impl = collector_spec(collector).impl
+    if not spec(impl).gpu_only:
         return None
-    ok, reason = cuda_status()
+    ok, reason = cuda_available_for(impl)  # the record's own GPU probe
     return None if ok else reason
 
 
