@@ -89,6 +89,39 @@ def sample_actions(logits: torch.Tensor, generator: torch.Generator) -> tuple[to
     return actions.long(), logp
 
 
+def step_trajectory(env, obs: torch.Tensor, num_steps: int, episode_return: np.ndarray, to_device, sample):
+    """T steps of ``env`` from ``obs``, one ``env.step`` call each, the actions and their
+    log-probabilities from ``sample(obs)``: (the trajectory, the last observation, the index of the
+    environment of every episode that ended, in the order of ``trajectory.episode_returns``).
+    ``episode_return`` (one float per environment) carries the running returns across calls."""
+    t_, n, dev = num_steps, obs.shape[0], obs.device
+    obs_buf = torch.empty((t_, n, STATE_SIZE), device=dev)
+    actions_buf = torch.empty((t_, n), dtype=torch.int64, device=dev)
+    logp_buf = torch.empty((t_, n), device=dev)
+    rewards = np.empty((t_, n), dtype=np.float32)
+    terminated = np.empty((t_, n), dtype=bool)
+    truncated = np.empty((t_, n), dtype=bool)
+    final_obs = np.empty((t_, n, STATE_SIZE), dtype=np.float32)
+    ended, returns = [], []
+    for t in range(t_):
+        obs_buf[t] = obs
+        actions_buf[t], logp_buf[t] = sample(obs)
+        next_obs, rewards[t], terminated[t], truncated[t] = env.step(actions_buf[t].cpu().numpy())
+        final_obs[t] = env.final_obs()
+        episode_return += rewards[t]
+        done = terminated[t] | truncated[t]
+        if done.any():
+            ended.append(np.flatnonzero(done))
+            returns.append(episode_return[done].copy())
+            episode_return[done] = 0.0
+        obs = to_device(next_obs)
+    as_t = lambda a: torch.from_numpy(a).to(dev)  # noqa: E731
+    steps = Trajectory(obs_buf, actions_buf, logp_buf, as_t(rewards), as_t(terminated), as_t(truncated),
+                       next_obs=obs.clone(), final_obs=as_t(final_obs),
+                       episode_returns=np.concatenate(returns) if returns else np.empty(0))
+    return steps, obs, np.concatenate(ended) if ended else np.empty(0, dtype=np.int64)
+
+
 class Collector(abc.ABC):
     """T steps of N environments per call, with the policy of the model passed in."""
 
@@ -133,33 +166,9 @@ class StepCollector(Collector):
     def collect(self, model, num_steps: int) -> Trajectory:
         if self._obs is None:
             self.warm_up()
-        t_, n, dev = num_steps, self.num_envs, self.device
-        obs_buf = torch.empty((t_, n, STATE_SIZE), device=dev)
-        actions_buf = torch.empty((t_, n), dtype=torch.int64, device=dev)
-        logp_buf = torch.empty((t_, n), device=dev)
-        rewards = np.empty((t_, n), dtype=np.float32)
-        terminated = np.empty((t_, n), dtype=bool)
-        truncated = np.empty((t_, n), dtype=bool)
-        final_obs = np.empty((t_, n, STATE_SIZE), dtype=np.float32)
-        finished = []
-        obs = self._obs
-        for t in range(t_):
-            obs_buf[t] = obs
-            actions, logp = sample_actions(model.logits(obs), self._generator)
-            actions_buf[t], logp_buf[t] = actions, logp
-            next_obs, rewards[t], terminated[t], truncated[t] = self.env.step(actions.cpu().numpy())
-            final_obs[t] = self.env.final_obs()
-            self._episode_return += rewards[t]
-            done = terminated[t] | truncated[t]
-            if done.any():
-                finished.append(self._episode_return[done].copy())
-                self._episode_return[done] = 0.0
-            obs = self._to_device(next_obs)
-        self._obs = obs
-        as_t = lambda a: torch.from_numpy(a).to(dev)  # noqa: E731
-        return Trajectory(obs_buf, actions_buf, logp_buf, as_t(rewards), as_t(terminated), as_t(truncated),
-                          next_obs=obs.clone(), final_obs=as_t(final_obs),
-                          episode_returns=np.concatenate(finished) if finished else np.empty(0))
+        steps, self._obs, _ = step_trajectory(self.env, self._obs, num_steps, self._episode_return, self._to_device,
+                                              lambda obs: sample_actions(model.logits(obs), self._generator))
+        return steps
 
 
 class FusedCollector(Collector):

@@ -37,17 +37,22 @@ from ..envs.gym_env import GymCartPole
 from ..settings import EnvSettings
 from ..envs.torch_compile_env import TorchCompileCartPole
 from ..envs.torch_env import TorchCartPole
-from .collectors import Trajectory, sample_actions
+from .collectors import Trajectory, sample_actions, step_trajectory
+
+
+def _blocks(num_envs: int, seeds) -> tuple[tuple[int, ...], int]:
+    """(the blocks' seeds, environments per block); ConfigError where N does not split evenly."""
+    seeds = tuple(int(s) for s in seeds)
+    if num_envs % len(seeds):
+        raise ConfigError(f"{num_envs} environments do not split into {len(seeds)} blocks")
+    return seeds, num_envs // len(seeds)
 
 
 class BlockSeededTorchCartPole(TorchCartPole):
     """``torch`` environments in ``len(seeds)`` blocks; block k draws its resets from seed k."""
 
     def __init__(self, settings: EnvSettings, seeds):
-        self.block_seeds = tuple(int(s) for s in seeds)
-        if settings.num_envs % len(self.block_seeds):
-            raise ConfigError(f"{settings.num_envs} environments do not split into {len(self.block_seeds)} blocks")
-        self.block = settings.num_envs // len(self.block_seeds)
+        self.block_seeds, self.block = _blocks(settings.num_envs, seeds)
         super().__init__(settings)
 
     def _draw_reset_rows(self, rows: int | None = None, columns: int = STATE_SIZE):
@@ -90,10 +95,7 @@ class BlockSeededGymCartPole(GymCartPole):
     """``gym`` environments in ``len(seeds)`` blocks; env j of block k is seeded from (seed k, j)."""
 
     def __init__(self, settings: EnvSettings, seeds):
-        self.block_seeds = tuple(int(s) for s in seeds)
-        if settings.num_envs % len(self.block_seeds):
-            raise ConfigError(f"{settings.num_envs} environments do not split into {len(self.block_seeds)} blocks")
-        self.block = settings.num_envs // len(self.block_seeds)
+        self.block_seeds, self.block = _blocks(settings.num_envs, seeds)
         super().__init__(settings)
 
     def _reset(self):
@@ -194,30 +196,8 @@ class PopulationCollector:
     def collect(self, model, num_steps: int) -> PopulationTrajectory:
         if self._obs is None:
             self.warm_up()
-        t_, n, dev = num_steps, self.num_envs * self.size, self.device
-        obs_buf = torch.empty((t_, n, STATE_SIZE), device=dev)
-        actions_buf = torch.empty((t_, n), dtype=torch.int64, device=dev)
-        logp_buf = torch.empty((t_, n), device=dev)
-        rewards = np.empty((t_, n), dtype=np.float32)
-        terminated = np.empty((t_, n), dtype=bool)
-        truncated = np.empty((t_, n), dtype=bool)
-        final_obs = np.empty((t_, n, STATE_SIZE), dtype=np.float32)
-        finished = [[] for _ in range(self.size)]
-        obs = self._obs
-        for t in range(t_):
-            obs_buf[t] = obs
-            actions_buf[t], logp_buf[t] = self._sample(model, obs)
-            next_obs, rewards[t], terminated[t], truncated[t] = self.env.step(actions_buf[t].cpu().numpy())
-            final_obs[t] = self.env.final_obs()
-            self._episode_return += rewards[t]
-            done = terminated[t] | truncated[t]
-            if done.any():
-                for i in np.flatnonzero(done):
-                    finished[i // self.num_envs].append(self._episode_return[i])
-                self._episode_return[done] = 0.0
-            obs = self._to_device(next_obs)
-        self._obs = obs
-        as_t = lambda a: torch.from_numpy(a).to(dev)  # noqa: E731
-        steps = Trajectory(obs_buf, actions_buf, logp_buf, as_t(rewards), as_t(terminated), as_t(truncated),
-                           next_obs=obs.clone(), final_obs=as_t(final_obs))
-        return PopulationTrajectory(steps, self.size, [np.asarray(f, dtype=float) for f in finished])
+        steps, self._obs, ended = step_trajectory(self.env, self._obs, num_steps, self._episode_return,
+                                                  self._to_device, lambda obs: self._sample(model, obs))
+        block = ended // self.num_envs
+        finished = [steps.episode_returns[block == k].astype(float) for k in range(self.size)]
+        return PopulationTrajectory(steps, self.size, finished)
