@@ -145,6 +145,10 @@ def _declare_fma_peak(lib: ctypes.CDLL) -> None:
     lib.fma_peak.argtypes = [ctypes.c_longlong]  # iterations
     lib.fma_peak_flops.restype = ctypes.c_double
     lib.fma_peak_flops.argtypes = [ctypes.c_longlong]  # iterations -> flops of one fma_peak call
+    lib.fma_peak_accumulators.restype = ctypes.c_int
+    lib.fma_peak_accumulators.argtypes = []  # independent FMA chains per thread (ACC)
+    lib.fma_peak_width.restype = ctypes.c_int
+    lib.fma_peak_width.argtypes = []  # floats per SIMD vector (W)
 
 
 
