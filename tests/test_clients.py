@@ -90,7 +90,10 @@ def _log_wrapper(env):
     return reset, step
 
 
-def test_a_purejaxrl_shaped_jitted_rollout_runs_the_functional_env_unchanged():
+def test_a_purejaxrl_shaped_jitted_rollout_with_gymnax_1_steps_runs_the_functional_env():
+    """PureJaxRL's wrappers in their gymnax 1.0 form (six values from ``step``: the README's
+    two-line change to its ``wrappers.py``, which unpacks gymnax 0.0.x's five at every commit), a
+    jitted vmapped rollout, and gymnax 1.0's helper names on the module."""
     num_envs, steps = 8, 300
     env = _FlattenObservation(fenv)
     reset, step = _log_wrapper(env)
@@ -164,3 +167,16 @@ def test_every_implementation_hands_out_writable_numpy_arrays(impl):
     out = envs.step(np.ones(4, np.int64))
     for a in (obs, *out[:4]):
         assert a.flags.writeable, (impl, a)
+
+
+def test_gymnax_1_helpers_take_a_state_and_the_observation_space_is_gymnaxs():
+    import gymnax
+
+    state = fenv.reset(jax.random.key(0))[1]
+    assert bool(fenv.is_terminated(state, None)) == bool(fenv.is_terminal(state, None)) is False  # gymnax's signature
+    space = fenv.observation_space(None)
+    env, params = gymnax.make("CartPole-v1")
+    theirs = env.observation_space(params)
+    assert np.array_equal(np.asarray(space.high)[[1, 3]], np.asarray(theirs.high)[[1, 3]])  # float32's largest
+    samples = jax.vmap(space.sample)(jax.random.split(jax.random.key(1), 64))
+    assert not bool(jnp.any(jnp.isnan(samples)))  # gymnasium's infinite velocity bounds drew NaN

@@ -35,7 +35,8 @@ from flax import struct
 from gymnasium import spaces as gymnasium_spaces
 
 from ..dynamics import CARTPOLE_V1, RESET_HIGH, RESET_LOW, STATE_SIZE, CartPoleParams
-from ..dynamics import carry, integrate, is_terminated
+from .. import dynamics
+from ..dynamics import carry, integrate
 from ..episodes import advance
 from .gym_vector import observation_space as _gymnasium_observation_space
 
@@ -130,7 +131,12 @@ def get_obs(state: EnvState, params: EnvParams | None = None, key=None) -> jax.A
 
 def is_terminal(state: EnvState, params: EnvParams | None = None) -> jax.Array:
     """gymnax 1.0's ``is_terminal``: the natural ending (pole or cart out of bounds), not the time limit."""
-    return is_terminated(get_obs(state), _params(params))
+    return dynamics.is_terminated(get_obs(state), _params(params))
+
+
+def is_terminated(state: EnvState, params: EnvParams | None = None) -> jax.Array:
+    """gymnax 1.0's ``is_terminated(state, params)``, its name for the natural ending: ``is_terminal``."""
+    return is_terminal(state, params)
 
 
 def is_truncated(state: EnvState, params: EnvParams | None = None) -> jax.Array:
@@ -216,7 +222,10 @@ def observation_space(params: EnvParams | None = None):
     """gymnax's ``observation_space(params)``: CartPole-v1's (4,) float32 box (the bounds of
     gymnasium's CartPole-v1, whose ``observation_space`` ``gymnasium_observation_space`` returns)."""
     box = gymnasium_observation_space(params)
-    return _space_classes().Box(jnp.asarray(box.low), jnp.asarray(box.high), obs_shape, jnp.float32)
+    # gymnasium's infinite velocity bounds as float32's largest, as gymnax's CartPole: an infinite
+    # bound would make ``sample`` draw NaN
+    high = jnp.minimum(jnp.asarray(box.high), jnp.finfo(jnp.float32).max)
+    return _space_classes().Box(-high, high, obs_shape, jnp.float32)
 
 
 def state_space(params: EnvParams | None = None):
