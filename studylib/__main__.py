@@ -201,6 +201,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--data-dir", default=None, help="data folder holding this machine's calibration (measured if absent)")
     sub.add_parser("train", help="train PPO on CartPole-v1 with one collector until solved (see train --help)",
                    add_help=False)
+    sub.add_parser("data", help="data check: each machine snapshot and the rows today's code would not reuse",
+                   add_help=False)
     return parser
 
 
@@ -284,8 +286,8 @@ def _cmd_sweep(args, out) -> int:
         if rows:
             out.write(format_table(rows) + "\n")
         skipped = df.attrs.get("skipped", [])
-        out.write(f"sweep {args.name}: {len(rows)} point(s) measured or resumed, {len(skipped)} skipped -> "
-                  f"{df.attrs.get('path')}\n")
+        out.write(f"sweep {args.name}: {df.attrs.get('reused', 0)} point(s) reused, {df.attrs.get('measured', 0)} "
+                  f"measured, {len(skipped)} skipped -> {df.attrs.get('path')}\n")
     return _lost_exit(len(df.attrs.get("lost", [])))
 
 
@@ -304,8 +306,8 @@ def _cmd_measure(args, out) -> int:
     def report(name, result):
         nonlocal lost
         lost += len(result.lost)
-        out.write(f"{name}: {len(result.rows)} point(s) saved ({result.measured} measured now), "
-                  f"{len(result.skipped)} skipped, {len(result.lost)} lost -> {result.path}\n")
+        out.write(f"{result.reuse_line(name)}; {len(result.skipped)} skipped, {len(result.lost)} lost -> "
+                  f"{result.path}\n")
         out.flush()
 
     with _engine(args) as engine, session(engine=engine, progress=not args.no_progress, log=_stderr, report=report):
@@ -459,10 +461,14 @@ def main(argv=None) -> int:
         from .train import cli
 
         return cli.main(argv[1:])
+    if argv[:1] == ["data"]:  # the data folder's snapshots (studylib/harness/snapshots.py)
+        from .harness import snapshots
+
+        return snapshots.main(argv[1:])
     try:
         args = build_parser().parse_args(argv)
         if args.command is None:
-            raise UsageError("python -m studylib: choose a command: bench, sweep, measure, profile, peers, atari, machine, "
+            raise UsageError("python -m studylib: choose a command: bench, sweep, measure, profile, peers, atari, machine, data, "
                              "advise, train (see --help)")
         return {"bench": _cmd_bench, "sweep": _cmd_sweep, "measure": _cmd_measure, "profile": _cmd_profile,
                 "peers": _cmd_peers, "atari": _cmd_atari, "machine": _cmd_machine,

@@ -325,6 +325,22 @@ def test_a_verdict_carried_by_one_n_is_borderline():
     assert j.verdict == PARTLY and j.unstable_n == (2**8,) and j.value == 120.0
     j = analysis.judge("vanishes", 1, _n(1.46))  # a quantity over N measured at one N: nothing backs it
     assert j.verdict == REPRODUCED and j.borderline == "measured at one N only (N = 2^4)"
+    assert j.summary == analysis.ONE_N and j.num_n == 1
+
+
+def test_a_summary_over_n_of_one_n_is_labelled_one_point():
+    """A "median over N" that found one N says so: the quantity names the N, the table shows no
+    min–max, and the summary column reads "one N only" (the paper's F.4 row at the largest C, where
+    the work cap leaves one N)."""
+    one = claims.row("F.4", "vanishes", "fusion speedup at K = 1000, largest C = 1024, S = 1, median over N",
+                     "f4_speedup_c_max", _n(1.46), "")
+    assert one.quantity == ("fusion speedup at K = 1000, largest C = 1024, S = 1 at N = 2^4 only "
+                            "(one point: no spread over N)")
+    assert "median" not in one.quantity and one.over_n == "" and one["summary"] == analysis.ONE_N
+    small = claims.row("F.2", "speedup", "jax over torch, median over N ≤ 2^13", "f2_xla_over_torch", _n(3.0), "")
+    assert small.quantity == "jax over torch at N = 2^4 only (one point: no spread over N)"
+    two = claims.row("F.4", "vanishes", "q, median over N", "f4_speedup_c_max", _n(1.46, 1.5), "")
+    assert two.quantity == "q, median over N" and two.over_n.endswith("over 2 N")
 
 
 def test_a_value_within_its_repeats_of_a_limit_is_borderline():
@@ -402,7 +418,8 @@ def test_dropping_one_n_changes_no_unmarked_verdict(key, snapshot_frames):
                 if r.verdict != full[r.key].verdict and r.verdict != NOT_MEASURED:
                     was = full[r.key].verdict
                     assert full[r.key].borderline, f"{key}: {r.key} is {was}, without N = {n} {r.verdict}"
-                    assert n in full[r.key].judgement.unstable_n or full[r.key].judgement.summary == analysis.ONE_VALUE
+                    assert n in full[r.key].judgement.unstable_n or full[r.key].judgement.summary in (
+                        analysis.ONE_VALUE, analysis.ONE_N)
     assert checked > 20
 
 

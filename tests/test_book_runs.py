@@ -51,21 +51,22 @@ def test_chapter_parameters_are_typed_and_checked(tmp_path):
         book.params("fusion", preset="huge")
 
 
-SNAPSHOT = ROOT / "data" / "intel-xeon_2c_nogpu"  # the newest snapshot, measured by this code from a clean commit
-
-
 def test_committed_data_resumes_without_measuring(tmp_path, monkeypatch):
-    """A default-preset build over the committed snapshot reads every point (sweeps, profiles, Brax,
-    ceilings, in their committed formats) and measures and writes nothing. The snapshot is copied
-    under this machine's key, so the check runs on any machine without a CUDA device."""
+    """A default-preset build over the newest committed snapshot, on its machine, reads every point
+    (sweeps, profiles, Brax, ceilings) and measures and writes nothing. Whatever machine runs the
+    suite poses as the snapshot's (its recorded identity: cores, cache, CPU), so the check is the
+    same on every host without a CUDA device."""
     from studylib import book
-    from studylib.harness import roofline, store, sweep
+    from studylib.harness import provenance, roofline, store, sweep
     from studylib.harness.provenance import machine_key
+    from tests.snapshot_cases import SNAPSHOT, identity_of
 
     if book.presets.cuda_ok()[0]:
         pytest.skip("a CUDA device adds cuda points the CPU snapshot does not have")
+    monkeypatch.setattr(provenance, "machine_identity", lambda: identity_of(SNAPSHOT))
+    assert machine_key() == SNAPSHOT  # the folder's name is its recorded identity's key
     folder = tmp_path / machine_key()
-    shutil.copytree(SNAPSHOT, folder)
+    shutil.copytree(ROOT / "data" / SNAPSHOT, folder)
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
 
     def no_measuring(*args, **kwargs):
@@ -88,3 +89,25 @@ def test_committed_data_resumes_without_measuring(tmp_path, monkeypatch):
     findings = book.findings(preset="default", data_dir=tmp_path)
     assert {"F.1", "F.2", "F.3", "F.4"} <= set(findings["finding"]) and (findings["verdict"] != "not measured").all()
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before  # nothing written, no lock taken
+
+
+@pytest.mark.parametrize("key", __import__("tests.snapshot_cases", fromlist=["SNAPSHOTS"]).SNAPSHOTS)
+def test_committed_snapshot_is_current_and_complete_from_another_machine(key, tmp_path, monkeypatch):
+    """Every committed snapshot, read as data by a machine that is not its own (a Zen 4 posed
+    through a fake cpuinfo, whatever runs the suite): ``data check`` finds it current, and the
+    findings of its default preset are all measured, with nothing measured or written here."""
+    from studylib import book
+    from studylib.harness import snapshots, sweep
+    from studylib.harness.provenance import machine_key
+    from tests.cpuinfo_cases import ZEN4
+
+    (tmp_path / "cpuinfo").write_text(ZEN4)
+    monkeypatch.setenv("STUDYLIB_CPUINFO", str(tmp_path / "cpuinfo"))
+    assert machine_key() != key
+    state = snapshots.snapshot(ROOT / "data", key)
+    assert state.current, state.line()
+    monkeypatch.setattr(sweep, "_measure_or_skip", lambda *a, **k: pytest.fail(f"measured {a[1]}"))
+    before = {p.name: p.read_bytes() for p in (ROOT / "data" / key).iterdir()}
+    findings = book.findings(preset="default", data_dir=ROOT / "data", machine=key)
+    assert {"F.1", "F.2", "F.3", "F.4"} <= set(findings["finding"]) and (findings["verdict"] != "not measured").all()
+    assert {p.name: p.read_bytes() for p in (ROOT / "data" / key).iterdir()} == before

@@ -182,7 +182,8 @@ def test_sweep_skips_infeasible_points_saying_why(tmp_path):
     assert "memory" in reasons[("cpp", HUGE_N)]
     if not gpu_name():
         assert "no CUDA device" in reasons[("cuda", 8)]
-    assert len(messages) == len(reasons) and all(m.startswith("skipped ") for m in messages)
+    assert len(messages) == len(reasons) + 1 and all(m.startswith("skipped ") for m in messages[:-1])
+    assert messages[-1] == "s2: 0 rows reused, 1 measured"  # the run's one line on what it reused
     assert len(store.load_skipped("s2", data_dir=tmp_path)) == len(reasons)
 
 
@@ -222,21 +223,25 @@ def test_earlier_formats_are_read_and_resumed(tmp_path):
     ceil = roofline.from_rows(store.read(folder / "r.json")["rows"])
     assert ceil == {"memory_bytes_per_s": 5e10, "fma_flops_per_s": None, "gemm_steps_per_s": {1024: 2e7}}  # physics: no longer a ceiling
 
-    # resuming an earlier file: its rows are found by key, a new item is added in the one format
-    keying = sweep.Keying(dict, sweep.keyed_by("impl", "num_envs", "steps"), str)
+    # resuming an earlier file: its rows are found by key but carry no semantics stamp, so they are
+    # stale and measured again (replaced, not duplicated); the new rows are in the one format
+    keying = sweep.Keying(dict, sweep.keyed_by("impl", "num_envs", "steps"), str, "throughput")
     items = [{"impl": "jax", "num_envs": 16, "steps": k} for k in (1, 2)]
-    measured = []
+    measured, log = [], []
 
     def fake(item):
         measured.append(item)
         return {**item, "total_s": 2.0}
 
-    result = sweep.run("p", items, fake, keying, data_dir=tmp_path, progress=False)
-    assert measured == [items[1]] and [r["total_s"] for r in result.rows] == [1.0, 2.0]
+    assert store.load("p", data_dir=tmp_path).empty  # a stale row is not loaded as a measurement
+    result = sweep.run("p", items, fake, keying, data_dir=tmp_path, progress=False, log=log.append)
+    assert measured == items and [r["total_s"] for r in result.rows] == [2.0, 2.0]
+    assert result.reused == 0 and result.stale == ["measured before rows recorded their semantics"]
+    assert log == ["p: 0 rows reused, 2 measured (1 stale: measured before rows recorded their semantics)"]
     on_disk = json.loads((folder / "p.json").read_text())
     assert on_disk["format"] == store.FORMAT and len(on_disk["rows"]) == 2 and len(on_disk["runs"]) == 2
-    # rows of an earlier file (no run_id) keep that file's provenance
-    assert store.load("p", data_dir=tmp_path)["commit"].tolist() == ["abc", on_disk["runs"][1]["provenance"]["commit"]]
+    assert {r["semantics"] for r in on_disk["rows"]} == {"throughput/1"}
+    assert store.load("p", data_dir=tmp_path)["commit"].tolist() == [on_disk["runs"][1]["provenance"]["commit"]] * 2
     with pytest.raises(store.DataDirError, match="not a studylib data file"):
         (folder / "x.json").write_text('{"format": "other/1"}')
         store.read(folder / "x.json")

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
+from pathlib import Path  # noqa: F401
 
 import pytest
 
 from studylib.book import machines, presets
 from studylib.harness import provenance, store, sweep
 
-ROOT = Path(__file__).resolve().parent.parent
-SNAPSHOT = "intel-xeon_2c_nogpu"  # the complete default-preset snapshot
+from tests.snapshot_cases import ROOT, SNAPSHOT  # the complete default-preset snapshot
+
 TWIN = "twin-machine_2c_nogpu"  # a copy of the committed snapshot under another key
 
 

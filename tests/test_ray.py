@@ -105,7 +105,7 @@ def test_measure_through_ray_leaves_nothing_for_the_book(cluster, tmp_path, caps
 
 # ---- a worker killed in the middle of a point ------------------------------------------------------
 
-KEYING = Keying(lambda item: {"i": item["i"]}, keyed_by("i"), lambda item: f"item {item['i']}")
+KEYING = Keying(lambda item: {"i": item["i"]}, keyed_by("i"), lambda item: f"item {item['i']}", "calibration")
 
 
 def _sleepy(item: dict) -> dict:
@@ -210,7 +210,7 @@ def test_cluster_without_the_slot_is_one_line(tmp_path):
 def test_rows_keep_the_provenance_of_the_node_that_measured_them(tmp_path):
     here = provenance.machine_info()
     other_commit = {**here, "commit": "0" * 40}
-    f = store.DataFile(tmp_path, "p", keyed_by("i"))
+    f = store.DataFile(tmp_path, "p", keyed_by("i"), kind="calibration")
     with f.locked({"points": 3}):
         f.add_row((0,), {"i": 0})  # this process
         f.add_row((1,), {"i": 1}, info=other_commit)  # a node of this machine kind at another commit
@@ -221,7 +221,7 @@ def test_rows_keep_the_provenance_of_the_node_that_measured_them(tmp_path):
     commit_of = {r["run_id"]: r["provenance"]["commit"] for r in doc["runs"]}
     assert len(doc["runs"]) == 2 and [commit_of[r["run_id"]] for r in doc["rows"]] == [here["commit"], "0" * 40,
                                                                                         here["commit"]]
-    elsewhere = store.DataFile(tmp_path, "p", keyed_by("i"), machine="elsewhere_1c_nogpu")
+    elsewhere = store.DataFile(tmp_path, "p", keyed_by("i"), kind="calibration", machine="elsewhere_1c_nogpu")
     with elsewhere.locked({"points": 1}):
         elsewhere.add_row((0,), {"i": 0}, info={**here, "machine_key": "elsewhere_1c_nogpu"})
     assert json.loads((tmp_path / "elsewhere_1c_nogpu" / "machine.json").read_text())["machine_key"] == "elsewhere_1c_nogpu"

@@ -52,7 +52,8 @@ BORDERLINE = ("a verdict that leaving out any one N changes, that moving every r
               f"put jax's CPU-bound share {SINGLE_RUN_SHARE_MARGIN:g} points apart)")
 
 MEDIAN, LARGEST, ONE_VALUE = "median over N", "largest over N", "one value"
-SUMMARIES = (MEDIAN, LARGEST, ONE_VALUE)
+ONE_N = "one N only"  # a median or largest over N that found one N: one point, no spread to show
+SUMMARIES = (MEDIAN, LARGEST, ONE_VALUE, ONE_N)
 
 
 @dataclass(frozen=True)
@@ -271,8 +272,11 @@ def judge(rule: str, paper, values, *, summary: str = MEDIAN, low=None, high=Non
                 noise = f"±{margin:g}" + (" points" if r.unit.strip() == "%" else "×")
                 why.append(f"{_fmt(other_value, r.unit)}, within the {noise} a single run can move: {other}")
                 break
-    return Judgement(level, summarize(s, summary if summary != ONE_VALUE else MEDIAN), float(s.min()), float(s.max()),
-                     summary, len(s), failing, "; ".join(why), tuple(unstable))
+    value = summarize(s, summary if summary != ONE_VALUE else MEDIAN)
+    if summary != ONE_VALUE and len(s) == 1:
+        summary = ONE_N
+    return Judgement(level, value, float(s.min()), float(s.max()), summary, len(s), failing, "; ".join(why),
+                     tuple(unstable))
 
 
 def _fmt(v, unit) -> str:

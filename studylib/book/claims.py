@@ -31,7 +31,7 @@ F.4 (§4.2): "The speedup from kernel fusion is independent of how many parallel
 
 from __future__ import annotations
 
-import json
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -39,29 +39,19 @@ import pandas as pd
 
 from .. import costs
 from ..implspec import spec
-from .analysis import (LARGEST, MEDIAN, NOT_MEASURED, NOT_REPRODUCED, ONE_VALUE, PARTLY, REPRODUCED, RULES, VERDICTS,
-                       SINGLE_RUN_SHARE_MARGIN, SIZE_FACTOR, Judgement, at_knobs, best_rates_by_n, fusion_speedups,
+from .analysis import (LARGEST, MEDIAN, NOT_MEASURED, NOT_REPRODUCED, ONE_N, ONE_VALUE, PARTLY, REPRODUCED, RULES,
+                       VERDICTS, SINGLE_RUN_SHARE_MARGIN, SIZE_FACTOR, Judgement, at_knobs, best_rates_by_n, fusion_speedups,
                        judge, k_speedup, k_speedup_spread, rates_by_n, ratio_by_n, seconds_per_call, spread, trend,
                        trend_direction)
 from .format import fmt_bytes, fmt_time, fmt_x, pow2_label
 from .paper import PAPER
 from .plans import (complexity_data, fusion_data, fusion_impl, overheads_data, profile_data, roofline_data,
                     vectorization_data)
-from .presets import ChapterParams
+from .presets import ChapterParams, machine_facts
 
 COLUMNS = ["finding", "key", "rule", "quantity", "paper", "paper source", "ours", "summary", "over N", "verdict",
            "borderline", "reason", "paper_value", "ours_value", "ours_low", "ours_high"]
 SMALL_N = 2**13  # the paper's F.2 comparisons are over N <= 2^13
-
-
-def machine_facts(P: ChapterParams) -> dict:
-    """cores, gpu and cpu of the machine whose data ``P`` reads (its snapshot's provenance, or here)."""
-    if P.machine is not None:
-        path = P.data_dir / P.machine / "machine.json"
-        return json.loads(path.read_text()) if path.exists() else {}
-    from ..harness.provenance import machine_info
-
-    return machine_info()
 
 
 def _paper_text(pv) -> str:
@@ -137,6 +127,10 @@ def row(finding, rule, quantity, paper_key, ours, reason, *, ours_text=None, pap
     unit = "%" if pv.unit == "%" else "x"
     if ours_text is None:
         ours_text = _value_text(j.value, unit)
+    if j.summary == ONE_N:  # a summary over N of one N is one point: the quantity must not say "median over N"
+        n = pow2_label(_as_n(ours).index[0])
+        quantity = re.sub(r",? (median|largest) over N( ≤ [^,;)]+)?", f" at N = {n} only (one point: no spread over N)",
+                          quantity)
     if j.failing_n:
         reason = _failing_text(j, ours, unit) + (f"; {reason}" if reason else "")
     elif j.verdict in (PARTLY, NOT_REPRODUCED):  # the rule's band that decided, then why in this machine's numbers
@@ -151,6 +145,10 @@ def row(finding, rule, quantity, paper_key, ours, reason, *, ours_text=None, pap
             numbers.setdefault("at_n", int(per_n.idxmax()))
     return Finding(finding, paper_key, quantity, rule, float(value), paper_text or _paper_text(pv), pv.where, j,
                    "" if j.verdict == REPRODUCED else reason, ours_text, unit, numbers)
+
+
+def _as_n(ours) -> pd.Series:
+    return ours.dropna() if isinstance(ours, pd.Series) else pd.Series(dtype=float)
 
 
 def _per_env_step(df, impl, n=None, steps=None) -> float:

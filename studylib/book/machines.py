@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..harness import store
+from ..harness import identity, store
 from ..harness.provenance import machine_key
+from ..harness.semantics import staleness
 from ..harness.sweep import READ_ONLY, session
 from .chapters import CHAPTERS, findings
 from .claims import verdict_text
@@ -25,31 +26,57 @@ from .paper import PAPER
 from .presets import PRESETS, machine_info_of
 PRESET_ORDER = ("paper", "default", "tiny")  # largest first: a tie goes to the larger preset
 DIFFERS, SAME, ONE_MACHINE = "differs", "same", "one machine only"  # verdicts_by_machine's ``differs``
-PROVENANCE_COLUMNS = ["machine", "this build", "cpu", "cores", "gpu", "os", "python", "torch", "jax", "cupy", "commits",
-                      "measured", "points", "folder"]
+PROVENANCE_COLUMNS = ["machine", "this build", "cpu", "vendor", "family/model", "isa", "cores", "llc", "gpu",
+                      "fma ceiling", "memory ceiling", "os", "python", "torch", "jax", "cupy", "commits", "measured",
+                      "points", "stale", "identity", "folder"]
+
+
+def _ceilings(folder: Path) -> dict:
+    """The roofline's ceilings a folder holds (current rows only; None where it has none)."""
+    from ..harness import roofline
+
+    path = folder / "beyond_roofline.json"
+    rows = [r for r in store.read(path)["rows"] if not staleness(r, "ceiling")] if path.is_file() else []
+    return roofline.from_rows(rows)
 
 
 def provenance(folders: dict) -> pd.DataFrame:
-    """One row per machine folder: its hardware and software (``machine.json``, the latest run),
-    the commits and dates of every run that measured its files, and how many points it holds."""
+    """One row per machine folder: its hardware identity (``machine.json``, the latest run: vendor,
+    family/model/stepping, ISA, cores, last-level cache, GPU), its measured ceilings, its software,
+    the commits and dates of every run that measured its files, how many points it holds and how
+    many of them are stale for today's code (``harness.semantics``: not shown by the chapters), and
+    whether its identity is whole (a folder named before it may merge different hardware)."""
     rows = []
     for key, folder in folders.items():
         info = machine_info_of(folder)
-        runs, points = [], 0
+        runs, points, stale = [], 0, 0
         for path in sorted(folder.glob("*.json")):
             if path.name == "machine.json":
                 continue
             doc = store.read(path)
             runs += [r.get("provenance") or {} for r in doc["runs"]]
             points += len(doc["rows"])
+            stale += sum(bool(staleness(r)) for r in doc["rows"])
         commits = dict.fromkeys(f"{r['commit'][:10]}{' + local changes' if r.get('dirty') else ''}"
                                 for r in runs if r.get("commit"))
         dates = sorted(r["date"][:10] for r in runs if r.get("date"))
         packages = info.get("packages", {})
-        rows.append([key, key == machine_key(), info.get("cpu_model"), info.get("cores"), info.get("gpu") or "none",
+        whole = identity.is_complete(info)
+        family = (f"{info['cpu_family']}/{info['cpu_model_number']} (stepping {info.get('cpu_stepping')})"
+                  + (f", {info['cpu_microarchitecture']}" if info.get("cpu_microarchitecture") else "")
+                  if whole else "not recorded")
+        ceil = _ceilings(folder)
+        rows.append([key, key == machine_key(), info.get("cpu_model"), info.get("cpu_vendor") or "not recorded", family,
+                     info.get("isa") or "not recorded", info.get("cores"),
+                     f"{info['llc_bytes'] / 2**20:.0f} MiB" if info.get("llc_bytes") else "unknown",
+                     info.get("gpu") or "none",
+                     f"{ceil['fma_flops_per_s'] / 1e9:.0f} GFLOP/s" if ceil["fma_flops_per_s"] else "not measured",
+                     f"{ceil['memory_bytes_per_s'] / 1e9:.1f} GB/s" if ceil["memory_bytes_per_s"] else "not measured",
                      info.get("os"), info.get("python"), packages.get("torch"), packages.get("jax"),
                      packages.get("cupy"), ", ".join(commits) or "unknown",
-                     f"{dates[0]} to {dates[-1]}" if dates else "unknown", points, str(folder)])
+                     f"{dates[0]} to {dates[-1]}" if dates else "unknown", points, stale,
+                     "whole" if whole and identity.key(info) == key else
+                     "incomplete: the folder may merge different hardware", str(folder)])
     return pd.DataFrame(rows, columns=PROVENANCE_COLUMNS)
 
 

@@ -40,13 +40,12 @@ def model_calibration(P: ChapterParams) -> tuple[list, list]:
 
 def host_facts(P: ChapterParams, calibration_rows) -> tuple[float, int]:
     """(clock in Hz, cores) of the machine whose calibration P reads."""
-    from ..harness.provenance import cpu_cores
-    from .presets import machine_info_of
+    from .presets import machine_facts
 
     hz = next((r["value"] for r in calibration_rows if r.get("quantity") == "host_clock_hz"), None)
     if not hz:
         raise ConfigError("the calibration has no host clock; the paper's machine cannot be scaled from it")
-    cores = machine_info_of(P.data_dir / P.machine).get("cores") if P.machine else cpu_cores()
+    cores = machine_facts(P).get("cores")
     return float(hz), int(cores or 1)
 
 

@@ -46,10 +46,13 @@ def machine_note(chapter_uses_fusion: bool = True):
 
 
 def measured_by(folder: Path, names) -> dict[str, dict]:
-    """Who measured the saved rows of the data files ``names`` in machine folder ``folder``:
-    commit (10 characters in backticks, "+ local changes" when dirty) -> {"rows": count, "dates": sorted dates,
-    "files": names}, from each row's run and that run's ``provenance.commit``."""
+    """Who measured the current rows (stale ones left out: ``harness.semantics``) of the data files
+    ``names`` in machine folder ``folder``: commit (10 characters in backticks, "+ local changes"
+    when dirty) -> {"rows": count, "dates": sorted dates, "files": names}, from each row's run and
+    that run's ``provenance.commit``."""
     import json
+
+    from ..harness.semantics import staleness
 
     found: dict[str, dict] = {}
     for name in names:
@@ -59,6 +62,8 @@ def measured_by(folder: Path, names) -> dict[str, dict]:
         data = json.loads(path.read_text())
         runs = {r.get("run_id"): r.get("provenance", {}) for r in data.get("runs", [])}
         for row in data.get("rows", []):
+            if staleness(row):
+                continue
             prov = runs.get(row.get("run_id"), {})
             commit = f"`{(prov.get('commit') or 'unknown')[:10]}`" + (" + local changes" if prov.get("dirty") else "")
             entry = found.setdefault(commit, {"rows": 0, "dates": set(), "files": set()})
@@ -72,10 +77,15 @@ def measured_by(folder: Path, names) -> dict[str, dict]:
 def provenance_sentence(chapter: str, data_dir: Path, machine: str | None = None) -> str:
     """Which commit measured this page's data, beside the commit building it."""
     from ..harness.provenance import machine_info, machine_key
+    from ..harness.store import is_local_copy, machine_folder
 
     info = machine_info()
     built = f"`{(info.get('commit') or 'unknown')[:10]}`" + (" + local changes" if info.get("dirty") else "")
-    folder = Path(data_dir) / (machine or machine_key())
+    key = machine or machine_key()
+    folder = machine_folder(data_dir, key)
+    where = (f" The committed snapshot `{key}/` is left as committed: this page shows its local copy "
+             f"`{folder}` (not tracked by git), where the points measured over it are saved."
+             if is_local_copy(folder) else "")
     from .chapters import CHAPTERS
 
     names = CHAPTERS[chapter].files if chapter in CHAPTERS else ()
@@ -83,17 +93,33 @@ def provenance_sentence(chapter: str, data_dir: Path, machine: str | None = None
     files = ", ".join(f"`{n}.json`" for n in names)
     if not found:
         return (f"Data: none saved yet in {files}: this build (commit {built}) measures it." if not machine else
-                f"Data: no saved rows in {files} of machine {machine}.")
+                f"Data: no saved rows in {files} of machine {machine}.") + where
     parts = [f"{c} ({e['rows']} point{'s' if e['rows'] != 1 else ''}, {', '.join(e['dates']) or 'undated'})"
              for c, e in sorted(found.items(), key=lambda kv: -kv[1]["rows"])]
-    tail = "" if machine else " Points not saved there are measured by this build."
-    return (f"Data measured by commit{'s' if len(parts) > 1 else ''} {'; '.join(parts)} (saved in {files}); page built by commit {built}.{tail}")
+    tail = "" if machine else " Points not saved there, or saved by code of other semantics, are measured by this build."
+    return (f"Data measured by commit{'s' if len(parts) > 1 else ''} {'; '.join(parts)} (saved in {files}); "
+            f"page built by commit {built}.{tail}{where}")
 
 
 def params_note(P: ChapterParams):
     return md(f":::{{admonition}} Parameters of this run\n:class: tip\n{P.describe()}\n\n"
               f"{provenance_sentence(P.chapter, P.data_dir, P.machine)}\n\n"
               f"Rerun with other values: see [Reproducing](methodology.md#rerun-one-chapter-with-new-parameters).\n:::\n")
+
+
+def reuse_sentence(*frames) -> str:
+    """How this build got the frames' rows: read as saved, or measured now (and why a saved row was
+    not reused: measured by code of other semantics, ``harness.semantics``); "" without the counts."""
+    if not frames or not all("reused" in df.attrs for df in frames):
+        return ""
+    reused = sum(df.attrs["reused"] for df in frames)
+    new = sum(df.attrs.get("measured", 0) for df in frames)
+    stale = [why for df in frames for why in df.attrs.get("stale", [])]
+    text = f"This build read {reused} of them as saved and measured {new}"
+    if stale:
+        text += (f"; {len(stale)} saved row{'s were' if len(stale) != 1 else ' was'} not reused, being stale "
+                 f"({'; '.join(dict.fromkeys(stale))})")
+    return text + "."
 
 
 SHORT_REGION = 0.5  # a timed region shorter than this fraction of min_seconds: calibration was disturbed
@@ -116,6 +142,9 @@ def coverage_note(*frames) -> str:
         return f"{i} N = {pow2_label(n)} K = {k}" + (f" S = {s}" if s > 1 else "") + (f" C = {c}" if c > 1 else "")
 
     text = [f"{points(measured)} measured."]
+    reuse = reuse_sentence(*frames)
+    if reuse:
+        text.append(reuse)
     if dropped:
         text.append(f"{points(len(dropped))} above this preset's work cap (N·K·S·C per call), not measured "
                     f"(e.g. {', '.join(point(*d) for d in dropped[:3])}).")

@@ -95,18 +95,13 @@ ASSUMED_LLC_BYTES = 32 * 2**20  # where neither sysfs nor the snapshot's provena
 
 
 def last_level_cache(P: ChapterParams) -> tuple[int, bool]:
-    """(bytes, measured) of the last-level cache of the machine whose data the chapter shows: read
-    from sysfs here, from the snapshot's provenance for another machine; ``ASSUMED_LLC_BYTES``
-    (measured False) where neither says."""
-    from ..harness.provenance import last_level_cache_bytes
+    """(bytes, measured) of the last-level cache of the machine whose data the chapter shows: this
+    machine's identity (sysfs) here, the snapshot's provenance for another machine; part of the
+    machine's key, so one folder's plans ask for the same points; ``ASSUMED_LLC_BYTES`` (measured
+    False) where neither says."""
+    from .presets import machine_facts
 
-    if P.machine is None:
-        size = last_level_cache_bytes()
-    else:
-        import json
-
-        info = P.data_dir / P.machine / "machine.json"
-        size = json.loads(info.read_text()).get("llc_bytes") if info.exists() else None
+    size = machine_facts(P).get("llc_bytes")
     return (int(size), True) if size else (ASSUMED_LLC_BYTES, False)
 
 
@@ -184,7 +179,7 @@ def roofline_data(P: ChapterParams) -> dict:
     from ..harness import roofline
 
     items = roofline.ceiling_items(set(P.num_envs) | set(P.peer_num_envs) if isinstance(P, BeyondParams) else ())
-    keying = Keying(dict, keyed_by(*roofline.CEILING_KEYS), lambda i: f"ceiling {i}")
+    keying = Keying(dict, keyed_by(*roofline.CEILING_KEYS), lambda i: f"ceiling {i}", "ceiling")
     result = run("beyond_roofline", items, roofline.measure_ceiling, keying, data_dir=P.data_dir, progress=False,
                  log=_quiet, machine=P.machine)
     return roofline.from_rows(result.rows)
@@ -220,15 +215,18 @@ def profile_data(P: ChapterParams) -> pd.DataFrame:
     n = P.profile_num_envs
     points = [MeasurePoint(EnvSettings(impl, n), k, "mlp") for impl in P.impls if impl in F2_IMPLS
               for k in P.profile_steps if n * k <= P.cap_for(impl, cap)]
-    keying = Keying(lambda p: {k: p.flat()[k] for k in PROFILE_KEYS}, keyed_by(*PROFILE_KEYS), MeasurePoint.describe)
+    keying = Keying(lambda p: {k: p.flat()[k] for k in PROFILE_KEYS}, keyed_by(*PROFILE_KEYS), MeasurePoint.describe,
+                    "profile")
     result = run("fig56_profile", points, _profile_row, keying, data_dir=P.data_dir, progress=False, log=_quiet,
                  machine=P.machine)
     df = pd.DataFrame(result.rows)
     return df.sort_values(["impl", "steps"]).reset_index(drop=True) if len(df) else df
 
 
-ATARI_KEYING = Keying(lambda p: p.columns(), keyed_by("game", "impl", "num_envs", "policy"), lambda p: p.describe())
-BREAKDOWN_KEYING = Keying(lambda p: p.columns(), keyed_by("game", "loop", "num_envs"), lambda p: p.describe())
+ATARI_KEYING = Keying(lambda p: p.columns(), keyed_by("game", "impl", "num_envs", "policy"), lambda p: p.describe(),
+                      "atari")
+BREAKDOWN_KEYING = Keying(lambda p: p.columns(), keyed_by("game", "loop", "num_envs"), lambda p: p.describe(),
+                          "atari-breakdown")
 
 
 def atari_points(P: ChapterParams) -> list:
@@ -254,7 +252,8 @@ def atari_sweep(name: str, points, data_dir, machine=None, measure_one=None, key
     finally:
         atari.close_open_env()
     df = pd.DataFrame(result.rows)
-    df.attrs.update(skipped=result.skipped, path=result.path, measured=result.measured, dropped=[])
+    df.attrs.update(skipped=result.skipped, path=result.path, measured=result.measured, dropped=[],
+                    reused=result.reused, stale=result.stale)
     return df
 
 

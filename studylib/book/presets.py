@@ -198,11 +198,14 @@ def machine_folders(data_dir=None) -> dict[str, Path]:
     """Every machine's folder (key -> path) in the data folder (``resolve_data_dir``) and in the
     repository's ``data/`` (the committed snapshots), the data folder's first where both have one:
     the machines a chapter can plot and the "Across machines" page shows."""
+    from ..harness.store import LOCAL, machine_folder
+
     found = {}
     for root in dict.fromkeys((resolve_data_dir(data_dir), repo_root() / "data")):
-        for folder in sorted(root.glob("*/")) if root.is_dir() else ():
-            if folder.name not in found and (folder / "machine.json").is_file():
-                found[folder.name] = folder
+        for name in sorted(p.name for p in root.glob("*/") if p.name != LOCAL) if root.is_dir() else ():
+            folder = machine_folder(root, name)
+            if name not in found and (folder / "machine.json").is_file():
+                found[name] = folder
     return found
 
 
@@ -211,6 +214,20 @@ def machine_info_of(folder: Path) -> dict:
     import json
 
     return json.loads((Path(folder) / "machine.json").read_text())
+
+
+def machine_facts(P: ChapterParams) -> dict:
+    """The hardware of the machine whose data ``P`` reads: its snapshot's ``machine.json`` (the
+    local copy where a build measured over a committed one), or this machine's identity
+    (``provenance.machine_identity``: cores, cache, GPU, CPU)."""
+    if P.machine is not None:
+        from ..harness.store import machine_folder
+
+        path = machine_folder(P.data_dir, P.machine) / "machine.json"
+        return machine_info_of(path.parent) if path.exists() else {}
+    from ..harness.provenance import machine_identity
+
+    return machine_identity()
 
 
 

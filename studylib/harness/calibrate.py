@@ -191,7 +191,7 @@ def measure_item(item: dict) -> dict:
     return {**item, "value": value, "date": now_utc()}
 
 
-KEYING = Keying(dict, keyed_by("quantity", "impl", "policy"), lambda i: f"calibration {i}")
+KEYING = Keying(dict, keyed_by("quantity", "impl", "policy"), lambda i: f"calibration {i}", "calibration")
 
 
 def calibration_rows(data_dir, machine=None) -> list[dict]:
@@ -204,6 +204,6 @@ def ceiling_rows(data_dir, machine=None) -> list[dict]:
     """The FMA peak and stream bandwidth rows (``beyond_roofline.json``, shared with the roofline)."""
     from . import roofline
 
-    keying = Keying(dict, keyed_by(*roofline.CEILING_KEYS), lambda i: f"ceiling {i}")
+    keying = Keying(dict, keyed_by(*roofline.CEILING_KEYS), lambda i: f"ceiling {i}", "ceiling")
     return run("beyond_roofline", roofline.ceiling_items(), roofline.measure_ceiling, keying, data_dir=data_dir,
                progress=False, log=lambda m: None, machine=machine).rows

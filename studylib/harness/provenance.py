@@ -3,7 +3,10 @@
 ``machine_info()`` is written into every data file the harness produces (``harness.store``);
 ``machine_key()`` names the per-machine folder under ``data/`` so that results taken on several
 machines can be merged by copying folders side by side. The key depends on the hardware only
-(CPU model, core count, GPU), not on the hostname, so two identical cloud instances share a key.
+(``harness.identity``: vendor, family/model, ISA level, cores, last-level cache, GPU), not on the
+hostname, so two identical cloud instances share a key and two different CPUs behind one generic
+name do not. ``$STUDYLIB_CPUINFO`` names a file read instead of ``/proc/cpuinfo`` (a host
+without one, or a test posing as another machine).
 """
 
 from __future__ import annotations
@@ -17,20 +20,35 @@ from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 
+from .identity import cpu_identity, key
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("numpy", "torch", "jax", "jaxlib", "gymnasium", "cupy")
 
 
+def cpuinfo_path() -> str:
+    return os.environ.get("STUDYLIB_CPUINFO") or "/proc/cpuinfo"
+
+
+@lru_cache(maxsize=8)
+def _cpu_identity(path: str) -> dict:
+    try:
+        text = Path(path).read_text()
+    except OSError:
+        text = ""
+    return cpu_identity(text, fallback_name=platform.processor() or platform.machine() or "unknown-cpu")
+
+
 def cpu_model() -> str:
     """The CPU's marketing name from /proc/cpuinfo (Linux), else ``platform.processor()``."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown-cpu"
+    return _cpu_identity(cpuinfo_path())["cpu_model"]
+
+
+def machine_identity() -> dict:
+    """This machine's hardware identity (``identity.IDENTITY_FIELDS``): what its folder key is
+    made of, and what the book's plans read of the machine (its cores, its cache)."""
+    return {**_cpu_identity(cpuinfo_path()), "cores": cpu_cores(), "llc_bytes": last_level_cache_bytes(),
+            "gpu": gpu_name()}
 
 
 def cpu_cores() -> int:
@@ -129,16 +147,14 @@ def now_utc() -> str:
 def machine_info() -> dict:
     """Provenance of a measurement: hardware, OS, Python, package versions, code version, date.
 
-    Keys: cpu_model, cores, llc_bytes (last-level cache, None if unknown), gpu (name or None), os,
-    python, packages {numpy, torch, jax, jaxlib, gymnasium, cupy}, commit, dirty, date (UTC, ISO
-    8601), machine_key, torch_threads.
+    Keys: the identity (``identity.IDENTITY_FIELDS``: cpu_vendor, cpu_model (the marketing name),
+    cpu_family, cpu_model_number, cpu_stepping, cpu_microarchitecture, isa, cores, llc_bytes
+    (last-level cache, None if unknown), gpu (name or None)), os, python, packages {numpy, torch,
+    jax, jaxlib, gymnasium, cupy}, commit, dirty, date (UTC, ISO 8601), machine_key, torch_threads.
     """
     commit, dirty = git_state()
     info = {
-        "cpu_model": cpu_model(),
-        "cores": cpu_cores(),
-        "llc_bytes": last_level_cache_bytes(),
-        "gpu": gpu_name(),
+        **machine_identity(),
         "os": platform.platform(),
         "python": platform.python_version(),
         "packages": dict(package_versions()),
@@ -156,18 +172,7 @@ def machine_info() -> dict:
     return info
 
 
-def _slug(text: str) -> str:
-    text = text.lower()
-    text = re.sub(r"\((r|tm|c)\)", "", text)
-    text = re.sub(r"\b(cpu|processor|with|radeon graphics)\b", " ", text)
-    text = re.sub(r"@.*$", "", text)  # "@ 2.20GHz": the model already says it
-    text = re.sub(r"[^a-z0-9]+", "-", text).strip("-")
-    return text or "unknown"
-
-
 def machine_key(info: dict | None = None) -> str:
-    """Stable, filesystem-safe, hostname-independent key: ``<cpu-model>_<cores>c_<gpu or nogpu>``."""
-    if info is None:
-        info = {"cpu_model": cpu_model(), "cores": cpu_cores(), "gpu": gpu_name()}
-    gpu = _slug(info["gpu"]) if info.get("gpu") else "nogpu"
-    return f"{_slug(info['cpu_model'])}_{info['cores']}c_{gpu}"
+    """Stable, filesystem-safe, hostname-independent folder key of ``info`` (a machine.json; None:
+    this machine): ``identity.key``, e.g. ``amd-epyc-zen3-f25m1_avx2_2c_llc32m_nogpu``."""
+    return key(machine_identity() if info is None else info)

@@ -136,8 +136,9 @@ class RayEngine:
 
     def run(self, name, items, measure_one, keying: Keying, *, data_dir, progress, log) -> Result:
         """``sweep.run`` on the cluster: the pending items as tasks, each result saved as it comes."""
-        files = {m: DataFile(data_dir, name, keying.row_key, machine=m) for m in self.machines}
+        files = {m: DataFile(data_dir, name, keying.row_key, kind=keying.kind, machine=m) for m in self.machines}
         keys = [keying.row_key(keying.columns(it)) for it in items]
+        stale = [why for key in dict.fromkeys(keys) for f in files.values() if key in f.stale for why in [f.stale[key]]]
         pending = {}
         for item, key in zip(items, keys):
             if key not in pending and not any(key in f.rows for f in files.values()):
@@ -171,7 +172,8 @@ class RayEngine:
                             bar.update(1)
                             continue
                         machine = info["machine_key"]
-                        f = files.setdefault(machine, DataFile(data_dir, name, keying.row_key, machine=machine))
+                        f = files.setdefault(machine, DataFile(data_dir, name, keying.row_key, kind=keying.kind,
+                                                               machine=machine))
                         if machine not in locked:  # a node of a kind that joined the cluster since
                             locks.enter_context(f.locked(parameters))
                             locked.add(machine)
@@ -187,7 +189,11 @@ class RayEngine:
                 for ref in refs:  # an error or Ctrl-C: what is saved stays, the rest is not measured
                     ray.cancel(ref, force=True)
                 bar.close()
-        return self._result(files, items, keys, measured, lost)
+        result = self._result(files, items, keys, measured, lost)
+        result.stale = stale
+        if measured or stale:
+            log(result.reuse_line(name))
+        return result
 
     def _check_slots_left(self, refs, lost, pending, log) -> None:
         """Waiting with no measuring slot left in the cluster would hang: give the points up."""
@@ -211,7 +217,7 @@ class RayEngine:
                 skipped += [f.skipped[key] for f in files.values() if key in f.skipped][:1]
         first = next(iter(files.values()))
         return Result(rows=rows, skipped=skipped, path=str(first.path), machines=machines, measured=measured,
-                      lost=lost)
+                      lost=lost, reused=len({k for k in keys if any(k in f.rows for f in files.values())}) - measured)
 
 
 @contextlib.contextmanager

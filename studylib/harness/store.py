@@ -21,6 +21,16 @@ row's ``run_id`` names the machine and code that measured it.
 
 Files written before this format (``studylib-profile/1``, ``studylib-brax/1``,
 ``studylib-roofline/1``) are read transparently and rewritten in it when next changed.
+
+**Stale rows.** A ``DataFile`` holds rows of one kind (``harness.semantics``); a saved row counts
+(``rows``) only when its stamp is today's for that kind, and the others are listed in ``stale``
+with the reason: a run measures their points again, replacing them.
+
+**Committed snapshots are not rewritten.** Where git tracks a machine's folder (a snapshot
+committed with the study), the first change to it copies the folder to ``<data_dir>/.local/<key>/``
+(ignored by git) and writes there; from then on that machine's files are read from the copy
+(``machine_folder``), so a build never leaves a checkout dirty, and the pages say which folder
+they show. Delete ``.local/<key>`` to go back to the committed snapshot.
 """
 
 from __future__ import annotations
@@ -29,15 +39,20 @@ import contextlib
 import json
 import os
 import re
+import shutil
+import subprocess
 import sys
 import tempfile
 import uuid
+from functools import lru_cache
 from pathlib import Path
 
 from ..errors import ConfigError, StudyError
 from .provenance import machine_info, machine_key, now_utc
+from .semantics import FIELD, stamp, staleness
 
 FORMAT = "studylib-sweep/1"
+LOCAL = ".local"  # <data_dir>/.local/<key>/: this machine's rows measured over its committed snapshot
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
@@ -49,6 +64,53 @@ def check_name(name) -> str:
     if not isinstance(name, str) or not _NAME_RE.match(name) or name.endswith(".json"):
         raise ConfigError(f"sweep name must be letters, digits, '.', '_' or '-' (no path), got {name!r}")
     return name
+
+
+@lru_cache(maxsize=64)
+def is_tracked(folder: Path) -> bool:
+    """Whether git tracks any file of ``folder`` (a committed snapshot); False without git."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return False
+    try:
+        r = subprocess.run(["git", "-C", str(folder), "ls-files", "--", "."], capture_output=True, text=True,
+                           timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return r.returncode == 0 and bool(r.stdout.strip())
+
+
+def machine_folder(data_dir, machine: str) -> Path:
+    """The folder ``machine``'s files are read from under ``data_dir``: its local copy
+    (``<data_dir>/.local/<machine>``) where a build has measured over a committed snapshot, else
+    ``<data_dir>/<machine>``."""
+    local = Path(data_dir) / LOCAL / machine
+    return local if (local / "machine.json").is_file() else Path(data_dir) / machine
+
+
+def is_local_copy(folder: Path) -> bool:
+    """Whether ``folder`` is a local copy of a committed snapshot (``machine_folder``)."""
+    return Path(folder).parent.name == LOCAL
+
+
+def _local_copy(committed: Path) -> Path:
+    """Copy the committed folder's data files to its local folder (once; atomically, so that a
+    second writer finds the copy whole) and return the local folder."""
+    local = committed.parent / LOCAL / committed.name
+    if (local / "machine.json").is_file():
+        return local
+    local.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=local.parent, prefix=f".{committed.name}.", suffix=".tmp"))
+    try:
+        for path in committed.glob("*.json"):
+            shutil.copy2(path, tmp / path.name)
+        os.chmod(tmp, 0o777 & ~_umask())
+        os.rename(tmp, local)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not (local / "machine.json").is_file():
+            raise
+    return local
 
 
 def _umask() -> int:
@@ -109,25 +171,38 @@ def read(path: Path) -> dict:
 
 class DataFile:
     """The file ``name`` of one machine (``machine``: its key; None: this machine) under
-    ``data_dir``, its rows and skipped items by key.
+    ``data_dir``, holding rows of ``kind`` (``harness.semantics``): its current rows and skipped
+    items by key, and its stale rows' keys with the reason (``stale``).
 
     Reading needs no lock and writes nothing. Changes happen inside ``with f.locked(parameters):``
     (``add_row``, ``add_skipped``), each written to disk at once."""
 
-    def __init__(self, data_dir, name: str, row_key, machine: str | None = None):
+    def __init__(self, data_dir, name: str, row_key, *, kind: str, machine: str | None = None):
         self.name = check_name(name)
-        self.folder = Path(data_dir) / (check_name(machine) if machine is not None else machine_key())
-        self.path = self.folder / f"{self.name}.json"
+        self.stamp = stamp(kind)
+        self.kind = kind
+        self.committed = Path(data_dir) / (check_name(machine) if machine is not None else machine_key())
         self.row_key = row_key
         self._parameters = None  # set while locked: the parameters of the runs it records
         self._runs = {}  # provenance (less the date) -> run id, of the runs recorded while locked
         self._here = None  # this process's machine_info(), computed once per locked session
+        self._locate(machine_folder(data_dir, self.committed.name))
         self.reload()
+
+    def _locate(self, folder: Path) -> None:
+        self.folder = folder
+        self.path = folder / f"{self.name}.json"
 
     def reload(self) -> None:
         self.doc = read(self.path) if self.path.exists() else None
         doc = self.doc or {"rows": [], "skipped": []}
-        self.rows = {self.row_key(r): r for r in doc["rows"]}
+        self.rows, self.stale = {}, {}
+        for r in doc["rows"]:
+            why = staleness(r, self.kind)
+            if why:
+                self.stale[self.row_key(r)] = why
+            else:
+                self.rows[self.row_key(r)] = r
         self.skipped = {self.row_key(s): s for s in doc.get("skipped", [])}
 
     def _ensure_writable(self) -> None:
@@ -144,6 +219,8 @@ class DataFile:
         under the lock (another process may have added to it); ``parameters`` describe the run."""
         import fcntl
 
+        if self.folder == self.committed and is_tracked(self.committed):  # never rewrite a committed snapshot
+            self._locate(_local_copy(self.committed))
         self._ensure_writable()
         lock_path = self.folder / f".{self.name}.lock"
         try:
@@ -190,11 +267,12 @@ class DataFile:
     def add_row(self, key, row: dict, info: dict | None = None) -> dict:
         """Save ``row`` under ``key`` (a saved row of the same key is replaced, never duplicated);
         ``info``: the measuring machine's provenance (None: here)."""
-        row = {**row, "run_id": self._change(info)}
+        row = {**row, FIELD: self.stamp, "run_id": self._change(info)}
         self.doc["rows"] = [r for r in self.doc["rows"] if self.row_key(r) != key] + [row]
         self.doc["skipped"] = [s for s in self.doc["skipped"] if self.row_key(s) != key]
         self.rows[key] = row
         self.skipped.pop(key, None)
+        self.stale.pop(key, None)
         atomic_write_json(self.path, self.doc)
         return row
 
@@ -208,15 +286,15 @@ class DataFile:
 
 def _paths(name, data_dir, machine) -> list[Path]:
     root = Path(data_dir)
-    if machine is not None:
-        return [p for p in [root / machine / f"{check_name(name)}.json"] if p.exists()]
-    return sorted(root.glob(f"*/{check_name(name)}.json"))
+    machines = [machine] if machine is not None else sorted(p.name for p in root.glob("*/") if p.name != LOCAL)
+    paths = [machine_folder(root, m) / f"{check_name(name)}.json" for m in machines]
+    return [p for p in paths if p.exists()]
 
 
 def load(name, *, data_dir="data", machine=None):
-    """All rows of ``name`` (every machine folder under ``data_dir``, or just ``machine``), with
-    columns ``machine`` (the folder), ``commit`` and ``dirty`` (of the run that measured the row).
-    Raises ConfigError when no machine has this file."""
+    """The current rows of ``name`` (every machine folder under ``data_dir``, or just ``machine``;
+    stale rows, ``harness.semantics``, left out), with columns ``machine`` (the folder), ``commit``
+    and ``dirty`` (of the run that measured the row). Raises ConfigError when no machine has this file."""
     import pandas as pd
 
     paths = _paths(name, data_dir, machine)
@@ -228,7 +306,8 @@ def load(name, *, data_dir="data", machine=None):
         doc = read(path)
         runs = {r.get("run_id"): r.get("provenance", {}) for r in doc["runs"]}
         frames.append(pd.DataFrame([{**r, "machine": path.parent.name, "commit": runs.get(r.get("run_id"), {}).get("commit"),
-                                     "dirty": runs.get(r.get("run_id"), {}).get("dirty")} for r in doc["rows"]]))
+                                     "dirty": runs.get(r.get("run_id"), {}).get("dirty")} for r in doc["rows"]
+                                    if not staleness(r)]))
     return pd.concat(frames, ignore_index=True)
 
 

@@ -30,6 +30,7 @@ from ..errors import ConfigError, DeviceUnavailableError, InsufficientMemoryErro
 from ..settings import MeasurePoint, point_key
 from .measure import measure
 from .provenance import machine_key
+from .semantics import stamp
 from .store import DataFile
 
 GRID_KEYS = ("impl", "num_envs", "steps", "state_factor", "compute_factor", "policy", "device")
@@ -40,14 +41,19 @@ SKIP_ERRORS = (InsufficientMemoryError, DeviceUnavailableError, ConfigError)
 @dataclass(frozen=True)
 class Keying:
     """How a data file names its items: ``columns(item)`` are the item's identifying values (saved
-    with a skipped item), ``row_key(row)`` the key of a saved row or of those columns."""
+    with a skipped item), ``row_key(row)`` the key of a saved row or of those columns; ``kind``:
+    what its rows measure (``harness.semantics``), which decides whether a saved row is reused."""
 
     columns: Callable[[object], dict]
     row_key: Callable[[dict], tuple]
     describe: Callable[[object], str]
+    kind: str
+
+    def __post_init__(self):
+        stamp(self.kind)  # an unknown kind fails where the keying is made, naming the known ones
 
 
-POINTS = Keying(MeasurePoint.flat, point_key, MeasurePoint.describe)
+POINTS = Keying(MeasurePoint.flat, point_key, MeasurePoint.describe, "throughput")
 
 
 def keyed_by(*names: str) -> Callable[[dict], tuple]:
@@ -87,6 +93,16 @@ class Result:
     machines: list  # the machine folder of each row
     measured: int = 0  # rows added by this call
     lost: list = field(default_factory=list)  # items whose worker or node died (Ray): the next run measures them
+    reused: int = 0  # rows read from the file as saved (measured by code of today's semantics)
+    stale: list = field(default_factory=list)  # why each stale row asked for was not reused (re-measured, or left out of a read)
+
+    def reuse_line(self, name: str) -> str:
+        """One line: how many rows were reused and how many measured, and why any were re-measured."""
+        text = f"{name}: {self.reused} row{'s' if self.reused != 1 else ''} reused, {self.measured} measured"
+        if self.stale:
+            reasons = "; ".join(dict.fromkeys(self.stale))
+            text += f" ({len(self.stale)} stale: {reasons})"
+        return text
 
 
 @dataclass(frozen=True)
@@ -165,8 +181,10 @@ def run_parameters(items, keying: Keying) -> dict:
 
 
 def _run_here(name, items, measure_one, keying: Keying, *, data_dir, progress, log) -> Result:
-    f = DataFile(data_dir, name, keying.row_key)
+    f = DataFile(data_dir, name, keying.row_key, kind=keying.kind)
     keys = [keying.row_key(keying.columns(it)) for it in items]
+    reused = sum(k in f.rows for k in dict.fromkeys(keys))
+    stale = [f.stale[k] for k in dict.fromkeys(keys) if k in f.stale]
     measured = 0
     if any(k not in f.rows for k in keys):
         bar = progress_bar(len(items), name, progress)
@@ -180,19 +198,30 @@ def _run_here(name, items, measure_one, keying: Keying, *, data_dir, progress, l
         finally:
             bar.close()
     rows = [f.rows[k] for k in keys if k in f.rows]
-    return Result(rows=rows, skipped=[f.skipped[k] for k in keys if k not in f.rows and k in f.skipped],
-                  path=str(f.path), machines=[f.folder.name] * len(rows), measured=measured)
+    result = Result(rows=rows, skipped=[f.skipped[k] for k in keys if k not in f.rows and k in f.skipped],
+                    path=str(f.path), machines=[f.folder.name] * len(rows), measured=measured, reused=reused,
+                    stale=stale)
+    if measured or stale:
+        log(result.reuse_line(name))
+    return result
 
 
 def read_saved(name, items, keying: Keying, *, data_dir, machine) -> Result:
     """The saved rows of ``items`` in ``machine``'s file, measuring nothing; the items it lacks
-    are listed as skipped, "not measured on <machine>"."""
-    f = DataFile(data_dir, name, keying.row_key, machine=machine)
+    are listed as skipped, "not measured on <machine>" (or "stale on <machine>: why", for a row
+    measured by code of other semantics)."""
+    f = DataFile(data_dir, name, keying.row_key, kind=keying.kind, machine=machine)
     keys = [keying.row_key(keying.columns(it)) for it in items]
     rows = [f.rows[k] for k in keys if k in f.rows]
-    skipped = [f.skipped.get(k) or {**keying.columns(it), "reason": f"not measured on {machine}", "error": "NotMeasured"}
-               for it, k in zip(items, keys) if k not in f.rows]
-    return Result(rows=rows, skipped=skipped, path=str(f.path), machines=[machine] * len(rows))
+
+    def missing(it, k):
+        if k in f.stale:
+            return {**keying.columns(it), "reason": f"stale on {machine}: {f.stale[k]}", "error": "Stale"}
+        return f.skipped.get(k) or {**keying.columns(it), "reason": f"not measured on {machine}", "error": "NotMeasured"}
+
+    skipped = [missing(it, k) for it, k in zip(items, keys) if k not in f.rows]
+    return Result(rows=rows, skipped=skipped, path=str(f.path), machines=[machine] * len(rows), reused=len(rows),
+                  stale=[f.stale[k] for k in dict.fromkeys(keys) if k in f.stale])
 
 
 def _measure_or_skip(f: DataFile, item, key, measure_one, keying: Keying, log) -> int:
@@ -217,12 +246,14 @@ def sweep(name: str, points, *, data_dir="data", progress=True, log=None, machin
     """Measure the MeasurePoints ``points`` into ``<data_dir>/<machine_key>/<name>.json`` (or read
     ``machine``'s); return a DataFrame of their rows (column ``machine``: the folder of each;
     ``df.attrs["skipped"]``: the points that could not run, with reasons; ``df.attrs["path"]``:
-    the file; ``df.attrs["measured"]``: rows added now; ``df.attrs["lost"]``: points whose Ray
-    worker died, left for the next run)."""
+    the file; ``df.attrs["measured"]``: rows added now; ``df.attrs["reused"]``: rows read as
+    saved; ``df.attrs["stale"]``: why each stale row asked for was not reused; ``df.attrs["lost"]``:
+    points whose Ray worker died, left for the next run)."""
     import pandas as pd
 
     result = run(name, points, measure, POINTS, data_dir=data_dir, progress=progress, log=log, machine=machine)
     df = pd.DataFrame(result.rows)
     df["machine"] = result.machines
-    df.attrs.update(skipped=result.skipped, path=result.path, measured=result.measured, lost=result.lost)
+    df.attrs.update(skipped=result.skipped, path=result.path, measured=result.measured, lost=result.lost,
+                    reused=result.reused, stale=result.stale)
     return df

@@ -47,7 +47,7 @@ def key_of(row: dict) -> str:
 
 
 def data_file(data_dir) -> DataFile:
-    return DataFile(data_dir, FILE_NAME, key_of)
+    return DataFile(data_dir, FILE_NAME, key_of, kind="training")
 
 
 def path_for(data_dir) -> Path:

@@ -1,0 +1,68 @@
+"""What a saved row means: the version of the code semantics that measured it.
+
+A saved row is reused (a rebuild reads it instead of measuring) only when it was measured by code
+of the same semantics as today's: every row carries a stamp ``"<kind>/<version>"`` and the version
+of its kind is the one below. A row of another version, or one without a stamp, is *stale*: a
+build measures its point again (the row is replaced), a read of another machine's snapshot leaves
+it out ("stale: ..."), and ``python -m studylib data check`` lists it.
+
+Bump a kind's version, with a line in its history, whenever what its rows' numbers mean changes:
+a knob's meaning (the paper's S became 4·S floats a row, not S CartPoles), what is timed, the
+dynamics or the policy inside the timed region, a unit, a ceiling's method (the FMA loop's
+accumulators). A refactor that leaves the numbers' meaning alone does not bump anything: that is
+the point of a version over a hash of the sources, which every comment would invalidate.
+
+Kinds (who measures them):
+    throughput      samples/s of a MeasurePoint (impl, N, K, S, C, policy, device): harness.measure;
+                    the sweeps fig2_cartpole, fig4, fig4_k, fig8, fig9, beyond and ``studylib sweep``
+    profile         the Fig 5/6 time breakdown and call counts: harness.profiler
+    brax            Brax and our CartPole through jax_functional, samples/s and XLA's counts: book.brax
+    ceiling         the roofline's ceilings (FMA peak, stream bandwidth, physics, GEMM): harness.roofline
+    calibration     the cost model's per-call and per-operation costs: harness.calibrate
+    atari           Atari frames/s per implementation: harness.atari
+    atari-breakdown the Atari step's phases: harness.atari
+    training        PPO runs to a solve: studylib.train
+
+History:
+    1 (every kind, 2026-11-25): the first stamped rows. Rows saved before carry no stamp and are
+      stale: nothing recorded which S they meant (before and after the paper's S), nor which FMA
+      loop measured a ceiling.
+"""
+
+from __future__ import annotations
+
+VERSIONS = {
+    "throughput": 1,
+    "profile": 1,
+    "brax": 1,
+    "ceiling": 1,
+    "calibration": 1,
+    "atari": 1,
+    "atari-breakdown": 1,
+    "training": 1,
+}
+FIELD = "semantics"  # the row's column holding its stamp
+
+
+def stamp(kind: str) -> str:
+    """The stamp today's code gives a row of ``kind``; KeyError names the kinds for an unknown one."""
+    if kind not in VERSIONS:
+        raise KeyError(f"unknown row kind {kind!r}; kinds: {', '.join(VERSIONS)}")
+    return f"{kind}/{VERSIONS[kind]}"
+
+
+def staleness(row: dict, kind: str | None = None) -> str:
+    """Why ``row`` is stale for today's code ("" when it is current). ``kind``: the kind its file
+    holds (None: the kind its own stamp names, as ``data check`` reads any file)."""
+    found = row.get(FIELD)
+    if not found:
+        return "measured before rows recorded their semantics"
+    row_kind, _, version = str(found).partition("/")
+    kind = kind or row_kind
+    if kind not in VERSIONS:
+        return f"of a kind today's code does not measure ({row_kind!r})"
+    if row_kind != kind:
+        return f"a {row_kind!r} row in a file of {kind!r} rows"
+    if version != str(VERSIONS[kind]):
+        return f"measured by {kind} semantics version {version}, today's is {VERSIONS[kind]}"
+    return ""

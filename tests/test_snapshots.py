@@ -1,0 +1,134 @@
+"""Measurements that stay true: rows reused only when measured by code of today's semantics
+(harness.semantics), committed snapshots never rewritten by a build (harness.store's local copy),
+and ``python -m studylib data check`` (harness.snapshots)."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+
+import pytest
+
+from studylib.harness import identity, provenance, semantics, snapshots, store, sweep
+
+KEYING = sweep.Keying(dict, sweep.keyed_by("i"), lambda item: f"item {item['i']}", "calibration")
+ITEMS = [{"i": 0}, {"i": 1}]
+
+
+def measure(item):
+    return {**item, "value": 10 + item["i"]}
+
+
+def _git(repo, *args):
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout
+
+
+def test_a_row_of_other_semantics_is_measured_again_and_replaced(tmp_path, monkeypatch):
+    log = []
+    first = sweep.run("f", ITEMS, measure, KEYING, data_dir=tmp_path, progress=False, log=log.append)
+    assert first.measured == 2 and first.reused == 0 and log == ["f: 0 rows reused, 2 measured"]
+    again = sweep.run("f", ITEMS, measure, KEYING, data_dir=tmp_path, progress=False, log=log.append)
+    assert again.measured == 0 and again.reused == 2 and len(log) == 1  # nothing measured: nothing logged
+    monkeypatch.setitem(semantics.VERSIONS, "calibration", semantics.VERSIONS["calibration"] + 1)
+    bumped = sweep.run("f", ITEMS, measure, KEYING, data_dir=tmp_path, progress=False, log=log.append)
+    why = f"measured by calibration semantics version 1, today's is {semantics.VERSIONS['calibration']}"
+    assert bumped.measured == 2 and bumped.reused == 0 and bumped.stale == [why, why]
+    assert log[-1] == f"f: 0 rows reused, 2 measured (2 stale: {why})"
+    rows = json.loads((tmp_path / provenance.machine_key() / "f.json").read_text())["rows"]
+    assert [r["semantics"] for r in rows] == [semantics.stamp("calibration")] * 2  # replaced, not duplicated
+
+
+def test_staleness_reasons():
+    assert semantics.staleness({"semantics": semantics.stamp("throughput")}) == ""
+    assert semantics.staleness({}) == "measured before rows recorded their semantics"
+    assert "version 0" in semantics.staleness({"semantics": "throughput/0"})
+    assert "does not measure" in semantics.staleness({"semantics": "warp/1"})
+    assert "in a file of 'profile' rows" in semantics.staleness({"semantics": semantics.stamp("throughput")}, "profile")
+    with pytest.raises(KeyError, match="kinds: throughput"):
+        sweep.Keying(dict, sweep.keyed_by("i"), str, "nonsense")  # refused where it is made
+
+
+def test_another_machines_stale_rows_are_left_out_saying_why(tmp_path):
+    folder = tmp_path / "elsewhere_1c_nogpu"
+    folder.mkdir()
+    doc = {"format": store.FORMAT, "sweep": "f", "machine": folder.name, "runs": [], "skipped": [],
+           "rows": [{"i": 0, "value": 1.0, "semantics": semantics.stamp("calibration")}, {"i": 1, "value": 2.0}]}
+    (folder / "f.json").write_text(json.dumps(doc))
+    result = sweep.run("f", ITEMS, measure, KEYING, data_dir=tmp_path, progress=False, machine=folder.name)
+    assert [r["i"] for r in result.rows] == [0] and result.measured == 0
+    assert result.skipped == [{"i": 1, "reason": "stale on elsewhere_1c_nogpu: measured before rows recorded their "
+                                               "semantics", "error": "Stale"}]
+    assert store.load("f", data_dir=tmp_path)["i"].tolist() == [0]
+
+
+@pytest.fixture
+def repo_with_snapshot(tmp_path):
+    """A git repository whose data/<this machine>/ holds a committed snapshot of one current row."""
+    repo = tmp_path / "repo"
+    data = repo / "data"
+    sweep.run("f", ITEMS[:1], measure, KEYING, data_dir=data, progress=False, log=lambda m: None)
+    (repo / ".gitignore").write_text("data/.local/\ndata/**/.*.lock\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "snapshot")
+    store.is_tracked.cache_clear()
+    return repo
+
+
+def test_a_build_over_a_committed_snapshot_writes_beside_it(repo_with_snapshot):
+    from studylib.book.notes import provenance_sentence
+
+    repo, data = repo_with_snapshot, repo_with_snapshot / "data"
+    committed = data / provenance.machine_key()
+    before = {p.name: p.read_bytes() for p in committed.iterdir() if not p.name.startswith(".")}
+    result = sweep.run("f", ITEMS, measure, KEYING, data_dir=data, progress=False, log=lambda m: None)
+    assert result.measured == 1 and result.reused == 1
+    assert {p.name: p.read_bytes() for p in committed.iterdir() if not p.name.startswith(".")} == before
+    assert _git(repo, "status", "--porcelain") == ""  # the checkout stays clean
+    local = data / store.LOCAL / provenance.machine_key()
+    assert store.machine_folder(data, provenance.machine_key()) == local
+    assert [r["i"] for r in json.loads((local / "f.json").read_text())["rows"]] == [0, 1]
+    assert sweep.run("f", ITEMS, measure, KEYING, data_dir=data, progress=False).measured == 0  # read from the copy
+    assert store.load("f", data_dir=data)["i"].tolist() == [0, 1]
+    assert f"local copy `{local}`" in provenance_sentence("vectorization", data)  # the page says which it shows
+
+
+def test_a_build_that_measures_nothing_copies_nothing(repo_with_snapshot):
+    data = repo_with_snapshot / "data"
+    assert sweep.run("f", ITEMS[:1], measure, KEYING, data_dir=data, progress=False).measured == 0
+    assert not (data / store.LOCAL).exists()
+
+
+def _check(data_dir) -> tuple[int, str]:
+    out = io.StringIO()
+    return snapshots.main(["check", "--data-dir", str(data_dir)], out=out), out.getvalue()
+
+
+def test_data_check_lists_snapshots_and_fails_on_a_stale_one(tmp_path, monkeypatch):
+    sweep.run("f", ITEMS, measure, KEYING, data_dir=tmp_path, progress=False, log=lambda m: None)
+    code, text = _check(tmp_path)
+    key = provenance.machine_key()
+    assert code == 0 and text.startswith(f"{key}: current (not committed); ") and "2 rows" in text
+    assert "1 of 1 snapshot(s) current" in text
+    info = json.loads((tmp_path / key / "machine.json").read_text())
+    assert (info["commit"] or "unknown")[:10] in text and identity.is_complete(info)
+
+    monkeypatch.setitem(semantics.VERSIONS, "calibration", 99)
+    code, text = _check(tmp_path)
+    assert code == 1 and f"{key}: STALE" in text and "2 of 2 rows stale (2: measured by calibration semantics" in text
+
+    old = tmp_path / "amd-epyc_2c_nogpu"  # a folder named before the identity: the name merges hardware
+    old.mkdir()
+    (old / "machine.json").write_text(json.dumps({"cpu_model": "AMD EPYC", "cores": 2, "gpu": None}))
+    monkeypatch.setitem(semantics.VERSIONS, "calibration", 1)
+    code, text = _check(tmp_path)
+    assert code == 1 and "amd-epyc_2c_nogpu: STALE" in text and "identity incomplete" in text
+
+
+def test_data_check_from_the_command_line(tmp_path):
+    from studylib.__main__ import main
+
+    assert main(["data", "check", "--data-dir", str(tmp_path / "absent")]) == 2
+    assert main(["data", "frobnicate"]) == 2
+    assert main(["data", "check", "--data-dir", str(tmp_path)]) == 0  # an empty folder: nothing stale
