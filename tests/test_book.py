@@ -269,7 +269,7 @@ def test_cuda_status_is_one_sentence_without_the_raw_error():
 
 def test_pages_name_the_commit_that_measured_their_data(tmp_path, monkeypatch):
     from studylib.book.notes import measured_by, provenance_sentence
-    from studylib.harness import provenance
+    from studylib.harness import provenance, semantics
 
     monkeypatch.setattr(provenance, "machine_info", lambda: {"commit": "3" * 40, "dirty": False})
     monkeypatch.setattr(provenance, "machine_key", lambda: "this-machine")
@@ -278,7 +278,9 @@ def test_pages_name_the_commit_that_measured_their_data(tmp_path, monkeypatch):
     folder.mkdir()
     runs = [{"run_id": "a", "provenance": {"commit": "1" * 40, "dirty": False, "date": "2026-11-01T00:00:00+00:00"}},
             {"run_id": "b", "provenance": {"commit": "2" * 40, "dirty": True, "date": "2026-11-02T00:00:00+00:00"}}]
-    rows = [{"run_id": "a"}, {"run_id": "a"}, {"run_id": "b"}]
+    current = semantics.stamp("throughput")
+    rows = [{"run_id": "a", "semantics": current}, {"run_id": "a", "semantics": current},
+            {"run_id": "b", "semantics": current}, {"run_id": "b"}]  # the last one stale: not counted
     (folder / "fig8.json").write_text(json.dumps({"runs": runs, "rows": rows}))
     found = measured_by(folder, ["fig8", "absent"])
     assert found["`1111111111`"]["rows"] == 2 and found["`2222222222` + local changes"]["rows"] == 1
