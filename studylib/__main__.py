@@ -374,6 +374,7 @@ def _cmd_atari(args, out) -> int:
     """Atari frames per second (``studylib.harness.atari``): every point is checked (game id, ROM, envpool
     task) before the first measurement, so bad input writes nothing."""
     from .harness import atari
+    from .harness.atari_engines import ENGINES
     from .book.plans import atari_sweep
     from .harness.store import check_name
     from .harness.sweep import session
@@ -384,8 +385,8 @@ def _cmd_atari(args, out) -> int:
     policies = parse_names("--policy", args.policy, atari.POLICIES)
     sizes = parse_ints("--num-envs", args.num_envs)
     repeats, min_seconds = _positive("--repeats", args.repeats), _positive_float("--min-seconds", args.min_seconds)
-    points = [atari.AtariPoint(g, i, n, p, repeats=repeats, min_seconds=min_seconds) for g in games
-              for i in impls for n in ((1,) if i == "gym" else sizes) for p in policies]
+    points = [atari.AtariPoint(g, impl, n, p, repeats=repeats, min_seconds=min_seconds) for g in games
+              for impl in impls for n in (sizes if ENGINES[impl].vectorized else (1,)) for p in policies]
     if not points:
         raise ConfigError("--games names no game")
     data_dir = _data_dir(args)

@@ -19,6 +19,13 @@ from dataclasses import dataclass
 from .errors import ConfigError
 
 FAMILIES = ("python", "kernel", "torch", "xla")  # how a step is executed (see ImplSpec.family)
+# How one call of K steps reaches the hardware, as the cost model prices it (ImplSpec.dispatch):
+#   python-loop  a Python call per environment per step (gymnasium's objects), the policy batched
+#   eager        every framework operation a Python call, one after another (PyTorch eager)
+#   compiled     one call of a compiled program runs all K steps (XLA's lax.scan)
+#   native       one native call: K steps in one kernel for the policies the kernel runs
+#                (fused_policies), else one call per step with the policy between steps
+DISPATCHES = ("python-loop", "eager", "compiled", "native")
 GPU_PROBES = ("torch", "jax", "cupy")  # the framework asked whether a GPU works
 PROFILERS = ("torch", "jax")  # harness.profiler's two ways of counting
 
@@ -44,6 +51,9 @@ class ImplSpec:
     fused_policies: tuple[str, ...] = ()
     samples_in_kernel: bool = False  # ``collect`` samples the policy's actions inside its kernel
     native_arrays: bool = True  # arrays="native" hands out device arrays (False: numpy already)
+    dispatch: str | None = None  # how a call reaches the hardware (DISPATCHES), as harness.costmodel prices
+    # it; None: the cost model does not price it (its calls are counted for no dispatch it knows)
+    max_envs: int | None = None  # the largest N the study measures or projects it at (None: no limit)
 
     def __post_init__(self):
         if not self.name or not isinstance(self.name, str):
@@ -60,6 +70,10 @@ class ImplSpec:
                               f"a CPU-only one none; got {self.gpu_probe!r} for devices {self.devices!r}")
         if self.profiler not in PROFILERS:
             raise ConfigError(f"{self.name}: profiler must be one of {', '.join(PROFILERS)}, got {self.profiler!r}")
+        if self.dispatch is not None and self.dispatch not in DISPATCHES:
+            raise ConfigError(f"{self.name}: dispatch must be one of {', '.join(DISPATCHES)}, got {self.dispatch!r}")
+        if self.max_envs is not None and (not isinstance(self.max_envs, int) or self.max_envs < 1):
+            raise ConfigError(f"{self.name}: max_envs must be a positive integer or None, got {self.max_envs!r}")
 
     @property
     def gpu_only(self) -> bool:
@@ -130,20 +144,21 @@ class _Names(Sequence):
 IMPLEMENTATIONS = _Names()
 
 for _record in (
+    # gym: Python objects, one call per environment-step; past 2^16 environments a point takes minutes
     ImplSpec("gym", ".gym_env:GymCartPole", "python", ("cuda", "cpu"), "torch", label="gym", color="#7f7f7f",
-             order=0, in_paper=True, native_arrays=False),
+             order=0, in_paper=True, native_arrays=False, dispatch="python-loop", max_envs=2**16),
     ImplSpec("cpp", ".cpp_env:CppCartPole", "kernel", ("cpu",), None, label="cpp", color="#d62728", order=1,
-             in_paper=True, native_library="cartpole_cpu", fused_policies=("none",)),
+             in_paper=True, native_library="cartpole_cpu", fused_policies=("none",), dispatch="native"),
     ImplSpec("torch", ".torch_env:TorchCartPole", "torch", ("cuda", "cpu"), "torch", label="torch",
-             color="#ff7f0e", order=2, in_paper=True),
+             color="#ff7f0e", order=2, in_paper=True, dispatch="eager"),
     ImplSpec("jax", ".jax_env:JaxCartPole", "xla", ("cuda", "cpu"), "jax", label="jax", color="#1f77b4", order=3,
-             in_paper=True, profiler="jax"),
+             in_paper=True, profiler="jax", dispatch="compiled"),
     ImplSpec("cuda", ".cuda_env:CudaCartPole", "kernel", ("cuda",), "cupy", label="cuda", color="#2ca02c",
-             order=4, in_paper=True, fused_policies=("none",)),
+             order=4, in_paper=True, fused_policies=("none",), dispatch="native"),
     ImplSpec("torch-compile", ".torch_compile_env:TorchCompileCartPole", "torch", ("cuda", "cpu"), "torch",
              label="torch-compile", color="#9467bd", order=5, in_paper=False),
     ImplSpec("fused", ".fused_env:FusedCartPole", "kernel", ("cuda", "cpu"), "cupy", label="fused",
              color="#8c564b", order=6, in_paper=False, native_library="fused_cpu",
-             fused_policies=("none", "mlp"), samples_in_kernel=True),
+             fused_policies=("none", "mlp"), samples_in_kernel=True, dispatch="native"),
 ):
     register(_record)

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..harness import costmodel
 from ..errors import ConfigError
+from ..harness import costmodel
+from ..implspec import spec
 from .paper import PAPER
 from .presets import ChapterParams
 
@@ -84,10 +85,9 @@ def model_validation(P: ChapterParams, machine: costmodel.Machine) -> pd.DataFra
         for r in df.to_dict("records"):
             if str(r.get("device", "cpu")).startswith("cuda") and machine.gpu is None:
                 continue
-            impl = "cpp" if r["impl"] == "fused" else r["impl"]
-            if impl not in costmodel.FAMILIES:
+            if spec(r["impl"]).dispatch is None:  # its record gives the model nothing to price
                 continue
-            p = costmodel.predict(impl, machine, num_envs=r["num_envs"], steps=r["steps"],
+            p = costmodel.predict(r["impl"], machine, num_envs=r["num_envs"], steps=r["steps"],
                                   state_factor=r["state_factor"], compute_factor=r["compute_factor"], policy=r["policy"])
             out.append({"finding": finding, "impl": r["impl"], "num_envs": int(r["num_envs"]), "steps": int(r["steps"]),
                         "state_factor": int(r["state_factor"]), "compute_factor": int(r["compute_factor"]),
@@ -253,20 +253,28 @@ def paper_agreement(paper: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 PROJECTED = "projection (model), not a measurement"
 
 
+def projected(policy: str) -> list:
+    """The records the projections show: the paper's implementations the model prices, less a
+    GPU-only kernel whose policy would run between its steps (its calls are counted on a GPU only,
+    and none measured them)."""
+    from ..implspec import specs
+
+    return [r for r in specs() if r.in_paper and r.dispatch is not None
+            and not (r.gpu_only and policy not in r.fused_policies)]
+
+
 def projection_table(m: costmodel.Machine, num_envs, steps) -> pd.DataFrame:
     """samples/s and regime of every family on ``m`` (a machine with a GPU that nothing measured),
     with the MLP policy and simulation only, each value labelled as a projection."""
     rows = []
     for policy in ("mlp", "none"):
-        for impl in ("gym", "cpp", "torch", "jax", "cuda"):
-            if impl == "cuda" and policy == "mlp":
-                continue
+        for r in projected(policy):
             for n in num_envs:
                 for k in steps:
-                    if impl == "gym" and n > 2**16:
+                    if r.max_envs is not None and n > r.max_envs:
                         continue
-                    p = _sps(impl, m, n, k, policy)
-                    rows.append({"implementation": impl, "policy": policy, "N": n, "K": k,
+                    p = _sps(r.name, m, n, k, policy)
+                    rows.append({"implementation": r.name, "policy": policy, "N": n, "K": k,
                                  "samples/s": p.samples_per_s, "regime": p.regime, "status": PROJECTED})
     return pd.DataFrame(rows)
 

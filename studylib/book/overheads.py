@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..implspec import spec
 from .paper import PAPER
 
 PARTS = {"python_s": "Python", "backend_s": "backend (C++ dispatch)", "device_s": "device (kernels)"}
@@ -47,7 +48,7 @@ def fig5_parts(prof: pd.DataFrame) -> pd.DataFrame:
     parts["part"] = parts["part"].map(PARTS)
     parts["share"] = parts["seconds"] / parts["total_s"]
     parts["K"] = parts["steps"].astype(str)
-    if not (parts["impl"] == "jax").any():
+    if not parts["impl"].map(lambda i: spec(i).family == "xla").any():  # Fig 5's bar is the XLA implementation's
         return parts
     paper = paper_fig5_shares()
     paper_bar = pd.DataFrame({"impl": "jax", "steps": 0, "total_s": 1.0, "K": "paper K=1", "call": "the paper's (RL-Scope)",

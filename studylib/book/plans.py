@@ -236,9 +236,11 @@ def atari_points(P: ChapterParams) -> list:
     without and with the Nature CNN (the policy varies fastest, so both share one environment)."""
     from ..harness import atari
 
-    sizes = {"gym": (1,), "gym-async": P.async_num_envs, "ale-vector": P.num_envs, "envpool": P.num_envs}
+    def sizes(engine):  # one environment, a process per environment (fewer), or the threaded pool's N
+        return (1,) if not engine.vectorized else P.async_num_envs if engine.process_per_env else P.num_envs
+
     return [atari.AtariPoint(game, impl, n, policy, repeats=P.repeats, min_seconds=P.min_seconds)
-            for game in P.games for impl in atari.IMPLS for n in sizes[impl] for policy in atari.POLICIES]
+            for game in P.games for impl in atari.IMPLS for n in sizes(atari.ENGINES[impl]) for policy in atari.POLICIES]
 
 
 def atari_sweep(name: str, points, data_dir, machine=None, measure_one=None, keying=ATARI_KEYING) -> pd.DataFrame:

@@ -13,6 +13,14 @@ from .analysis import best_rates_by_n, plateau_n, ratio_by_n
 from .format import pow2_label
 from .paper import PAPER
 
+def scalar_baseline() -> str:
+    """F.1's baseline, the paper's "single-core OpenAI implementation" (§3.3): the implementation
+    whose record steps each environment by a Python call (dispatch "python-loop")."""
+    from ..implspec import specs
+
+    return next(r.name for r in specs() if r.dispatch == "python-loop")
+
+
 PLATEAU_FRACTION = 0.9  # the plateau: the smallest N reaching this share of the implementation's best
 
 
@@ -40,16 +48,17 @@ def speedup_over_gym(df: pd.DataFrame) -> pd.DataFrame:
     with the range the repeats allow (``low``, ``high``). Empty without gym. ``attrs["gym_largest_n"]``: the
     largest N gym was measured at (its work cap)."""
     cols = ["num_envs", "impl", "speedup", "low", "high"]
-    if "gym" not in set(df["impl"]):
+    base = scalar_baseline()
+    if base not in set(df["impl"]):
         return pd.DataFrame(columns=cols)
-    gym = best_rates_by_n(df[df["impl"] == "gym"])
+    gym = best_rates_by_n(df[df["impl"] == base])
     frames = []
     for impl in dict.fromkeys(df["impl"]):
-        if impl == "gym":
+        if impl == base:
             continue
         out = ratio_by_n(best_rates_by_n(df[df["impl"] == impl]), gym)
         frames.append(out.rename(columns={"value": "speedup"}).rename_axis("num_envs").reset_index().assign(impl=impl))
     out = pd.concat(frames, ignore_index=True)[cols] if frames else pd.DataFrame(columns=cols)
     out["num_envs"] = out["num_envs"].astype(int)
-    out.attrs["gym_largest_n"] = int(df[df["impl"] == "gym"]["num_envs"].max())
+    out.attrs["gym_largest_n"] = int(df[df["impl"] == base]["num_envs"].max())
     return out

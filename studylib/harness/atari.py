@@ -1,23 +1,17 @@
 """Atari data collection on the CPU: the system of the CuLE slides (Dalton et al., GTC 2018), run
 where no GPU is: ALE emulators with the standard preprocessing, stepped by three vector
-environments, with and without the Nature-CNN policy, inference only.
+environments, with and without the Nature-CNN policy, inference only. This module owns the ROMs,
+the points and their timing (``measure``) and where a step's time goes (``measure_breakdown``);
+the engines themselves (gym, gym-async, ale-vector, envpool: how each is built, what it runs on)
+are the records of studylib/harness/atari_engines.py, and every check of an implementation reads
+its record, never its name.
 
 The slides' terms: slide 23 contrasts the gym loop, "for agent in (0, agents): action.cpu() #
 transfer to CPU ... env.step(action.numpy()) ... observation.cuda() # transfer back GPU", with
 CuLE's "parallel call to all agents"; slide 24 is "FRAMES PER SECOND Breakout, inference only (no
 training)" at 1, 1024, 4096 and 32768 environments.
 
-Implementations (``IMPLS``):
-  gym         one gymnasium ALE environment (``ale_py.env.AtariEnv``, frameskip 1) wrapped by
-              ``AtariPreprocessing`` and ``FrameStackObservation``, stepped from Python: N = 1 only.
-  gym-async   gymnasium's ``AsyncVectorEnv`` over N such environments, one process each: the
-              "traditional" loop of the slides (one emulator per CPU worker, observations
-              copied between processes).
-  ale-vector  ale-py's threaded C++ ``AtariVectorEnv`` (derived from envpool), threads = cores.
-  envpool     envpool's Atari (``<Game>-v5``), threads = cores.
-
-Every one uses the same preprocessing: frameskip 4 with a max over the last two frames, 84x84
-grey, 4 stacked frames, up to 30 no-op resets, no sticky actions, full episodes (no life loss).
+Implementations (``IMPLS``): the engines of ``atari_engines.ENGINES``, in its order.
 
 **Frames are emulator frames**: one agent step of one environment is ``FRAMESKIP`` = 4 frames, as
 CuLE and envpool count them; ``frames_per_s = 4 x agent steps per second``.
@@ -25,7 +19,6 @@ CuLE and envpool count them; ``frames_per_s = 4 x agent steps per second``.
 
 from __future__ import annotations
 
-import os
 import statistics
 import time
 from dataclasses import dataclass
@@ -34,21 +27,10 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError
+from .atari_engines import (ENGINES, FRAMESKIP, IMPLS, NOOP_MAX, SCREEN, STACK, AtariEngine, cores,  # noqa: F401
+                            envpool_task, quiet_ale)
 
-IMPLS = ("gym", "gym-async", "ale-vector", "envpool")
 POLICIES = ("none", "cnn")  # none: uniform random actions; cnn: the Nature CNN's greedy action
-FRAMESKIP = 4  # emulator frames per agent step (frames counted = agent steps x FRAMESKIP)
-SCREEN = 84  # observations are SCREEN x SCREEN grey
-STACK = 4  # frames stacked per observation
-NOOP_MAX = 30
-
-
-def cores() -> int:
-    """The cores this process may run on: the thread count of the threaded vector environments."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - non-Linux
-        return os.cpu_count() or 1
 
 
 # -- the ROMs ---------------------------------------------------------------------------------------
@@ -81,11 +63,6 @@ def rom_path(game: str) -> Path:
     return path
 
 
-def envpool_task(game: str) -> str:
-    """envpool's task id of an ALE game id: "space_invaders" -> "SpaceInvaders-v5"."""
-    return "".join(part.capitalize() for part in game.split("_")) + "-v5"
-
-
 # -- the settings of one measurement ----------------------------------------------------------------
 
 
@@ -108,13 +85,14 @@ class AtariPoint:
             raise ConfigError(f"unknown Atari policy {self.policy!r}; valid: {', '.join(POLICIES)}")
         if isinstance(self.num_envs, bool) or not isinstance(self.num_envs, int) or self.num_envs < 1:
             raise ConfigError(f"num_envs must be a positive integer, got {self.num_envs!r}")
-        if self.impl == "gym" and self.num_envs != 1:
-            raise ConfigError("the single gymnasium environment (impl gym) runs N = 1 only")
+        engine = ENGINES[self.impl]
+        if not engine.vectorized and self.num_envs != 1:
+            raise ConfigError(f"{engine.title} (impl {self.impl}) runs N = 1 only")
         if not (isinstance(self.repeats, int) and self.repeats >= 1 and self.min_seconds > 0):
             raise ConfigError(f"repeats must be >= 1 and min_seconds > 0, got {self.repeats!r}, {self.min_seconds!r}")
         rom_path(self.game)
-        if self.impl == "envpool":
-            _check_envpool_task(self.game)
+        if engine.check_game is not None:
+            engine.check_game(self.game)
 
     def columns(self) -> dict:
         return {"game": self.game, "impl": self.impl, "num_envs": self.num_envs, "policy": self.policy}
@@ -123,115 +101,17 @@ class AtariPoint:
         return f"{self.game} {self.impl} N={self.num_envs} policy={self.policy}"
 
 
-def _check_envpool_task(game: str) -> None:
-    import envpool
-
-    if envpool_task(game) not in envpool.list_all_envs():
-        raise ConfigError(f"envpool has no Atari task {envpool_task(game)!r} for game {game!r}")
-
-
 # -- the environments -------------------------------------------------------------------------------
 
 
-def _single_env(game: str):
-    """One gymnasium ALE environment with the standard preprocessing (module level: picklable for
-    AsyncVectorEnv's worker processes)."""
-    import ale_py.env
-    from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
-
-    env = ale_py.env.AtariEnv(game=game, frameskip=1, repeat_action_probability=0.0, obs_type="rgb")
-    env = AtariPreprocessing(env, noop_max=NOOP_MAX, frame_skip=FRAMESKIP, screen_size=SCREEN, grayscale_obs=True,
-                             terminal_on_life_loss=False, scale_obs=False)
-    return FrameStackObservation(env, stack_size=STACK)
-
-
-class _SingleAsVector:
-    """impl gym: one environment behind the vector interface (N = 1, reset when an episode ends)."""
-
-    def __init__(self, game: str):
-        self.env = _single_env(game)
-        self.num_actions = int(self.env.action_space.n)
-
-    def reset(self, seed):
-        obs, _ = self.env.reset(seed=seed)
-        return np.asarray(obs)[None]
-
-    def step(self, actions):
-        obs, _, terminated, truncated, _ = self.env.step(int(actions[0]))
-        if terminated or truncated:
-            obs, _ = self.env.reset()
-        return np.asarray(obs)[None]
-
-    def close(self):
-        self.env.close()
-
-
-class _Vector:
-    """A gymnasium-style vector environment (gym-async, ale-vector, envpool) as (reset, step)."""
-
-    def __init__(self, env, num_actions: int):
-        self.env, self.num_actions = env, num_actions
-
-    def reset(self, seed):
-        obs, _ = self.env.reset(seed=seed)
-        return obs
-
-    def step(self, actions):
-        return self.env.step(actions)[0]
-
-    def close(self):
-        self.env.close()
-
-
-def quiet_ale() -> None:
-    """ALE prints a banner on stderr with every emulator it loads; only its errors are wanted."""
-    import ale_py
-
-    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
-
-
 def make_env(impl: str, game: str, num_envs: int, seed: int = 0):
-    """``impl``'s environment: ``reset(seed) -> obs`` and ``step(actions) -> obs``, obs a uint8
-    array (N, 4, 84, 84); ``num_actions``; ``close()``."""
+    """``impl``'s environment (``atari_engines``): ``reset(seed) -> obs`` and ``step(actions) -> obs``,
+    obs a uint8 array (N, 4, 84, 84); ``num_actions``; ``close()``."""
     rom_path(game)
     quiet_ale()
-    threads = cores()
-    if impl == "gym":
-        return _SingleAsVector(game)
-    if impl == "gym-async":
-        import functools
-
-        from gymnasium.vector import AsyncVectorEnv
-
-        env = AsyncVectorEnv([functools.partial(_single_env, game)] * num_envs)
-        return _Vector(env, int(env.single_action_space.n))
-    if impl == "ale-vector":
-        import ale_py
-
-        env = ale_py.AtariVectorEnv(game, num_envs, num_threads=threads, img_height=SCREEN, img_width=SCREEN,
-                                    grayscale=True, stack_num=STACK, frameskip=FRAMESKIP, maxpool=True,
-                                    noop_max=NOOP_MAX, repeat_action_probability=0.0, episodic_life=False)
-        return _Vector(env, int(env.single_action_space.n))
-    if impl == "envpool":
-        import envpool
-
-        _check_envpool_task(game)
-        env = envpool.make_gymnasium(envpool_task(game), num_envs=num_envs, num_threads=threads, seed=seed,
-                                     img_height=SCREEN, img_width=SCREEN, gray_scale=True, stack_num=STACK,
-                                     frame_skip=FRAMESKIP, noop_max=NOOP_MAX, repeat_action_probability=0.0,
-                                     episodic_life=False)
-        vec = _Vector(env, int(env.action_space.n))
-        vec.reset = lambda seed: _envpool_reset(env)  # envpool is seeded at creation
-        return vec
-    raise ConfigError(f"unknown Atari implementation {impl!r}; valid: {', '.join(IMPLS)}")
-
-
-def _envpool_reset(env):
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return env.reset()[0]
+    if impl not in ENGINES:
+        raise ConfigError(f"unknown Atari implementation {impl!r}; valid: {', '.join(IMPLS)}")
+    return ENGINES[impl].make(game, num_envs, seed)
 
 
 # -- the policy -------------------------------------------------------------------------------------
@@ -311,6 +191,7 @@ def measure(point: AtariPoint) -> dict:
     import torch
 
     env, setup_s = _OpenEnv.get(point.impl, point.game, point.num_envs, point.seed)
+    engine = ENGINES[point.impl]  # what it reports running on: its record's, not its name's
     rng = np.random.default_rng(point.seed)
     model = nature_cnn(env.num_actions) if point.policy == "cnn" else None
     obs = env.step(rng.integers(0, env.num_actions, point.num_envs))
@@ -336,17 +217,16 @@ def measure(point: AtariPoint) -> dict:
     return {**point.columns(), "frames_per_s": steps_per_s * FRAMESKIP, "agent_steps_per_s": steps_per_s,
             "frames_per_s_min": min(rates) * point.num_envs * FRAMESKIP,
             "frames_per_s_max": max(rates) * point.num_envs * FRAMESKIP, "frameskip": FRAMESKIP,
-            "threads": cores() if point.impl in ("ale-vector", "envpool") else None,
-            "processes": point.num_envs if point.impl == "gym-async" else 1, "torch_threads": torch.get_num_threads(),
-            "setup_s": setup_s, "repeats": point.repeats, "min_seconds": point.min_seconds, "seed": point.seed,
-            "versions": versions()}
+            "threads": engine.threads(), "processes": engine.processes(point.num_envs),
+            "torch_threads": torch.get_num_threads(), "setup_s": setup_s, "repeats": point.repeats,
+            "min_seconds": point.min_seconds, "seed": point.seed, "versions": versions()}
 
 
 def versions() -> dict:
     from importlib import metadata
 
     out = {}
-    for name in ("ale-py", "envpool", "gymnasium", "torch"):
+    for name in (*sorted({need for engine in ENGINES.values() for need in engine.needs}), "torch"):
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:  # pragma: no cover

@@ -50,8 +50,8 @@ from dataclasses import dataclass, field, replace
 
 from .. import costs
 from ..errors import ConfigError
+from ..implspec import DISPATCHES, spec, specs
 
-FAMILIES = ("gym", "cpp", "torch", "jax", "cuda")
 TERMS = ("python", "launch", "compute", "memory")
 INTERMEDIATE_BYTES_PER_KERNEL = 2 * 4  # one float32 per environment read and one written by each kernel
 REGIMES = {"python": "Python-bound", "launch": "launch-bound", "compute": "compute-bound", "memory": "memory-bound"}
@@ -160,16 +160,18 @@ def _combine(fixed, host: dict, device: dict, k: int, overlap: bool) -> tuple[fl
 def predict(impl: str, machine: Machine, *, num_envs: int, steps: int, state_factor: int = 1,
             compute_factor: int = 1, policy: str = "mlp", flops_per_step: float | None = None,
             bytes_per_step: float | None = None) -> Prediction:
-    """The model's time of one ``rollout(K)`` call of ``impl`` (a family in FAMILIES; ``fused`` on
-    the CPU reads as cpp) on ``machine``. ``flops_per_step`` and ``bytes_per_step`` replace
-    CartPole's simulation flops (sin/cos then not counted apart) and state bytes (per
-    environment-step, unfused) for another simulator with CartPole's operation counts."""
-    fused_kernel = impl == "fused"  # the policy inside the kernel: one call of K steps whatever the policy
-    impl = {"fused": "cpp" if machine.gpu is None else "cuda"}.get(impl, impl)
-    if impl not in FAMILIES:
-        raise ConfigError(f"no cost model for {impl!r}; families: {', '.join(FAMILIES)}")
-    if impl == "cuda" and machine.gpu is None:
-        raise ConfigError("cuda needs a machine with a GPU")
+    """The model's time of one ``rollout(K)`` call of implementation ``impl`` on ``machine``,
+    composed from its record (``implspec``): its ``dispatch`` (how a call reaches the hardware),
+    its ``fused_policies`` (the policies one native call runs inside its K steps) and its devices
+    (a GPU where it runs on one and the machine has one). ``flops_per_step`` and
+    ``bytes_per_step`` replace CartPole's simulation flops (sin/cos then not counted apart) and
+    state bytes (per environment-step, unfused) for another simulator with CartPole's operation
+    counts. No implementation is priced by its name: a new record with a dispatch is priced too."""
+    record = spec(impl)
+    if record.dispatch is None:
+        raise ConfigError(f"no cost model for {impl!r}: its record names no dispatch ({', '.join(DISPATCHES)})")
+    if record.gpu_only and machine.gpu is None:
+        raise ConfigError(f"{impl} needs a machine with a GPU")
     n, k, s, c = int(num_envs), int(steps), int(state_factor), int(compute_factor)
     if min(n, k, s, c) < 1:
         raise ConfigError("N, K, S and C must be positive integers")
@@ -185,40 +187,40 @@ def predict(impl: str, machine: Machine, *, num_envs: int, steps: int, state_fac
     ops = lambda what: cnt.get(impl, policy, what)  # noqa: E731
     between = lambda: ops("kernels_per_step") * INTERMEDIATE_BYTES_PER_KERNEL  # noqa: E731
     on_gpu = machine.gpu is not None
+    # where its steps run: the GPU where it runs on one and there is one, else the CPU; a policy run
+    # between steps runs on the framework's device (the GPU where there is one)
+    proc = machine.gpu if on_gpu and "cuda" in record.devices else machine.cpu
 
-    if impl in ("torch", "jax"):  # vectorized on the device, the state to memory every step
-        dev = machine.device
-        compute, memory = _device_work(dev, n, flops, trans, n * (state_bytes + costs.policy_bytes(policy) + between()))
-        if impl == "torch":  # every operation a Python->ATen call; on a CPU its kernel's cost is in it
-            per_op, per_kernel = h.torch_op_s, dev.launch_s
+    if record.dispatch in ("eager", "compiled"):  # vectorized on the device, the state to memory every step
+        compute, memory = _device_work(proc, n, flops, trans, n * (state_bytes + costs.policy_bytes(policy) + between()))
+        if record.dispatch == "eager":  # every operation a Python->framework call; on a CPU its kernel's cost is in it
+            per_op, per_kernel = h.torch_op_s, proc.launch_s
             host = {"python": ops("calls_per_step") * per_op, "launch": ops("kernels_per_step") * per_kernel}
-        else:  # one XLA call per K steps; each kernel of the loop costs a launch (GPU) or XLA's per-kernel cost
-            per_op, per_kernel = h.jax_call_s, (dev.launch_s if dev.is_gpu else h.xla_kernel_s)
+        else:  # one compiled call per K steps; each kernel of the loop costs a launch (GPU) or XLA's per-kernel cost
+            per_op, per_kernel = h.jax_call_s, (proc.launch_s if proc.is_gpu else h.xla_kernel_s)
             host = {"python": 0.0, "launch": ops("kernels_per_step") * per_kernel}
         fixed = {"python": ops("calls_per_call") * per_op, "launch": ops("kernels_per_call") * per_kernel}
         return _prediction(impl, n, k, fixed, host, {"compute": compute, "memory": memory}, on_gpu)
 
-    if impl == "gym":  # C gymnasium steps per environment in Python, the policy batched; no overlap: the
-        # actions come back to the host every step
+    if record.dispatch == "python-loop":  # C Python steps per environment, the policy batched; no overlap:
+        # the actions come back to the host every step
         host = {"python": n * c * h.gym_env_step_s + ops("calls_per_step") * h.torch_op_s,
                 "launch": ops("kernels_per_step") * machine.device.launch_s}
         compute, memory = _device_work(machine.device, n, pol_flops, pol_trans,
                                        n * (costs.policy_bytes(policy) + between())) if policy == "mlp" else (0.0, 0.0)
         return _prediction(impl, n, k, 0.0, host, {"compute": compute, "memory": memory}, False)
 
-    if impl == "cpp" and policy == "mlp" and not fused_kernel:  # one native call per step, the policy between steps
-        sim_c, sim_m = _device_work(machine.cpu, n, sim_flops, sim_trans, n * state_bytes)
+    if policy not in record.fused_policies:  # native: one call per step, the policy between steps
+        sim_c, sim_m = _device_work(proc, n, sim_flops, sim_trans, n * state_bytes)
         pol_c, pol_m = _device_work(machine.device, n, pol_flops, pol_trans, n * (costs.policy_bytes(policy) + between()))
         host = {"python": h.native_call_s + max(0.0, ops("calls_per_step") - 1) * h.torch_op_s,
                 "launch": ops("kernels_per_step") * machine.device.launch_s, "compute": sim_c, "memory": sim_m}
         return _prediction(impl, n, k, 0.0, host, {"compute": pol_c, "memory": pol_m}, False)
 
-    # fused (cpp on the CPU without a policy; cuda on the GPU, the policy inside when "fused"):
-    # one call of K steps, the state to memory once per call.
-    proc = machine.gpu if impl == "cuda" else machine.cpu
+    # native, the policy inside the kernel: one call of K steps, the state to memory once per call
     compute = n * flops / proc.flops_per_s + n * trans * proc.transcendental_s  # per step
     memory = n * state_bytes / proc.bytes_per_s  # per call
-    fixed = {"python": h.torch_op_s, "launch": proc.launch_s} if impl == "cuda" else h.native_call_s
+    fixed = {"python": h.torch_op_s, "launch": proc.launch_s} if proc.is_gpu else h.native_call_s
     device = {"compute": compute, "memory": 0.0} if k * compute >= memory else {"compute": 0.0, "memory": memory / k}
     return _prediction(impl, n, k, fixed, {}, device, False)
 
@@ -320,17 +322,36 @@ class Advice:
         return self.speedup > 1.1  # a gain under 10 % is within the model's own error
 
 
+def representative(dispatch: str, machine: Machine, policy: str) -> str:
+    """The implementation that stands for ``dispatch`` on ``machine``: of the records with that
+    dispatch that run there (a GPU-only one needs the machine's GPU) and, for ``native``, run
+    ``policy`` inside their kernel, one that runs on the GPU where the machine has one, first in
+    the book's order."""
+    on_gpu = machine.gpu is not None
+    found = [r for r in specs() if r.dispatch == dispatch and (on_gpu or not r.gpu_only)
+             and (dispatch != "native" or policy in r.fused_policies)]
+    if not found:
+        raise ConfigError(f"no implementation with dispatch {dispatch!r} runs {policy!r} on {machine.name}")
+    return min(found, key=lambda r: (on_gpu and "cuda" not in r.devices, r.order)).name
+
+
+# The paper's three optimizations, each a dispatch over another (§3–4): vectorization, an ML
+# compiler (K steps per call), and kernel fusion (K steps and the policy in one native kernel).
+OPTIMIZATIONS = (("vectorization", "eager", "python-loop"), ("ML compiler", "compiled", "eager"),
+                 ("fusion", "native", "compiled"))
+
+
 def advise(machine: Machine, *, flops_per_step: float, bytes_per_step: float, num_envs: int, steps: int,
            policy: str = "none") -> list[Advice]:
     """For a simulator of ``flops_per_step`` and ``bytes_per_step`` (per environment-step): GPU or
-    CPU vectorization (eager torch) over a scalar Python loop costing gymnasium's CartPole per
-    environment, an ML compiler (jax, K steps per call) over eager torch, and a fused kernel (cuda
-    on a GPU, cpp on a CPU) over the ML compiler, each at ``num_envs`` and ``steps``."""
+    CPU vectorization (an eager framework) over a scalar Python loop costing gymnasium's CartPole
+    per environment, an ML compiler (K steps per call) over the eager framework, and a fused kernel
+    (on the GPU where there is one) over the ML compiler, each at ``num_envs`` and ``steps``; each
+    dispatch's implementation is ``representative``'s."""
     kw = dict(num_envs=num_envs, steps=steps, policy=policy, flops_per_step=flops_per_step,
               bytes_per_step=bytes_per_step)
-    p = {impl: predict(impl, machine, **kw) for impl in ("gym", "torch", "jax", "fused")}
-    return [Advice("vectorization", p["torch"], p["gym"]), Advice("ML compiler", p["jax"], p["torch"]),
-            Advice("fusion", p["fused"], p["jax"])]
+    p = {d: predict(representative(d, machine, policy), machine, **kw) for d in DISPATCHES}
+    return [Advice(name, p[faster], p[slower]) for name, faster, slower in OPTIMIZATIONS]
 
 
 def log2_error(predicted: float, measured: float) -> float:

@@ -27,9 +27,11 @@ the CPU, so editing a header it includes rebuilds it and a stale build is never 
 The package, by job: ``sources`` (where the kernel sources are, what each includes), ``abi`` (the
 data layouts Python shares with every build, CPU and CUDA: ``RolloutArgs``, ``TrajectoryArgs``,
 ``sample_uniforms``, ``params_array``, ``pack_weights``, each library's C signatures), ``build``
-(compiling, caching and loading), ``backends`` (the calls themselves, on the CPU and through CuPy)
-and ``kernel_host`` (the CUDA kernels executed on the CPU, for the tests). Their public names are
-re-exported here: ``studylib.native.library()``, ``studylib.native.RolloutArgs``, ...
+(compiling, caching and loading), ``backends`` (the calls themselves, on the CPU and through CuPy:
+``make_backend`` and the names of ``backend_base``, what both backends share, ``cpu_backend``,
+ctypes on numpy, and ``cuda_backend``, CuPy on the GPU) and ``kernel_host`` (the CUDA kernels
+executed on the CPU, for the tests). The public names of sources, abi and build are re-exported
+here: ``studylib.native.library()``, ``studylib.native.RolloutArgs``, ...
 """
 
 from .abi import (POLICY_ACTIONS, POLICY_HASH, POLICY_MLP, SAMPLE_SALT, RolloutArgs, TrajectoryArgs, by_value,
