@@ -20,7 +20,7 @@ record, ``studylib.implspec.spec(name)``.
 from __future__ import annotations
 
 from .envs.base import RolloutResult, VectorCartPole
-from .dynamics import CARTPOLE_V1, CartPoleParams
+from .sims.cartpole import CARTPOLE_V1, CartPoleParams
 from .errors import ConfigError, DeviceUnavailableError, InsufficientMemoryError, StudyError
 from .envs.registry import implementation_class, make, make_from
 from .settings import IMPLEMENTATIONS, POLICIES, EnvSettings, MeasurePoint

@@ -1,4 +1,5 @@
-"""The work of one step, counted once from the formulas (studylib.dynamics, studylib.policy).
+"""The work of one step, counted once from the formulas: CartPole's in its record
+(``studylib.sims.cartpole``: its functions are re-exported here), the policy's here (studylib.policy).
 
 The roofline (studylib.harness.roofline) divides this machine's measured ceilings by these
 counts. The counts are of the source's operations, as written: a compiler may fold a few
@@ -33,12 +34,11 @@ Transcendentals (``step_transcendentals``): sin and cos per physics sub-step cou
 
 from __future__ import annotations
 
-from .dynamics import STATE_SIZE
 from .policy import LAYER_SIZES
-
-PHYSICS_FLOPS_PER_SUBSTEP = 5 + 9 + 4 + 8  # sin and cos apart
-PHYSICS_TRANSCENDENTALS_PER_SUBSTEP = 2  # sin, cos
-COUNTER_BYTES = 4 + 4  # int32 elapsed, uint32 episode
+from .sims.cartpole import (COUNTER_BYTES, PHYSICS_FLOPS_PER_SUBSTEP,  # noqa: F401  (CartPole's, re-exported)
+                            PHYSICS_TRANSCENDENTALS_PER_SUBSTEP, STATE_SIZE)
+from .sims.cartpole import physics_flops as _cartpole_flops
+from .sims.cartpole import unfused_bytes as _cartpole_bytes
 MLP_FLOPS = sum(2 * a * b + b for a, b in zip(LAYER_SIZES[:-1], LAYER_SIZES[1:]))  # 9090
 MLP_TANH = sum(LAYER_SIZES[1:-1])  # 128
 MLP_ACTIVATION_BYTES = 2 * 4 * sum(LAYER_SIZES[1:])  # 1040: each layer's float32 output written, read back
@@ -48,7 +48,7 @@ def physics_flops(state_factor: int = 1, compute_factor: int = 1) -> int:
     """Arithmetic flops of one environment step: one CartPole's C sub-steps, sin/cos not counted.
     The state factor S adds memory traffic, no arithmetic (``unfused_bytes``), so it does not
     enter; it is a parameter so that every count takes the same (S, C)."""
-    return PHYSICS_FLOPS_PER_SUBSTEP * compute_factor
+    return _cartpole_flops(compute_factor)
 
 
 def step_flops(state_factor: int = 1, compute_factor: int = 1, policy: str = "none") -> int:
@@ -58,12 +58,22 @@ def step_flops(state_factor: int = 1, compute_factor: int = 1, policy: str = "no
 
 def unfused_bytes(state_factor: int = 1) -> int:
     """Bytes one environment step moves to and from memory when the state is not kept in cache."""
-    return 2 * (4 * STATE_SIZE * state_factor + COUNTER_BYTES)
+    return _cartpole_bytes(state_factor)
 
 
 def arithmetic_intensity(state_factor: int = 1, compute_factor: int = 1, policy: str = "none") -> float:
     """Flops per byte of memory traffic of an unfused step: falls as 1/S (paper §4.2's S)."""
     return step_flops(state_factor, compute_factor, policy) / unfused_bytes(state_factor)
+
+
+def policy_flops(policy: str = "none") -> int:
+    """Flops of one step's inference (the MLP's forward pass; none without a policy)."""
+    return MLP_FLOPS if policy == "mlp" else 0
+
+
+def policy_transcendentals(policy: str = "none") -> int:
+    """The MLP's tanh of one step's inference."""
+    return MLP_TANH if policy == "mlp" else 0
 
 
 def policy_bytes(policy: str = "none") -> int:

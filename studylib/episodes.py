@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .dynamics import CARTPOLE_V1, STATE_SIZE, CartPoleParams, carry, integrate, is_terminated
+from .sims.cartpole import CARTPOLE_V1, STATE_SIZE, CartPoleParams, carry, integrate, is_terminated
 
 _MIX_MULTIPLIERS = (0x7FEB352D, 0x846CA68B)
 _KEY_MULTIPLIERS = (0x9E3779B1, 0x85EBCA77, 0xC2B2AE3D, 0x27D4EB2F)

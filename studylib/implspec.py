@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .errors import ConfigError
+from .records import Records
 
 FAMILIES = ("python", "kernel", "torch", "xla")  # how a step is executed (see ImplSpec.family)
 # How one call of K steps reaches the hardware, as the cost model prices it (ImplSpec.dispatch):
@@ -54,6 +55,7 @@ class ImplSpec:
     dispatch: str | None = None  # how a call reaches the hardware (DISPATCHES), as harness.costmodel prices
     # it; None: the cost model does not price it (its calls are counted for no dispatch it knows)
     max_envs: int | None = None  # the largest N the study measures or projects it at (None: no limit)
+    sims: tuple[str, ...] = ("cartpole",)  # the simulators (studylib.sims) it implements
 
     def __post_init__(self):
         if not self.name or not isinstance(self.name, str):
@@ -84,28 +86,14 @@ class ImplSpec:
         return self.devices == ("cpu",)
 
 
-_SPECS: dict[str, ImplSpec] = {}
-
-
-def register(record: ImplSpec) -> ImplSpec:
-    """Add an implementation (its name must be new); it joins ``IMPLEMENTATIONS`` at once."""
-    if record.name in _SPECS:
-        raise ConfigError(f"implementation {record.name!r} is already registered")
-    _SPECS[record.name] = record
-    return record
-
-
-def unregister(name: str) -> None:
-    """Remove an implementation added with ``register`` (tests register toys and remove them)."""
-    _SPECS.pop(name)
+_SPECS = Records("implementation")
+register = _SPECS.register  # add an implementation (its name must be new); it joins IMPLEMENTATIONS at once
+unregister = _SPECS.unregister
 
 
 def spec(name: str) -> ImplSpec:
     """The record of implementation ``name`` (ConfigError for an unknown name)."""
-    try:
-        return _SPECS[name]
-    except KeyError:
-        raise ConfigError(f"unknown implementation {name!r}; valid: {', '.join(_SPECS)}") from None
+    return _SPECS.get_record(name)
 
 
 def specs() -> list[ImplSpec]:

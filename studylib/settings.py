@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 
-from .dynamics import CARTPOLE_V1, CartPoleParams
+from . import sims
 from .errors import ConfigError
 from .implspec import IMPLEMENTATIONS, spec
 
@@ -66,6 +66,16 @@ def check_impl(impl, *, peers: bool = False) -> str:
     raise ConfigError(f"unknown implementation {impl!r}; valid: {valid}" + (f" (peers: {', '.join(PEERS)})" if peers else ""))
 
 
+def check_sim(name, impl: str) -> str:
+    """A registered simulator (studylib.sims) that ``impl`` implements (a peer: CartPole only)."""
+    record = sims.sim(name)
+    implemented = spec(impl).sims if impl in IMPLEMENTATIONS else (sims.DEFAULT,)
+    if record.name not in implemented:
+        raise ConfigError(f"{impl!r} does not implement simulator {record.name!r}; it implements "
+                          f"{', '.join(implemented)}")
+    return record.name
+
+
 def check_device(device) -> str | None:
     """None, 'cpu' or 'cuda' ('cuda:0' and 'gpu' are read as 'cuda')."""
     if device in ("gpu", "cuda:0"):
@@ -104,8 +114,9 @@ class EnvSettings:
     seed: int = 0  # episode 0 of every env draws its reset state from this
     device: str | None = None  # None: the implementation's default ('cuda' where it can and one exists)
     policy_seed: int = 0  # the MLP's weights (policy.mlp_weights)
-    params: CartPoleParams = field(default=CARTPOLE_V1)  # CartPole-v1's constants
+    params: object = None  # the simulator's constants (its record's params_type); None: its reference ones
     arrays: str = "numpy"  # one of ARRAYS: what reset/step/final_obs/restart return and take
+    sim: str = sims.DEFAULT  # the simulator (studylib.sims): its record says what it is and takes
 
     def __post_init__(self):
         fix = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 (frozen)
@@ -116,10 +127,15 @@ class EnvSettings:
         fix("seed", check_seed(self.seed))
         fix("device", check_device(self.device))
         fix("policy_seed", check_seed(self.policy_seed, "policy_seed"))
-        if not isinstance(self.params, CartPoleParams):
-            raise ConfigError(f"params must be a CartPoleParams, got {type(self.params).__name__}")
-        fix("params", replace(self.params, max_episode_steps=positive_int("max_episode_steps",
-                                                                           self.params.max_episode_steps)))
+        fix("sim", check_sim(self.sim, self.impl))
+        record = sims.sim(self.sim)
+        for knob in sims.KNOBS:
+            if knob not in record.knobs and getattr(self, knob) != 1:
+                raise ConfigError(f"simulator {record.name!r} takes no {knob} (its knobs: {', '.join(record.knobs)})")
+        params = record.default_params if self.params is None else self.params
+        if not isinstance(params, record.params_type):
+            raise ConfigError(f"params must be a {record.params_type.__name__}, got {type(params).__name__}")
+        fix("params", replace(params, max_episode_steps=positive_int("max_episode_steps", params.max_episode_steps)))
         fix("arrays", check_arrays(self.arrays, self.impl))
         if self.impl in PEERS and (self.state_factor != 1 or self.compute_factor != 1 or self.device == "cuda"):
             raise ConfigError(f"peer {self.impl!r} is measured as it ships: S=1, C=1, on the CPU")
@@ -157,10 +173,10 @@ class MeasurePoint:
 
     @classmethod
     def of(cls, impl, num_envs, steps, *, state_factor=1, compute_factor=1, policy="mlp", device=None,
-           seed=0, repeats=5, min_seconds=0.2) -> "MeasurePoint":
+           seed=0, repeats=5, min_seconds=0.2, sim=sims.DEFAULT) -> "MeasurePoint":
         """A point from flat values (the columns of a data file's row)."""
         env = EnvSettings(impl, num_envs, state_factor=state_factor, compute_factor=compute_factor,
-                          seed=seed, device=device)
+                          seed=seed, device=device, sim=sim)
         return cls(env, steps, policy=policy, repeats=repeats, min_seconds=min_seconds)
 
     def flat(self) -> dict:
@@ -169,7 +185,7 @@ class MeasurePoint:
         return {"impl": e.impl, "num_envs": e.num_envs, "steps": self.steps, "state_factor": e.state_factor,
                 "compute_factor": e.compute_factor, "policy": self.policy, "device": e.device,
                 "repeats": self.repeats, "min_seconds": self.min_seconds, "seed": e.seed,
-                "state_layout": STATE_LAYOUT}
+                "state_layout": STATE_LAYOUT, "sim": e.sim}
 
     def key(self) -> tuple:
         """Identity of a measured point: a resumed sweep skips a point whose key is saved."""
@@ -177,7 +193,8 @@ class MeasurePoint:
 
     def describe(self) -> str:
         e = self.env
-        return (f"{e.impl} N={e.num_envs} K={self.steps} S={e.state_factor} C={e.compute_factor} "
+        return ((f"{e.sim} " if e.sim != sims.DEFAULT else "")
+                + f"{e.impl} N={e.num_envs} K={self.steps} S={e.state_factor} C={e.compute_factor} "
                 f"policy={self.policy} device={e.device or 'default'}")
 
 
@@ -188,13 +205,16 @@ POINT_KEYS = ("impl", "num_envs", "steps", "state_factor", "compute_factor", "po
 def point_key(row: dict) -> tuple:
     """The key of a saved row (its ``device_requested`` is the device that was asked for). With
     S > 1 the key ends with the row's ``state_layout`` (``STATE_LAYOUT``; None in rows measured
-    before it), so a row of an earlier meaning of S never stands for a point of today's."""
+    before it), so a row of an earlier meaning of S never stands for a point of today's; a row of
+    another simulator than CartPole ends with its ``sim``."""
     values = []
     for k in POINT_KEYS:
         v = row.get("device_requested", row.get("device")) if k == "device" else row.get(k)
         values.append(float(v) if k == "min_seconds" and v is not None else v)
     if row.get("state_factor", 1) != 1:
         values.append(row.get("state_layout"))
+    if row.get("sim", sims.DEFAULT) != sims.DEFAULT:  # a CartPole row (or one saved before rows named it) has no sim
+        values.append(("sim", row["sim"]))
     return tuple(values)
 
 

@@ -3,7 +3,8 @@ import cycle exists (imports inside functions count: a lazy import is still a de
 
 Layers follow the packages, lowest first; a module may import its own layer and the ones below it:
 
-  core         the modules at studylib/'s root: dynamics, episodes, policy, settings, implspec,
+  core         studylib/sims/ (one module per simulator: its record and array dynamics; studylib.dynamics
+               is CartPole's module there) and the modules at studylib/'s root: episodes, policy, settings, implspec,
                devices, arrays, costs, errors (what the study is about)
   environment  studylib/envs/ (the seven implementations, their base, registry, backend_env),
                studylib/native/ (building and loading the C++ and CUDA sources, the backends),
@@ -11,7 +12,7 @@ Layers follow the packages, lowest first; a module may import its own layer and 
                the package itself (``studylib/__init__``) and the two public aliases of adapters
   harness      studylib/harness/: timing, measure, store, sweep, provenance, profiler, roofline, and
                what it measures beside the implementations (peers, atari, costmodel)
-  top          studylib/book/ (the chapters' helpers), studylib/train/ and the command line (__main__);
+  top          studylib/book/ (the chapters' helpers), studylib/train/ and the command line (__main__, studylib/cli/);
                within it, train imports nothing from book (directly or through another module): the
                book renders training, training does not know the book
 """
@@ -27,7 +28,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "studylib"
 LAYERS = ("core", "environment", "harness", "top")
 ENVIRONMENT = {"envs", "native", "adapters"}
 PUBLIC_ALIASES = {"gym_vector", "jax_functional"}  # studylib.<name> is studylib.adapters.<name>
-CORE = {"dynamics", "episodes", "policy", "settings", "implspec", "devices", "arrays", "costs", "errors"}
+CORE = {"episodes", "policy", "settings", "implspec", "records", "devices", "arrays", "costs", "errors"}
+SIM_ALIASES = {"dynamics": "studylib.sims.cartpole"}  # studylib.dynamics is CartPole's module in sims/
 
 
 def _module_name(path: Path) -> str:
@@ -44,7 +46,7 @@ def layer(module: str) -> str:
         return "environment"  # studylib/__init__: make, the classes, the settings
     if parts[0] == "harness":
         return "harness"
-    if parts[0] in ("book", "train", "__main__"):
+    if parts[0] in ("book", "train", "cli", "__main__"):
         return "top"
     return "core"  # a module at the root
 
@@ -172,7 +174,17 @@ def test_the_root_holds_the_core_only():
     """Packages by role: what sits at studylib/'s root is the core (and the two public aliases);
     a new module belongs in envs/, native/, adapters/, harness/, book/ or train/."""
     root = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__", "__main__"}
-    assert root == CORE | PUBLIC_ALIASES
+    assert root == CORE | PUBLIC_ALIASES | set(SIM_ALIASES)
+
+
+def test_a_simulator_has_its_own_room():
+    """studylib/sims/ holds one module per simulator (its record and array dynamics), in the core
+    layer; ``studylib.dynamics`` is CartPole's module itself, kept for the code that imports it."""
+    import importlib
+
+    for alias, module in SIM_ALIASES.items():
+        assert importlib.import_module(f"studylib.{alias}") is importlib.import_module(module)
+    assert layer("studylib.sims.cartpole") == layer("studylib.sims") == "core"
 
 
 @pytest.mark.parametrize("name", sorted(PUBLIC_ALIASES))

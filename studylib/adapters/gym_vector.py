@@ -62,7 +62,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from ..dynamics import CARTPOLE_V1, RESET_HIGH, RESET_LOW, STATE_SIZE
+from ..sims.cartpole import CARTPOLE_V1, RESET_HIGH, RESET_LOW, STATE_SIZE
 from ..errors import ConfigError
 from ..envs.registry import make
 from ..settings import MAX_SEED, check_seed, positive_int

@@ -34,9 +34,9 @@ import jax.numpy as jnp
 from flax import struct
 from gymnasium import spaces as gymnasium_spaces
 
-from ..dynamics import CARTPOLE_V1, RESET_HIGH, RESET_LOW, STATE_SIZE, CartPoleParams
-from .. import dynamics
-from ..dynamics import carry, integrate
+from ..sims.cartpole import CARTPOLE_V1, RESET_HIGH, RESET_LOW, STATE_SIZE, CartPoleParams
+from ..sims import cartpole as dynamics
+from ..sims.cartpole import carry, integrate
 from ..episodes import advance
 from .gym_vector import observation_space as _gymnasium_observation_space
 

@@ -26,7 +26,7 @@ def conformance(impls, num_envs: int, seed: int = 0) -> pd.DataFrame:
     and relative error of the state, whether the carried floats flipped exactly (S > 1), whether the
     observations match, and the mean reward."""
     import studylib
-    from studylib.dynamics import reference_step
+    from studylib.sims.cartpole import reference_step
 
     rng = np.random.default_rng(seed)
     n = int(num_envs)

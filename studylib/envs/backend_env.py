@@ -19,7 +19,7 @@ import torch
 
 from ..arrays import TorchKind
 from .base import VectorCartPole
-from ..dynamics import STATE_SIZE
+from ..sims.cartpole import STATE_SIZE
 
 
 class BackendCartPole(VectorCartPole):

@@ -15,9 +15,10 @@ import numpy as np
 
 from ..arrays import NumpyKind
 from ..devices import check_gpu_for, check_requested_device, default_device
-from ..dynamics import STATE_SIZE
+from ..sims.cartpole import STATE_SIZE
 from ..errors import ConfigError, check_fits_in_memory
 from ..policy import mlp_weights
+from .. import sims
 from ..settings import EnvSettings, check_policy, positive_int
 
 
@@ -82,6 +83,7 @@ class VectorCartPole(abc.ABC):
         self.compute_factor = settings.compute_factor
         self.seed = settings.seed  # reset() draws episode 0 from it (the gymnasium adapter re-seeds it)
         self.params = settings.params
+        self.sim = sims.sim(settings.sim)  # the simulator's record (studylib.sims): what it is and what a step costs
         self.row_len = STATE_SIZE * self.state_factor
         check_fits_in_memory(
             f"{self.name} with N={self.num_envs}, S={self.state_factor}",

@@ -21,7 +21,7 @@ import torch
 from .. import native
 from ..native.backends import CpuLibraryBackend
 from .backend_env import BackendCartPole
-from ..dynamics import STATE_SIZE
+from ..sims.cartpole import STATE_SIZE
 from ..policy import TorchGreedyMLP
 
 

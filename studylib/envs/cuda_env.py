@@ -15,7 +15,7 @@ from __future__ import annotations
 from .. import native
 from ..native.backends import CudaModuleBackend
 from .backend_env import BackendCartPole
-from ..dynamics import STATE_SIZE
+from ..sims.cartpole import STATE_SIZE
 from ..policy import mlp_logits
 
 

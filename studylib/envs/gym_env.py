@@ -17,7 +17,7 @@ import torch
 from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 
 from .base import VectorCartPole
-from ..dynamics import RESET_HIGH, RESET_LOW, STATE_SIZE, carry
+from ..sims.cartpole import RESET_HIGH, RESET_LOW, STATE_SIZE, carry
 from ..episodes import end_of_step, hash_actions_numpy
 from ..policy import TorchGreedyMLP
 from ..devices import resolve_torch_device

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..arrays import JaxKind
 from .base import VectorCartPole, restart_rows
-from ..dynamics import RESET_HIGH, RESET_LOW, STATE_SIZE
+from ..sims.cartpole import RESET_HIGH, RESET_LOW, STATE_SIZE
 from ..episodes import RESET_SALT, advance, hash4, hash_actions
 from ..devices import resolve_jax_device
 from ..policy import mlp_logits

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from ..dynamics import CARTPOLE_V1, CartPoleParams
+from ..sims.cartpole import CARTPOLE_V1, CartPoleParams
 from ..errors import ConfigError
 from ..implspec import IMPLEMENTATIONS, ImplSpec, register, spec, specs, unregister  # noqa: F401 (re-exported)
 from ..settings import EnvSettings, check_impl
@@ -30,13 +30,15 @@ def make_from(settings: EnvSettings):
 
 def make(impl: str, num_envs: int, *, seed: int = 0, device=None, state_factor: int = 1,
          compute_factor: int = 1, policy_seed: int = 0, params: CartPoleParams = CARTPOLE_V1,
-         arrays: str = "numpy"):
+         arrays: str = "numpy", sim: str = "cartpole"):
     """Create ``num_envs`` CartPole-v1 environments of implementation ``impl`` (see the package doc).
 
     ``arrays``: "numpy" (the default: numpy arrays on the host) or "native" (the implementation's
     own arrays on its device, no host copy: torch tensors for torch, torch-compile, cpp, fused and
-    cuda, jax arrays for jax; not gym). See ``VectorCartPole``.
+    cuda, jax arrays for jax; not gym). ``sim``: the simulator (``studylib.sims``), one the
+    implementation's record names. See ``VectorCartPole``.
     """
     check_impl(impl)
     return make_from(EnvSettings(impl, num_envs, state_factor=state_factor, compute_factor=compute_factor,
-                                 seed=seed, device=device, policy_seed=policy_seed, params=params, arrays=arrays))
+                                 seed=seed, device=device, policy_seed=policy_seed, params=params, arrays=arrays,
+                                 sim=sim))

@@ -31,7 +31,7 @@ import types
 
 import torch
 
-from ..dynamics import CARTPOLE_V1, RESET_HIGH, RESET_LOW, STATE_SIZE, CartPoleParams
+from ..sims.cartpole import CARTPOLE_V1, RESET_HIGH, RESET_LOW, STATE_SIZE, CartPoleParams
 from ..episodes import advance, hash_actions
 from ..policy import mlp_logits
 from .torch_env import TorchCartPole, _mask32

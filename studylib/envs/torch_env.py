@@ -17,7 +17,7 @@ import torch
 
 from ..arrays import TorchKind
 from .base import VectorCartPole, restart_rows
-from ..dynamics import RESET_HIGH, RESET_LOW, STATE_SIZE
+from ..sims.cartpole import RESET_HIGH, RESET_LOW, STATE_SIZE
 from ..episodes import MASK32, advance, hash_actions
 from ..devices import resolve_torch_device
 from ..policy import TorchGreedyMLP

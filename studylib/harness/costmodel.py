@@ -48,7 +48,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from .. import costs
+from .. import costs, sims
 from ..errors import ConfigError
 from ..implspec import DISPATCHES, spec, specs
 
@@ -159,14 +159,16 @@ def _combine(fixed, host: dict, device: dict, k: int, overlap: bool) -> tuple[fl
 
 def predict(impl: str, machine: Machine, *, num_envs: int, steps: int, state_factor: int = 1,
             compute_factor: int = 1, policy: str = "mlp", flops_per_step: float | None = None,
-            bytes_per_step: float | None = None) -> Prediction:
+            bytes_per_step: float | None = None, sim: str = sims.DEFAULT) -> Prediction:
     """The model's time of one ``rollout(K)`` call of implementation ``impl`` on ``machine``,
     composed from its record (``implspec``): its ``dispatch`` (how a call reaches the hardware),
     its ``fused_policies`` (the policies one native call runs inside its K steps) and its devices
     (a GPU where it runs on one and the machine has one). ``flops_per_step`` and
     ``bytes_per_step`` replace CartPole's simulation flops (sin/cos then not counted apart) and
     state bytes (per environment-step, unfused) for another simulator with CartPole's operation
-    counts. No implementation is priced by its name: a new record with a dispatch is priced too."""
+    counts. The simulator's work per step (flops, transcendentals, bytes at S and C) is its
+    record's (``studylib.sims``), the policy's ``costs``'. No implementation or simulator is priced
+    by its name: a new record with a dispatch is priced too."""
     record = spec(impl)
     if record.dispatch is None:
         raise ConfigError(f"no cost model for {impl!r}: its record names no dispatch ({', '.join(DISPATCHES)})")
@@ -175,15 +177,14 @@ def predict(impl: str, machine: Machine, *, num_envs: int, steps: int, state_fac
     n, k, s, c = int(num_envs), int(steps), int(state_factor), int(compute_factor)
     if min(n, k, s, c) < 1:
         raise ConfigError("N, K, S and C must be positive integers")
-    h, cnt = machine.host, machine.counts
-    # the paper's S: more state (bytes), the same arithmetic (one CartPole, C sub-steps)
-    sim_flops, sim_trans = costs.physics_flops(1, c), costs.step_transcendentals(1, c)
-    pol_flops = costs.step_flops(1, c, policy) - sim_flops
-    pol_trans = costs.step_transcendentals(1, c, policy) - sim_trans
+    h, cnt, simulator = machine.host, machine.counts, sims.sim(sim)
+    # the paper's S: more state (bytes), the same arithmetic (one instance, C sub-steps)
+    sim_flops, sim_trans = simulator.physics_flops(c), simulator.transcendentals(c)
+    pol_flops, pol_trans = costs.policy_flops(policy), costs.policy_transcendentals(policy)
     if flops_per_step is not None:
         sim_flops, sim_trans = float(flops_per_step), 0.0
     flops, trans = sim_flops + pol_flops, sim_trans + pol_trans
-    state_bytes = costs.unfused_bytes(s) if bytes_per_step is None else float(bytes_per_step)
+    state_bytes = simulator.unfused_bytes(s) if bytes_per_step is None else float(bytes_per_step)
     ops = lambda what: cnt.get(impl, policy, what)  # noqa: E731
     between = lambda: ops("kernels_per_step") * INTERMEDIATE_BYTES_PER_KERNEL  # noqa: E731
     on_gpu = machine.gpu is not None

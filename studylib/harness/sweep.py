@@ -26,6 +26,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
+from .. import sims
 from ..errors import ConfigError, DeviceUnavailableError, InsufficientMemoryError
 from ..settings import MeasurePoint, point_key
 from .measure import measure
@@ -33,8 +34,8 @@ from .provenance import machine_key
 from .semantics import stamp
 from .store import DataFile
 
-GRID_KEYS = ("impl", "num_envs", "steps", "state_factor", "compute_factor", "policy", "device")
-GRID_DEFAULTS = {"state_factor": 1, "compute_factor": 1, "policy": "mlp", "device": None}
+GRID_KEYS = ("impl", "num_envs", "steps", "state_factor", "compute_factor", "policy", "device", "sim")
+GRID_DEFAULTS = {"state_factor": 1, "compute_factor": 1, "policy": "mlp", "device": None, "sim": sims.DEFAULT}
 SKIP_ERRORS = (InsufficientMemoryError, DeviceUnavailableError, ConfigError)
 
 
@@ -80,8 +81,8 @@ def grid_points(grid: dict, *, repeats=5, min_seconds=0.2, seed=0) -> list[Measu
             raise ConfigError(f"grid[{key!r}] is empty")
         axes.append(values)
     points = (MeasurePoint.of(impl, n, k, state_factor=s, compute_factor=c, policy=pol, device=dev, seed=seed,
-                              repeats=repeats, min_seconds=min_seconds)
-              for impl, n, k, s, c, pol, dev in itertools.product(*axes))
+                              repeats=repeats, min_seconds=min_seconds, sim=sim)
+              for impl, n, k, s, c, pol, dev, sim in itertools.product(*axes))
     return list(dict.fromkeys(points))
 
 

@@ -10,7 +10,7 @@ import ctypes
 
 import numpy as np
 
-from ..dynamics import CARTPOLE_V1, CartPoleParams
+from ..sims.cartpole import CARTPOLE_V1, CartPoleParams
 from ..policy import MLPWeights
 
 

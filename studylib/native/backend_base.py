@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import native
-from ..dynamics import STATE_SIZE, CartPoleParams
+from ..sims.cartpole import STATE_SIZE, CartPoleParams
 from ..errors import ConfigError, StudyError
 from ..policy import MLPWeights
 

@@ -48,7 +48,7 @@ says what ``fn`` is ("ctypes" or "cupy.RawKernel").
 
 from __future__ import annotations
 
-from ..dynamics import CartPoleParams
+from ..sims.cartpole import CartPoleParams
 from ..policy import MLPWeights
 from .backend_base import PAIRS, CollectedSteps, KernelPair
 from .cpu_backend import CpuLibraryBackend

@@ -10,7 +10,7 @@ import ctypes
 import numpy as np
 
 from .. import native
-from ..dynamics import STATE_SIZE, CartPoleParams
+from ..sims.cartpole import STATE_SIZE, CartPoleParams
 from ..policy import MLPWeights
 from .backend_base import PAIRS, CollectedSteps, _NativeBackend
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import native
 from .backends import PAIRS, CollectedSteps, CpuLibraryBackend
-from ..dynamics import CartPoleParams
+from ..sims.cartpole import CartPoleParams
 from ..errors import StudyError
 from ..policy import MLPWeights
 

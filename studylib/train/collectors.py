@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..dynamics import STATE_SIZE
+from ..sims.cartpole import STATE_SIZE
 from ..errors import ConfigError
 from ..policy import MLPWeights
 from ..envs.registry import make

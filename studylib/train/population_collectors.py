@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..dynamics import RESET_HIGH, RESET_LOW, STATE_SIZE
+from ..sims.cartpole import RESET_HIGH, RESET_LOW, STATE_SIZE
 from ..errors import ConfigError
 from ..envs.gym_env import GymCartPole
 from ..settings import EnvSettings
