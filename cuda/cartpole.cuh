@@ -2,7 +2,7 @@
 //
 // Compiled by nvcc into the CUDA kernel (cuda/cartpole_kernel.cu) and by the host C++ compiler
 // into the multi-core CPU build (cuda/cartpole_cpu.cpp), so the CPU build exercises exactly the
-// logic the kernel runs. The physics mirrors studylib/dynamics.py (and gymnasium's
+// logic the kernel runs. The physics mirrors studylib/sims/cartpole.py (and gymnasium's
 // CartPoleEnv.step) line for line; the counter hash mirrors studylib/episodes.py bit for bit.
 //
 // Layout: an environment's state is one row of 4*S floats: [0 .. 3] the CartPole (x, x_dot,

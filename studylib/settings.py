@@ -109,8 +109,8 @@ class EnvSettings:
 
     impl: str  # one of IMPLEMENTATIONS (or PEERS, for the harness)
     num_envs: int  # N
-    state_factor: int = 1  # S: state rows of 4*S floats, the CartPole and 4*(S-1) carried (dynamics.py)
-    compute_factor: int = 1  # C: Euler sub-steps of tau/C per step (dynamics.py)
+    state_factor: int = 1  # S: state rows of 4*S floats, the CartPole and 4*(S-1) carried (sims/cartpole.py)
+    compute_factor: int = 1  # C: Euler sub-steps of tau/C per step (sims/cartpole.py)
     seed: int = 0  # episode 0 of every env draws its reset state from this
     device: str | None = None  # None: the implementation's default ('cuda' where it can and one exists)
     policy_seed: int = 0  # the MLP's weights (policy.mlp_weights)
