@@ -29,9 +29,11 @@ def names() -> tuple[str, ...]:
 
 
 from .cartpole import CARTPOLE  # noqa: E402
+from .chain import CHAIN  # noqa: E402
 
 register(CARTPOLE)
+register(CHAIN)
 
 DEFAULT = CARTPOLE.name
 
-__all__ = ["CARTPOLE", "DEFAULT", "KNOBS", "LANGUAGES", "SimSpec", "names", "register", "sim", "unregister"]
+__all__ = ["CARTPOLE", "CHAIN", "DEFAULT", "KNOBS", "LANGUAGES", "SimSpec", "names", "register", "sim", "unregister"]
