@@ -104,20 +104,28 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _cmd_bench(args, out) -> int:
     from .harness.measure import check_feasible, measure
+    from .harness.roofline import fma_ceiling, mlp_share
     from .harness.table import format_table
 
     points = points_of(args, positive("--repeats", args.repeats), positive_float("--min-seconds", args.min_seconds))
     for p in points:  # everything checkable is checked before the first measurement
         check_feasible(p)
-    rows = []
+    rows, fma = [], None
     for p in points:
         row = measure(p)
+        if row["policy"] == "mlp" and row["device"] == "cpu":  # the MLP's flops against the CPU's FMA ceiling
+            fma = fma or fma_ceiling()
+            row.update(mlp_share(row["samples_per_s"], fma[0]), fma_ceiling_from=fma[1])
         rows.append(row)
         if args.json:
             out.write(json.dumps(row, default=str) + "\n")
             out.flush()
     if not args.json:
         out.write(format_table(rows) + "\n")
+        for r in (r for r in rows if "fma_share" in r):
+            out.write(f"{r['impl']} N={r['num_envs']} K={r['steps']}: MLP {r['mlp_flop_per_sample']} flop/sample, "
+                      f"{r['mlp_gflop_per_s']:.1f} GFLOP/s = {r['fma_share']:.1%} of the FMA ceiling "
+                      f"({r['fma_gflop_per_s']:.1f} GFLOP/s, cuda/fma_peak.cpp on this CPU, {r['fma_ceiling_from']})\n")
     return 0
 
 

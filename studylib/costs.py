@@ -39,7 +39,16 @@ from .sims.cartpole import (COUNTER_BYTES, PHYSICS_FLOPS_PER_SUBSTEP,  # noqa: F
                             PHYSICS_TRANSCENDENTALS_PER_SUBSTEP, STATE_SIZE)
 from .sims.cartpole import physics_flops as _cartpole_flops
 from .sims.cartpole import unfused_bytes as _cartpole_bytes
-MLP_FLOPS = sum(2 * a * b + b for a, b in zip(LAYER_SIZES[:-1], LAYER_SIZES[1:]))  # 9090
+def mlp_flops(layer_sizes=LAYER_SIZES) -> int:
+    """Flops of one forward pass through an MLP of ``layer_sizes``: a multiply and an add per weight
+    (2 x fan_in x fan_out) and an add per bias (fan_out); the activations are counted apart."""
+    sizes = tuple(layer_sizes)
+    if len(sizes) < 2 or any(int(n) != n or n < 1 for n in sizes):
+        raise ValueError(f"layer sizes must be two or more positive integers, got {sizes!r}")
+    return sum(2 * a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
+
+
+MLP_FLOPS = mlp_flops()  # 9090
 MLP_TANH = sum(LAYER_SIZES[1:-1])  # 128
 MLP_ACTIVATION_BYTES = 2 * 4 * sum(LAYER_SIZES[1:])  # 1040: each layer's float32 output written, read back
 

@@ -18,12 +18,23 @@ def test_nvcc_compiles_the_fused_kernel_to_ptx(tmp_path):
     assert "div.rn.f32" in ptx and str(0x7FEB352D) in ptx  # the physics and the counter hash
 
 
+def _code(src: str) -> str:
+    """C/C++ source without its comments: a check must find the code, not a comment naming it."""
+    import re
+
+    return re.sub(r"//[^\n]*|/\*.*?\*/", "", src, flags=re.S)
+
+
 def test_both_builds_share_the_headers():
-    cpu, kernel = native.FUSED_CPU_SOURCE.read_text(), native.FUSED_KERNEL_SOURCE.read_text()
+    cpu, kernel = (_code(p.read_text()) for p in (native.FUSED_CPU_SOURCE, native.FUSED_KERNEL_SOURCE))
     for src in (cpu, kernel):
         assert '#include "cartpole.cuh"' in src and '#include "mlp.cuh"' in src
         assert '#include "rollout_args.h"' in src  # the one argument struct
-        assert "mlp_forward<" in src and "mlp_greedy_action" in src
+        assert "mlp_greedy_action" in src
+    assert "mlp_forward<" in kernel  # the GPU kernel runs mlp.cuh's forward pass as written
+    # the CPU build register-blocks layer 2 for its ISA, from mlp.cuh's activation and weight layout
+    for piece in ("mlp_tanh(", "MLP_OFF_W1", "MLP_OFF_W2", "MLP_OFF_B2", "MLP_OFF_W3"):
+        assert piece in cpu, piece
     assert '#include "cpu_rollout.h"' in cpu  # the block loop shared with cpp
     cpu += native.CPU_ROLLOUT_HEADER.read_text()
     for piece in ("cp_physics", "cp_env_finish", "cp_reset_cartpole", "cp_carry", "cp_hash_action"):

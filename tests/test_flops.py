@@ -1,0 +1,151 @@
+"""The MLP's flops: counted from its shape (``harness.roofline.mlp_flops``), reported by ``bench``
+against the machine's FMA ceiling, and run by the fused CPU build's micro-kernel (cuda/fused_cpu.cpp)
+with its register tile in registers (its inner loop read from the disassembly, as
+tests/test_fma_peak.py reads fma_peak's)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+import pytest
+
+from studylib import costs, native, policy
+from studylib.__main__ import main
+from studylib.harness import roofline, store
+from studylib.harness.provenance import machine_key
+from studylib.harness.semantics import stamp
+from studylib.native import build
+from tests.test_fma_peak import _BASE, ISAS, _functions, _host_flags, _listing, _tool, _x86_64_only
+
+
+# ---- the count ---------------------------------------------------------------------------------
+
+def test_mlp_flops_of_the_policy():
+    """4 -> 64 -> 64 -> 2: a multiply and an add per weight, an add per bias."""
+    assert policy.LAYER_SIZES == (4, 64, 64, 2)
+    assert roofline.mlp_flops() == 2 * (4 * 64 + 64 * 64 + 64 * 2) + (64 + 64 + 2) == 9090
+    assert roofline.mlp_flops() == costs.MLP_FLOPS  # the cost model counts the same
+
+
+@pytest.mark.parametrize("sizes, flops", [((4, 2), 2 * 8 + 2), ((3, 5, 1), 2 * (15 + 5) + 6),
+                                          ((1, 1, 1, 1), 3 * 2 + 3), ((4, 128, 2), 2 * (512 + 256) + 130)])
+def test_mlp_flops_follows_the_shape(sizes, flops):
+    assert roofline.mlp_flops(sizes) == flops
+
+
+def test_mlp_flops_reads_the_layer_sizes_where_the_package_defines_them(monkeypatch):
+    monkeypatch.setattr(policy, "LAYER_SIZES", (4, 32, 2))
+    assert roofline.mlp_flops() == 2 * (4 * 32 + 32 * 2) + 34
+
+
+@pytest.mark.parametrize("sizes", [(4,), (), (4, 0, 2), (4, 2.5, 2), (4, -1)])
+def test_mlp_flops_rejects_a_shape_that_is_no_mlp(sizes):
+    with pytest.raises(ValueError, match="layer sizes"):
+        roofline.mlp_flops(sizes)
+
+
+def test_mlp_share_of_the_ceiling():
+    share = roofline.mlp_share(1e7, 2e11)
+    assert share == {"mlp_flop_per_sample": 9090, "mlp_gflop_per_s": pytest.approx(90.9),
+                     "fma_gflop_per_s": pytest.approx(200.0), "fma_share": pytest.approx(0.4545)}
+
+
+def _saved_fma_ceiling(data_dir, value):
+    folder = data_dir / machine_key()
+    folder.mkdir(parents=True)
+    rows = [{"ceiling": "fma", "value": value, "semantics": stamp("ceiling")},
+            {"ceiling": "fma", "value": 10 * value, "semantics": "ceiling/0"}]  # stale: not read
+    (folder / "beyond_roofline.json").write_text(json.dumps({"format": store.FORMAT, "rows": rows}))
+
+
+def test_fma_ceiling_is_the_larger_of_now_and_the_saved_one(monkeypatch, tmp_path):
+    """Measured while another process holds a core, the ceiling reads low: a saved, larger one wins."""
+    monkeypatch.setattr(roofline, "fma_flops_per_s", lambda: 1e11)
+    assert roofline.fma_ceiling(tmp_path) == (1e11, "measured now")  # nothing saved
+    _saved_fma_ceiling(tmp_path, 3e11)
+    value, source = roofline.fma_ceiling(tmp_path)
+    assert value == 3e11 and source.startswith("saved in ") and source.endswith("beyond_roofline.json")
+    monkeypatch.setattr(roofline, "fma_flops_per_s", lambda: 4e11)
+    assert roofline.fma_ceiling(tmp_path) == (4e11, "measured now")
+    (tmp_path / machine_key() / "beyond_roofline.json").write_text("[]")  # not a data file: measured only
+    assert roofline.fma_ceiling(tmp_path) == (4e11, "measured now")
+
+
+def test_bench_prints_the_mlp_flops_against_the_fma_ceiling(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(roofline, "fma_flops_per_s", lambda: 1e11)  # the ceiling: measured by test_fma_peak
+    monkeypatch.setenv("STUDYLIB_DATA_DIR", str(tmp_path))  # no saved ceiling
+    rc = main(["bench", "--impl", "fused", "--policy", "mlp,none", "--num-envs", "40", "--steps", "2",
+               "--repeats", "1", "--min-seconds", "0.01"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    lines = [line for line in out.splitlines() if "of the FMA ceiling" in line]
+    assert len(lines) == 1  # the MLP row only
+    m = re.match(r"fused N=40 K=2: MLP 9090 flop/sample, ([\d.]+) GFLOP/s = ([\d.]+)% of the FMA ceiling "
+                 r"\(100\.0 GFLOP/s, cuda/fma_peak.cpp on this CPU, measured now\)", lines[0])
+    assert m, lines[0]
+    assert float(m.group(2)) == pytest.approx(float(m.group(1)), abs=0.06)  # GFLOP/s over 100 GFLOP/s
+    assert float(m.group(1)) > 0
+
+
+# ---- the micro-kernel that runs them -------------------------------------------------------------
+
+FMA = re.compile(r"^vfn?m(add|sub)\d+ps$")
+
+
+def _disassemble(isa: str, tmp_path) -> str:
+    obj = tmp_path / f"fused_cpu-{isa}.o"
+    cmd = [_tool("g++"), *_BASE, *ISAS[isa], *build.LIBRARIES["fused_cpu"].extra_flags, f"-I{native.CUDA_SOURCE_DIR}",
+           "-c", str(native.FUSED_CPU_SOURCE), "-o", str(obj)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr}"
+    return subprocess.run([_tool("objdump"), "-d", "--no-show-raw-insn", str(obj)], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def _gemm_loop(text: str):
+    """The innermost loop (from a backward branch's target to the branch, with no other backward
+    branch inside) with the most register-only FMAs in the whole object: layer 2's k loop, the
+    tile's FMAs on h1 and the broadcast weights in registers."""
+    best = (0, [])
+    for insns in _functions(text).values():
+        loops = []
+        for addr, mnemonic, operands in insns:
+            target = re.match(r"([0-9a-f]+)\s*<", operands)
+            if mnemonic.startswith("j") and target and int(target.group(1), 16) <= addr:
+                loops.append((int(target.group(1), 16), addr))
+        for start, end in loops:
+            if any(start <= s and e < end for s, e in loops if (s, e) != (start, end)):
+                continue  # an outer loop
+            body = [i for i in insns if start <= i[0] <= end]
+            score = sum(bool(FMA.match(m)) and "(" not in o for _, m, o in body)
+            best = max(best, (score, body), key=lambda b: b[0])
+    assert best[0] > 0, "no loop of register-only FMAs in fused_cpu.o"
+    return best[1]
+
+
+@pytest.mark.parametrize("isa", ["avx2", "native"])
+def test_mlp_micro_kernel_keeps_its_tile_in_registers(isa, tmp_path):
+    """Layer 2's inner loop, compiled as build.py compiles fused_cpu (AVX2's 16 ymm even on an
+    AVX-512 host, and the native register file): no spill (no operand on the stack, no store), its
+    loads only the tile's inputs (h1 and the broadcast weights), and as many distinct accumulators
+    as the tile of the ISA: 3 x 8 on AVX-512's 32 zmm, 3 x 4 on AVX2's 16 ymm."""
+    _x86_64_only()
+    avx512 = isa == "native" and "avx512f" in _host_flags()
+    if isa == "native" and not (avx512 or {"avx2", "fma"} <= _host_flags()):
+        pytest.skip("the native build here has no FMA: the tile is checked on AVX2 and AVX-512 hosts")
+    body = _gemm_loop(_disassemble(isa, tmp_path))
+    stack = [i for i in body if re.search(r"\(%[re]?(sp|bp)\b", i[2])]
+    assert not stack, f"{isa}: the micro-kernel spills to the stack:\n{_listing(stack)}\n--- loop:\n{_listing(body)}"
+    stores = [i for i in body if "(" in i[2].split(",")[-1]]
+    assert not stores, f"{isa}: the micro-kernel stores in its inner loop:\n{_listing(stores)}"
+    loads = [i for i in body if "(" in i[2] and not i[1].startswith("nop") and not i[1].startswith("lea")]
+    assert all(m in ("vmovaps", "vmovups", "vbroadcastss") or FMA.match(m) for _, m, _ in loads), _listing(loads)
+    fmas = [i for i in body if FMA.match(i[1])]
+    accumulators = {o.split(",")[-1].strip() for _, _, o in fmas}
+    register = "zmm" if avx512 else "ymm"
+    assert all(a.startswith(f"%{register}") for a in accumulators), _listing(fmas)
+    expected = 24 if avx512 else 12
+    assert len(accumulators) == expected, f"{isa}: {len(accumulators)} accumulators:\n{_listing(body)}"
+    assert len(fmas) % expected == 0  # whole k steps of the tile per iteration
