@@ -132,3 +132,15 @@ def test_data_check_from_the_command_line(tmp_path):
     assert main(["data", "check", "--data-dir", str(tmp_path / "absent")]) == 2
     assert main(["data", "frobnicate"]) == 2
     assert main(["data", "check", "--data-dir", str(tmp_path)]) == 0  # an empty folder: nothing stale
+
+
+def test_data_check_judges_the_committed_snapshot_not_the_local_copy(repo_with_snapshot, monkeypatch):
+    """A build on a machine whose committed snapshot went stale measures into the local copy; the
+    check still reports the committed snapshot stale (it is what a clone gets), naming the copy."""
+    data = repo_with_snapshot / "data"
+    monkeypatch.setitem(semantics.VERSIONS, "calibration", semantics.VERSIONS["calibration"] + 1)
+    assert sweep.run("f", ITEMS, measure, KEYING, data_dir=data, progress=False, log=lambda m: None).measured == 2
+    code, text = _check(data)
+    local = data / store.LOCAL / provenance.machine_key()
+    assert code == 1 and f"{provenance.machine_key()}: STALE (committed; the builds here read its local copy {local}" in text
+    assert "1 of 1 rows stale" in text

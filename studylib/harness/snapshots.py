@@ -29,8 +29,9 @@ class Snapshot:
     """One machine folder as ``data check`` reports it."""
 
     key: str  # the folder's name
-    folder: Path  # where its files are read (a local copy over a committed snapshot, where one exists)
+    folder: Path  # <data_dir>/<key>: the snapshot itself (committed or not), never its local copy
     committed: bool  # git tracks the folder under its key
+    local_copy: Path | None  # where a build measured over it (store.machine_folder), if one did
     info: dict  # machine.json
     rows: int  # rows in its data files
     stale: dict = field(default_factory=dict)  # file name -> {reason: rows}
@@ -63,8 +64,8 @@ class Snapshot:
             if identity.is_complete(i) else None, i.get("isa"), f"{i.get('cores')} cores",
             f"LLC {i['llc_bytes'] / 2**20:.0f} MiB" if i.get("llc_bytes") else None, f"GPU {i.get('gpu') or 'none'}")
             if x)
-        where = ("committed" if self.committed else "not committed") + (", read from its local copy"
-                                                                         if self.folder.parent.name == LOCAL else "")
+        where = ("committed" if self.committed else "not committed") + (
+            f"; the builds here read its local copy {self.local_copy}, not checked" if self.local_copy else "")
         when = f"{self.dates[0]} to {self.dates[-1]}" if self.dates else "undated"
         head = (f"{self.key}: {'current' if self.current else 'STALE'} ({where}); {cpu}; commits "
                 f"{', '.join(self.commits) or 'unknown'}; {when}; {self.rows} rows")
@@ -79,8 +80,10 @@ class Snapshot:
 
 
 def snapshot(data_dir, key: str) -> Snapshot:
-    """The state of machine ``key``'s folder under ``data_dir``."""
-    folder = machine_folder(data_dir, key)
+    """The state of machine ``key``'s folder under ``data_dir`` (the snapshot itself: a local copy a
+    build wrote over a committed one is named, not checked, since it is not what is committed)."""
+    folder = Path(data_dir) / key
+    local = machine_folder(data_dir, key)
     info_path = folder / "machine.json"
     info = json.loads(info_path.read_text()) if info_path.is_file() else {}
     rows, stale, commits, dates = 0, {}, {}, []
@@ -103,15 +106,15 @@ def snapshot(data_dir, key: str) -> Snapshot:
                 commits[prov["commit"][:10] + (" + local changes" if prov.get("dirty") else "")] = None
             if prov.get("date"):
                 dates.append(prov["date"][:10])
-    return Snapshot(key, folder, is_tracked(Path(data_dir) / key), info, rows, stale, tuple(commits),
-                    (min(dates), max(dates)) if dates else ())
+    return Snapshot(key, folder, is_tracked(folder), local if local != folder else None, info, rows, stale,
+                    tuple(commits), (min(dates), max(dates)) if dates else ())
 
 
 def snapshots(data_dir) -> list[Snapshot]:
     """Every machine folder (one with a ``machine.json``) under ``data_dir``, by key."""
     root = Path(data_dir)
     keys = sorted(p.name for p in root.glob("*/") if p.name != LOCAL) if root.is_dir() else []
-    return [snapshot(root, k) for k in keys if (machine_folder(root, k) / "machine.json").is_file()]
+    return [snapshot(root, k) for k in keys if (root / k / "machine.json").is_file()]
 
 
 def main(argv=None, out=None) -> int:
