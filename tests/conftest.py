@@ -86,3 +86,14 @@ def _nvcc_ptx(nvcc: str, source: str, text_with_digest: str) -> tuple[bool, str]
         proc = subprocess.run([nvcc, "-ptx", "-arch=sm_80", f"-I{native.CUDA_SOURCE_DIR}", source, "-o", str(out)],
                               capture_output=True, text=True)
         return (True, out.read_text()) if proc.returncode == 0 else (False, proc.stderr)
+
+
+@pytest.fixture(scope="module")
+def native_compiler():
+    """Skip a module of native tests, saying why, where no C++ compiler can build the libraries."""
+    from studylib import native
+
+    try:
+        native._compiler()
+    except native.NativeBuildError as e:
+        pytest.skip(str(e))

@@ -232,7 +232,7 @@ def test_the_record():
     c = sims.sim("chain")
     assert c is chain.CHAIN and c.params_type is chain.ChainParams and c.default_params.links == 2
     assert (c.state_size, c.observation_size, c.num_actions, c.knobs) == (6, 9, 0, ())
-    assert c.dynamics == {"python": "studylib.sims.chain"}
+    assert c.dynamics == {"python": "studylib.sims.chain", "c": "cuda/chain.cuh"}
     assert (c.physics_flops(1), c.transcendentals(1), c.unfused_bytes(1)) == (1760, 120, 64)
     p = c.default_params
     assert (p.max_episode_steps, p.frame_skip, p.length) == (1000, 5, 1.2)

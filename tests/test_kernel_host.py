@@ -21,12 +21,7 @@ NS = (37, 300)  # one partial block; full blocks then a partial one (and partial
 STATE_FACTORS = (1, 2)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _compiler():
-    try:
-        native._compiler()
-    except native.NativeBuildError as e:
-        pytest.skip(str(e))
+pytestmark = pytest.mark.usefixtures("native_compiler")  # skips the module where no C++ compiler builds
 
 
 def _pair(pair: str, n: int, state_factor: int = 1, policy_seed: int = 0):

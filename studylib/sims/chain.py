@@ -332,6 +332,6 @@ CHAIN = SimSpec(
     termination="the tip's height y ≤ n L / 1.2 (v5's y ≤ 1 at n = 2); truncated after "
                 f"{INVERTED_DOUBLE_PENDULUM.max_episode_steps} steps",
     reference="MuJoCo C's mj_step (float64) on chain_mjcf(n)",
-    dynamics={"python": "studylib.sims.chain"},
+    dynamics={"python": "studylib.sims.chain", "c": "cuda/chain.cuh"},
     knobs=(),
     physics_flops=physics_flops, transcendentals=physics_transcendentals, unfused_bytes=unfused_bytes)
