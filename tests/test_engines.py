@@ -1,0 +1,95 @@
+"""The robotics engines as records (studylib.harness.engines), their models (engine_models) and
+their agreement with mujoco.mj_step (engine_agreement). MJX is compiled once, on
+inverted_pendulum at N = 1, K = 1 (about 8 s on 2 cores), and shared by its row and its agreement;
+no contact model is compiled for MJX here (hopper takes about 45 s)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from studylib.errors import ConfigError
+from studylib.harness import engine_models as em
+from studylib.harness.engine_agreement import agreement
+from studylib.harness.engines import ENGINES, build, measure_engine
+
+# gymnasium 1.x's v5 sources: (xml, frame_skip) and the compiled sizes (nq, nv, nu), typed in here to
+# check what the module reads from the installed files
+EXPECTED = {"inverted_pendulum": ("inverted_pendulum.xml", 2, (2, 2, 1), False),
+            "inverted_double_pendulum": ("inverted_double_pendulum.xml", 5, (3, 3, 1), False),
+            "hopper": ("hopper.xml", 4, (6, 6, 3), True),
+            "walker2d": ("walker2d_v5.xml", 4, (9, 9, 6), True),
+            "humanoid": ("humanoid.xml", 5, (24, 23, 17), True)}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_a_model_record_resolves_gymnasiums_own_xml(name):
+    xml, frame_skip, sizes, contacts = EXPECTED[name]
+    _, path = em.model_record(name).mjcf()
+    assert path.is_file() and path.parent == em.gymnasium_mujoco_dir() / "assets"
+    d = em.describe(name)
+    assert (d["xml"], d["frame_skip"], (d["nq"], d["nv"], d["nu"]), d["contacts"]) == EXPECTED[name]
+
+
+def test_the_chain_models_and_the_solvers():
+    assert (em.describe("chain8")["nq"], em.describe("chain2")["frame_skip"]) == (9, 5)
+    assert em.describe("humanoid")["xml_solver"] == "PGS"  # what MJX rejects
+    assert em.load("humanoid", "newton").opt.solver == 2 and em.load("humanoid").opt.solver == 0
+    with pytest.raises(ConfigError, match="unknown robotics model"):
+        em.model_record("cheetah")
+
+
+def test_states_and_controls_are_the_same_for_every_n_and_in_range():
+    m = em.load("humanoid")
+    q1, v1 = em.initial_state(m, 1, 3)
+    q8, v8 = em.initial_state(m, 8, 3)
+    assert np.array_equal(q1[0], q8[0]) and np.array_equal(v1[0], v8[0])
+    u = em.controls(m, 8, 5, 3)
+    assert np.array_equal(u[:1], em.controls(m, 1, 5, 3))
+    lo, hi = m.actuator_ctrlrange.T
+    assert np.all(u >= lo) and np.all(u <= hi) and not np.any(em.controls(m, 2, 2, 0, "zero"))
+
+
+def _one_call(engine):
+    n, k = (1, 1) if not ENGINES[engine].vectorized or ENGINES[engine].compiles else (2, 2)
+    return measure_engine(engine, "inverted_pendulum", n, k, repeats=1, min_seconds=0.01, contact_steps=10)
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_every_engine_gives_a_row_or_a_reason(engine):
+    row = _one_call(engine)
+    assert (row["engine"], row["model"], row["nq"], row["nv"], row["nu"]) == (engine, "inverted_pendulum", 2, 2, 1)
+    assert row["versions"]["mujoco"] and row["paper_row"] in ("gym", "C++", "XLA")
+    if row["reason"] is not None:  # an optional engine that cannot run here: a reason, no traceback
+        assert row["samples_per_s"] is None and ENGINES[engine].unavailable("inverted_pendulum") == row["reason"]
+        return
+    assert row["samples_per_s"] > 0 and row["samples_per_s_min"] <= row["samples_per_s"] <= row["samples_per_s_max"]
+    assert row["setup_s"] >= 0 and row["contacts_per_step"] == 0.0
+    assert (row["compile_s"] is not None) == ENGINES[engine].compiles
+
+
+def test_the_python_loop_is_one_environment_only():
+    with pytest.raises(ConfigError, match="N = 1 only"):
+        build("mujoco-python", "hopper", 4, 1)
+    with pytest.raises(ConfigError, match="unknown robotics engine"):
+        build("bullet", "hopper", 1, 1)
+
+
+def test_rollout_is_mj_step_exactly_even_with_contacts():
+    """Same C code, same warm start (zero), same controls: bit for bit, hopper's contacts too."""
+    rows = agreement("hopper", steps=(1, 100), engines=("mujoco-python", "mujoco-rollout"))
+    assert [r["steps"] for r in rows] == [1, 100, 1, 100] and rows[-1]["contacts_per_step"] > 0
+    assert all(r["max_abs_dqpos"] == 0.0 and r["max_abs_dqvel"] == 0.0 for r in rows)
+
+
+def test_mjx_after_one_step_is_float32_rounding():
+    """MJX steps in float32: after one RK4 step of inverted_pendulum (|qvel| about 1) its error is
+    a few float32 ulps (eps = 1.2e-7), measured 5.7e-8 in qvel; 1e-6 leaves a factor of ~20."""
+    (row,) = agreement("inverted_pendulum", steps=(1,), engines=("mjx",))
+    assert row["reason"] is None and row["ref_max_abs_qvel"] > 0.1
+    assert row["max_abs_dqpos"] < 1e-6 and row["max_abs_dqvel"] < 1e-6
+
+
+def test_engines_without_a_settable_state_say_why():
+    rows = agreement("inverted_pendulum", steps=(1,), engines=("envpool",))
+    assert rows[0]["steps"] is None and rows[0]["reason"]
