@@ -1,10 +1,12 @@
 """The cost model's predictions over a grid, on the committed snapshot's calibrated machine and on
 the paper's machine carried from it. tests/costmodel_golden.json holds the calibration it used and
-the predictions of the model as it was before it priced implementations from their records
-(commit 6fa5b8a's ``predict``, which branched on their names); ``test_costmodel`` rebuilds the
-machines from that calibration and checks today's model gives the same numbers.
+the predictions of the model as it was before it priced implementations from their records:
+commit 6fa5b8a's ``predict``, which branched on their names, run (``git show
+6fa5b8a:studylib/harness/costmodel.py`` loaded beside today's, its ``predict`` swapped in) on the
+committed snapshot's calibration. ``test_costmodel`` rebuilds the machines from that calibration
+and checks today's model gives the same numbers.
 
-    python -m tests.costmodel_cases > tests/costmodel_golden.json     # only when the model's meaning changes
+    python -m tests.costmodel_cases > tests/costmodel_golden.json     # today's model's numbers, when its meaning changes
 """
 
 from __future__ import annotations
