@@ -34,15 +34,17 @@ Transcendentals (``step_transcendentals``): sin and cos per physics sub-step cou
 
 from __future__ import annotations
 
+from . import policy
 from .policy import LAYER_SIZES
 from .sims.cartpole import (COUNTER_BYTES, PHYSICS_FLOPS_PER_SUBSTEP,  # noqa: F401  (CartPole's, re-exported)
                             PHYSICS_TRANSCENDENTALS_PER_SUBSTEP, STATE_SIZE)
 from .sims.cartpole import physics_flops as _cartpole_flops
 from .sims.cartpole import unfused_bytes as _cartpole_bytes
-def mlp_flops(layer_sizes=LAYER_SIZES) -> int:
-    """Flops of one forward pass through an MLP of ``layer_sizes``: a multiply and an add per weight
+def mlp_flops(layer_sizes=None) -> int:
+    """Flops of one forward pass through an MLP of ``layer_sizes`` (default: the policy's,
+    ``studylib.policy.LAYER_SIZES``, read at the call): a multiply and an add per weight
     (2 x fan_in x fan_out) and an add per bias (fan_out); the activations are counted apart."""
-    sizes = tuple(layer_sizes)
+    sizes = tuple(policy.LAYER_SIZES if layer_sizes is None else layer_sizes)
     if len(sizes) < 2 or any(int(n) != n or n < 1 for n in sizes):
         raise ValueError(f"layer sizes must be two or more positive integers, got {sizes!r}")
     return sum(2 * a * b + b for a, b in zip(sizes[:-1], sizes[1:]))

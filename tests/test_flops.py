@@ -1,4 +1,4 @@
-"""The MLP's flops: counted from its shape (``harness.roofline.mlp_flops``), reported by ``bench``
+"""The MLP's flops: counted from its shape (``costs.mlp_flops``), reported by ``bench``
 against the machine's FMA ceiling, and run by the fused CPU build's micro-kernel (cuda/fused_cpu.cpp)
 with its register tile in registers (its inner loop read from the disassembly, as
 tests/test_fma_peak.py reads fma_peak's)."""
@@ -25,25 +25,25 @@ from tests.test_fma_peak import _BASE, ISAS, _functions, _host_flags, _listing, 
 def test_mlp_flops_of_the_policy():
     """4 -> 64 -> 64 -> 2: a multiply and an add per weight, an add per bias."""
     assert policy.LAYER_SIZES == (4, 64, 64, 2)
-    assert roofline.mlp_flops() == 2 * (4 * 64 + 64 * 64 + 64 * 2) + (64 + 64 + 2) == 9090
-    assert roofline.mlp_flops() == costs.MLP_FLOPS  # the cost model counts the same
+    assert costs.mlp_flops() == 2 * (4 * 64 + 64 * 64 + 64 * 2) + (64 + 64 + 2) == 9090
+    assert costs.mlp_flops() == costs.MLP_FLOPS  # the constant the cost model reads
 
 
 @pytest.mark.parametrize("sizes, flops", [((4, 2), 2 * 8 + 2), ((3, 5, 1), 2 * (15 + 5) + 6),
                                           ((1, 1, 1, 1), 3 * 2 + 3), ((4, 128, 2), 2 * (512 + 256) + 130)])
 def test_mlp_flops_follows_the_shape(sizes, flops):
-    assert roofline.mlp_flops(sizes) == flops
+    assert costs.mlp_flops(sizes) == flops
 
 
 def test_mlp_flops_reads_the_layer_sizes_where_the_package_defines_them(monkeypatch):
     monkeypatch.setattr(policy, "LAYER_SIZES", (4, 32, 2))
-    assert roofline.mlp_flops() == 2 * (4 * 32 + 32 * 2) + 34
+    assert costs.mlp_flops() == 2 * (4 * 32 + 32 * 2) + 34
 
 
 @pytest.mark.parametrize("sizes", [(4,), (), (4, 0, 2), (4, 2.5, 2), (4, -1)])
 def test_mlp_flops_rejects_a_shape_that_is_no_mlp(sizes):
     with pytest.raises(ValueError, match="layer sizes"):
-        roofline.mlp_flops(sizes)
+        costs.mlp_flops(sizes)
 
 
 def test_mlp_share_of_the_ceiling():

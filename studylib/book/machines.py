@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..harness import identity, store
+from ..harness import identity, roofline, store
 from ..harness.provenance import machine_key
 from ..harness.semantics import staleness
 from ..harness.sweep import READ_ONLY, session
@@ -29,15 +29,6 @@ DIFFERS, SAME, ONE_MACHINE = "differs", "same", "one machine only"  # verdicts_b
 PROVENANCE_COLUMNS = ["machine", "this build", "cpu", "vendor", "family/model", "isa", "cores", "llc", "gpu",
                       "fma ceiling", "memory ceiling", "os", "python", "torch", "jax", "cupy", "commits", "measured",
                       "points", "stale", "identity", "folder"]
-
-
-def _ceilings(folder: Path) -> dict:
-    """The roofline's ceilings a folder holds (current rows only; None where it has none)."""
-    from ..harness import roofline
-
-    path = folder / "beyond_roofline.json"
-    rows = [r for r in store.read(path)["rows"] if not staleness(r, "ceiling")] if path.is_file() else []
-    return roofline.from_rows(rows)
 
 
 def provenance(folders: dict) -> pd.DataFrame:
@@ -65,7 +56,7 @@ def provenance(folders: dict) -> pd.DataFrame:
         family = (f"{info['cpu_family']}/{info['cpu_model_number']} (stepping {info.get('cpu_stepping')})"
                   + (f", {info['cpu_microarchitecture']}" if info.get("cpu_microarchitecture") else "")
                   if whole else "not recorded")
-        ceil = _ceilings(folder)
+        ceil = roofline.saved_ceilings(folder)
         rows.append([key, key == machine_key(), info.get("cpu_model"), info.get("cpu_vendor") or "not recorded", family,
                      info.get("isa") or "not recorded", info.get("cores"),
                      f"{info['llc_bytes'] / 2**20:.0f} MiB" if info.get("llc_bytes") else "unknown",

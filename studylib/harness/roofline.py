@@ -31,6 +31,8 @@ file per machine (``harness.store``); ``ceiling_items`` names those a build need
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from .. import costs
@@ -67,41 +69,44 @@ def fma_flops_per_s(iterations: int = FMA_ITERATIONS) -> float:
     return _best_rate(call, lib.fma_peak_flops(iterations), 5)
 
 
+CEILINGS_FILE = "beyond_roofline.json"  # where a machine folder keeps its ceilings
+
+
+def saved_ceilings(folder) -> dict:
+    """The ceilings a machine folder saved (``CEILINGS_FILE``, current rows only, as ``from_rows``
+    reads them; None where it has none): measures nothing."""
+    from . import store
+    from .semantics import staleness
+
+    path = Path(folder) / CEILINGS_FILE
+    rows = store.read(path)["rows"] if path.is_file() else []
+    return from_rows([r for r in rows if not staleness(r, "ceiling")])
+
+
 def fma_ceiling(data_dir=None) -> tuple[float, str]:
     """(flops/s, where from) of this machine's FMA ceiling for a report: ``fma_flops_per_s`` measured
-    now, or the ``fma`` row this machine's data folder saved (``beyond_roofline.json``, current
-    rows), whichever is larger. A ceiling is the best the machine does; measured while another
-    process holds a core it reads low, and a share of it high."""
+    now, or the one this machine's data folder saved (``saved_ceilings``), whichever is larger. A
+    ceiling is the best the machine does; measured while another process holds a core it reads
+    low, and a share of it high."""
     from . import store
     from .presets import resolve_data_dir
     from .provenance import machine_key
-    from .semantics import staleness
 
     live = fma_flops_per_s()
-    path = store.machine_folder(resolve_data_dir(data_dir), machine_key()) / "beyond_roofline.json"
+    folder = store.machine_folder(resolve_data_dir(data_dir), machine_key())
     try:
-        rows = store.read(path)["rows"] if path.is_file() else []
+        saved = saved_ceilings(folder)["fma_flops_per_s"] or 0.0
     except store.DataDirError:  # not a data file: the measurement alone
-        rows = []
-    saved = max((r["value"] for r in rows if r.get("ceiling") == "fma" and not staleness(r, "ceiling")), default=0.0)
-    return (live, "measured now") if live >= saved else (saved, f"saved in {path}")
-
-
-def mlp_flops(layer_sizes=None) -> int:
-    """Flops of one sample's forward pass through the policy MLP, counted from its shape (default:
-    ``studylib.policy.LAYER_SIZES``, read at the call): per layer, a multiply and an add per weight
-    (2 x fan_in x fan_out) and an add per bias (fan_out). The activations (tanh) and the argmax are
-    not counted: not multiply-adds, they have no place against the FMA ceiling (as ``costs.MLP_FLOPS``)."""
-    from .. import costs, policy
-
-    return costs.mlp_flops(policy.LAYER_SIZES if layer_sizes is None else layer_sizes)
+        saved = 0.0
+    return (live, "measured now") if live >= saved else (saved, f"saved in {folder / CEILINGS_FILE}")
 
 
 def mlp_share(samples_per_s: float, fma_flops: float, layer_sizes=None) -> dict:
     """The MLP's arithmetic of a measurement at ``samples_per_s`` against the FMA ceiling
     ``fma_flops`` (flops/s, ``fma_flops_per_s``): flop per sample, achieved GFLOP/s, ceiling GFLOP/s
-    and the share of it (the policy's flops only: the simulation's few dozen are left out)."""
-    flop = mlp_flops(layer_sizes)
+    and the share of it (the policy's flops only: the simulation's few dozen are left out; the
+    activations and the argmax are not multiply-adds and are not counted, ``costs.mlp_flops``)."""
+    flop = costs.mlp_flops(layer_sizes)
     achieved = samples_per_s * flop
     return {"mlp_flop_per_sample": flop, "mlp_gflop_per_s": achieved / 1e9, "fma_gflop_per_s": fma_flops / 1e9,
             "fma_share": achieved / fma_flops}
