@@ -28,13 +28,12 @@ and the harness (``studylib.harness``) measures them.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from .cli.machine import cmd_advise, cmd_machine
 from .cli.measuring import cmd_atari, cmd_measure, cmd_peers, cmd_profile, cmd_sweep
-from .cli.options import (EXIT_USAGE, UsageError, OneLineParser, add_point_options, add_run_options, data_dir_of,
-                          points_of, positive, positive_float)
+from .cli.options import (EXIT_USAGE, OneLineParser, UsageError, add_point_options, add_run_options, collected,
+                          data_dir_of, points_of, positive, positive_float)
 from .errors import StudyError
 
 _data_dir = data_dir_of  # the name tests and scripts import from here
@@ -110,16 +109,16 @@ def _cmd_bench(args, out) -> int:
     points = points_of(args, positive("--repeats", args.repeats), positive_float("--min-seconds", args.min_seconds))
     for p in points:  # everything checkable is checked before the first measurement
         check_feasible(p)
-    rows, fma = [], None
-    for p in points:
-        row = measure(p)
+    fma = None
+
+    def with_share(row: dict) -> dict:
+        nonlocal fma
         if row["policy"] == "mlp" and row["device"] == "cpu":  # the MLP's flops against the CPU's FMA ceiling
-            fma = fma or fma_ceiling()
+            fma = fma or fma_ceiling()  # measured once, at the first such row
             row.update(mlp_share(row["samples_per_s"], fma[0]), fma_ceiling_from=fma[1])
-        rows.append(row)
-        if args.json:
-            out.write(json.dumps(row, default=str) + "\n")
-            out.flush()
+        return row
+
+    rows = collected((with_share(measure(p)) for p in points), out, args.json)
     if not args.json:
         out.write(format_table(rows) + "\n")
         for r in (r for r in rows if "fma_share" in r):

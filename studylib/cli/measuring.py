@@ -8,8 +8,8 @@ import json
 
 from ..errors import ConfigError
 from ..settings import MeasurePoint
-from .options import (INT_RE, data_dir_of, engine_of, log_line, lost_exit, parse_ints, parse_names, points_of, positive,
-                      positive_float)
+from .options import (INT_RE, collected, data_dir_of, engine_of, log_line, lost_exit, parse_ints, parse_names,
+                      points_of, positive, positive_float)
 
 
 def cmd_sweep(args, out) -> int:
@@ -72,16 +72,12 @@ def cmd_profile(args, out) -> int:
     points = points_of(args)
     for p in points:
         check_feasible(p)
-    rows = []
     groups = {}  # one set of environments per (settings, policy), profiled at every K
     for p in points:
         groups.setdefault((p.env, p.policy), []).append(p.steps)
-    for (env, policy), steps in sorted(groups.items(), key=lambda g: [str(v) for v in _group_order(*g[0])]):
-        for row in profiler.profile_sweep(env, steps, policy).to_dict("records"):
-            rows.append(row)
-            if args.json:
-                out.write(json.dumps(row, default=str) + "\n")
-                out.flush()
+    ordered = sorted(groups.items(), key=lambda g: [str(v) for v in _group_order(*g[0])])
+    rows = collected((row for (env, policy), steps in ordered
+                      for row in profiler.profile_sweep(env, steps, policy).to_dict("records")), out, args.json)
     if not args.json:
         out.write(format_profile_table(rows) + "\n")
         kinds = sorted({r["kernel_counter"] for r in rows})

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import re
 import sys
 
@@ -178,3 +179,15 @@ def lost_exit(lost: int) -> int:
     if lost:
         log_line(f"{lost} point(s) lost with their worker or node; run the same command again to measure them")
     return 1 if lost else 0
+
+
+def collected(rows, out, as_json: bool) -> list[dict]:
+    """The rows of a measuring command, each written at once as a JSON line with --json (a long run
+    shows what it has measured so far; the table comes at the end otherwise)."""
+    kept = []
+    for row in rows:
+        kept.append(row)
+        if as_json:
+            out.write(json.dumps(row, default=str) + "\n")
+            out.flush()
+    return kept
