@@ -112,9 +112,9 @@ def test_the_default_preset_has_the_seeds_its_statistics_need():
     assert d["budget_s"] == d["population_budget_s"] == d["sweep_budget_s"]
 
 
-def test_the_gymnasium_judge_split_over_two_processes_is_the_same_judge():
-    """gymnasium_return splits its episodes with a helper process where there is a second core:
-    the same episodes (each reset seed its own), so the same mean as all of them in one process."""
+def test_the_gymnasium_judge_steps_each_episode_on_its_own():
+    """The judge steps its episodes in lockstep (the actor batched), each reset seed its own: an
+    episode's return does not depend on which others share its batch."""
     from studylib.train import evaluate
 
     rng = np.random.default_rng(0)
@@ -122,5 +122,8 @@ def test_the_gymnasium_judge_split_over_two_processes_is_the_same_judge():
     arrays = {k: rng.normal(0, 0.5, s).astype(np.float32) for k, s in shapes.items()}  # short, varied episodes
     alone = evaluate._episode_returns(arrays, np.arange(40), 7, 40)
     assert alone.std() > 0  # the episodes differ, so a shuffled or shifted split would show
+    halves = np.concatenate([evaluate._episode_returns(arrays, np.arange(20), 7, 40),
+                             evaluate._episode_returns(arrays, np.arange(20, 40), 7, 40)])
+    np.testing.assert_array_equal(halves, alone)
     assert evaluate.gymnasium_return(arrays, 40, seed=7) == pytest.approx(float(alone.mean()))
     assert evaluate.gymnasium_return(arrays, 40, seed=8) != pytest.approx(float(alone.mean()))
