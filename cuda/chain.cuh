@@ -30,8 +30,8 @@
 // actuator_force -> ch_actuator_force, physics_step / _steps -> ch_physics_step (and ch_mj_step,
 // its loop body, for the CPU's lane loop); an environment step's physics is frame_skip of them.
 //
-// The links instantiated: CH_FOR_EACH_LINKS below. To add n = 3, append X(3) there: the CPU build,
-// the kernel (chain_rollout_3), its host build and Python (which asks the library for the list)
+// The links instantiated: CH_FOR_EACH_LINKS below. To add n = 5, append X(5) there: the CPU build,
+// the kernel (chain_rollout_5), its host build and Python (which asks the library for the list)
 // all follow; tests/test_chain_native.py tests the n it lists itself and needs a register budget
 // for the new kernel (REGISTER_BUDGET there).
 #pragma once
@@ -55,7 +55,7 @@
 #endif
 
 // Every n the builds instantiate, as X(n) for a macro X.
-#define CH_FOR_EACH_LINKS(X) X(1) X(2) X(4) X(8)
+#define CH_FOR_EACH_LINKS(X) X(1) X(2) X(3) X(4) X(6) X(8)
 
 // Where an environment's controls come from (ChainArgs.policy).
 #define CH_POLICY_CTRL 0  // ctrl[k * n + env]: the caller's control of env at step k

@@ -56,6 +56,9 @@ class ImplSpec:
     # it; None: the cost model does not price it (its calls are counted for no dispatch it knows)
     max_envs: int | None = None  # the largest N the study measures or projects it at (None: no limit)
     sims: tuple[str, ...] = ("cartpole",)  # the simulators (studylib.sims) it implements
+    # The class of each simulator it implements with a class other than ``factory``'s: (sim,
+    # "module:Class") pairs (a sibling of the same shape: studylib.envs.chain_base for the chain).
+    sim_factories: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self):
         if not self.name or not isinstance(self.name, str):
@@ -74,8 +77,15 @@ class ImplSpec:
             raise ConfigError(f"{self.name}: profiler must be one of {', '.join(PROFILERS)}, got {self.profiler!r}")
         if self.dispatch is not None and self.dispatch not in DISPATCHES:
             raise ConfigError(f"{self.name}: dispatch must be one of {', '.join(DISPATCHES)}, got {self.dispatch!r}")
+        if any(":" not in f or sim not in self.sims for sim, f in self.sim_factories):
+            raise ConfigError(f"{self.name}: sim_factories must read ((sim, 'module:Class'), ...) for sims it "
+                              f"implements ({', '.join(self.sims)})")
         if self.max_envs is not None and (not isinstance(self.max_envs, int) or self.max_envs < 1):
             raise ConfigError(f"{self.name}: max_envs must be a positive integer or None, got {self.max_envs!r}")
+
+    def factory_for(self, sim: str) -> str:
+        """The "module:Class" of its class for simulator ``sim`` (one of ``sims``)."""
+        return dict(self.sim_factories).get(sim, self.factory)
 
     @property
     def gpu_only(self) -> bool:
@@ -131,16 +141,21 @@ class _Names(Sequence):
 
 IMPLEMENTATIONS = _Names()
 
+CHAIN_TOO = ("cartpole", "chain")  # the n-link chain (studylib.sims.chain) beside CartPole
+
 for _record in (
     # gym: Python objects, one call per environment-step; past 2^16 environments a point takes minutes
     ImplSpec("gym", ".gym_env:GymCartPole", "python", ("cuda", "cpu"), "torch", label="gym", color="#7f7f7f",
-             order=0, in_paper=True, native_arrays=False, dispatch="python-loop", max_envs=2**16),
+             order=0, in_paper=True, native_arrays=False, dispatch="python-loop", max_envs=2**16,
+             sims=CHAIN_TOO, sim_factories=(("chain", ".chain_envs:LoopChain"),)),
     ImplSpec("cpp", ".cpp_env:CppCartPole", "kernel", ("cpu",), None, label="cpp", color="#d62728", order=1,
-             in_paper=True, native_library="cartpole_cpu", fused_policies=("none",), dispatch="native"),
+             in_paper=True, native_library="cartpole_cpu", fused_policies=("none",), dispatch="native",
+            sims=CHAIN_TOO, sim_factories=(("chain", ".chain_envs:CppChain"),)),
     ImplSpec("torch", ".torch_env:TorchCartPole", "torch", ("cuda", "cpu"), "torch", label="torch",
-             color="#ff7f0e", order=2, in_paper=True, dispatch="eager"),
+             color="#ff7f0e", order=2, in_paper=True, dispatch="eager",
+             sims=CHAIN_TOO, sim_factories=(("chain", ".chain_envs:TorchChain"),)),
     ImplSpec("jax", ".jax_env:JaxCartPole", "xla", ("cuda", "cpu"), "jax", label="jax", color="#1f77b4", order=3,
-             in_paper=True, profiler="jax", dispatch="compiled"),
+             in_paper=True, profiler="jax", dispatch="compiled", sims=CHAIN_TOO, sim_factories=(("chain", ".chain_envs:JaxChain"),)),
     ImplSpec("cuda", ".cuda_env:CudaCartPole", "kernel", ("cuda",), "cupy", label="cuda", color="#2ca02c",
              order=4, in_paper=True, fused_policies=("none",), dispatch="native"),
     ImplSpec("torch-compile", ".torch_compile_env:TorchCompileCartPole", "torch", ("cuda", "cpu"), "torch",

@@ -170,13 +170,18 @@ class MeasurePoint:
         fix("min_seconds", check_min_seconds(self.min_seconds))
         if self.env.is_peer and self.policy != "none":
             raise ConfigError(f"peer {self.env.impl!r} is measured as it ships: simulation only (policy none)")
+        record = sims.sim(self.env.sim)
+        if self.policy not in record.policies:
+            raise ConfigError(f"simulator {record.name!r} runs policy {' or '.join(record.policies)} only, "
+                              f"got {self.policy!r}")
 
     @classmethod
     def of(cls, impl, num_envs, steps, *, state_factor=1, compute_factor=1, policy="mlp", device=None,
-           seed=0, repeats=5, min_seconds=0.2, sim=sims.DEFAULT) -> "MeasurePoint":
-        """A point from flat values (the columns of a data file's row)."""
+           seed=0, repeats=5, min_seconds=0.2, sim=sims.DEFAULT, params=None) -> "MeasurePoint":
+        """A point from flat values (the columns of a data file's row); ``params``: the simulator's
+        constants (None: its reference ones)."""
         env = EnvSettings(impl, num_envs, state_factor=state_factor, compute_factor=compute_factor,
-                          seed=seed, device=device, sim=sim)
+                          seed=seed, device=device, sim=sim, params=params)
         return cls(env, steps, policy=policy, repeats=repeats, min_seconds=min_seconds)
 
     def flat(self) -> dict:
@@ -185,7 +190,7 @@ class MeasurePoint:
         return {"impl": e.impl, "num_envs": e.num_envs, "steps": self.steps, "state_factor": e.state_factor,
                 "compute_factor": e.compute_factor, "policy": self.policy, "device": e.device,
                 "repeats": self.repeats, "min_seconds": self.min_seconds, "seed": e.seed,
-                "state_layout": STATE_LAYOUT, "sim": e.sim}
+                "state_layout": STATE_LAYOUT, "sim": e.sim, **sims.sim(e.sim).variant(e.params)}
 
     def key(self) -> tuple:
         """Identity of a measured point: a resumed sweep skips a point whose key is saved."""
@@ -193,7 +198,8 @@ class MeasurePoint:
 
     def describe(self) -> str:
         e = self.env
-        return ((f"{e.sim} " if e.sim != sims.DEFAULT else "")
+        variant = "".join(f" {k}={v}" for k, v in sims.sim(e.sim).variant(e.params).items())
+        return ((f"{e.sim}{variant} " if e.sim != sims.DEFAULT else "")
                 + f"{e.impl} N={e.num_envs} K={self.steps} S={e.state_factor} C={e.compute_factor} "
                 f"policy={self.policy} device={e.device or 'default'}")
 
@@ -206,7 +212,7 @@ def point_key(row: dict) -> tuple:
     """The key of a saved row (its ``device_requested`` is the device that was asked for). With
     S > 1 the key ends with the row's ``state_layout`` (``STATE_LAYOUT``; None in rows measured
     before it), so a row of an earlier meaning of S never stands for a point of today's; a row of
-    another simulator than CartPole ends with its ``sim``."""
+    another simulator than CartPole ends with its ``sim`` and its variant's columns (the chain's links)."""
     values = []
     for k in POINT_KEYS:
         v = row.get("device_requested", row.get("device")) if k == "device" else row.get(k)
@@ -214,7 +220,7 @@ def point_key(row: dict) -> tuple:
     if row.get("state_factor", 1) != 1:
         values.append(row.get("state_layout"))
     if row.get("sim", sims.DEFAULT) != sims.DEFAULT:  # a CartPole row (or one saved before rows named it) has no sim
-        values.append(("sim", row["sim"]))
+        values.append(("sim", row["sim"], *((k, row.get(k)) for k in sorted(sims.sim(row["sim"]).variant_keys))))
     return tuple(values)
 
 

@@ -4,6 +4,8 @@ without a branch of its own."""
 
 from __future__ import annotations
 
+import json
+
 import dataclasses
 
 import pytest
@@ -87,6 +89,14 @@ def test_the_command_line_takes_a_registered_simulator(capsys):
     base = ["bench", "--impl", "cpp", "--num-envs", "8", "--steps", "1"]
     assert main(base + ["--sim", "pendulum"]) == 2
     assert capsys.readouterr().err.strip().splitlines() == ["error: unknown --sim 'pendulum'; valid: cartpole, chain"]
-    assert main(base + ["--sim", "chain"]) == 2  # registered, but cpp's record does not implement it (yet)
+    assert main(["bench", "--impl", "fused", "--num-envs", "8", "--steps", "1", "--sim", "chain"]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
-        "error: 'cpp' does not implement simulator 'chain'; it implements cartpole"]
+        "error: 'fused' does not implement simulator 'chain'; it implements cartpole"]
+    assert main(base + ["--sim", "chain"]) == 2  # the chain has no policy: policy mlp is refused
+    assert capsys.readouterr().err.strip().splitlines() == ["error: simulator 'chain' runs policy none only, got 'mlp'"]
+    assert main(base + ["--links", "3"]) == 2
+    assert "--links is for one simulator with links" in capsys.readouterr().err
+    fast = ["--repeats", "1", "--min-seconds", "0.01", "--json"]
+    assert main(base + ["--sim", "chain", "--links", "1,3", "--policy", "none", *fast]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["sim"], r["links"], r["impl"]) for r in rows] == [("chain", 1, "cpp"), ("chain", 3, "cpp")]

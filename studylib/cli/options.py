@@ -117,6 +117,7 @@ def add_point_options(p: argparse.ArgumentParser, steps_required=True):
     p.add_argument("--device", default=None, help="cpu or cuda (default: the implementation's default)")
     p.add_argument("--seed", default="0", help="environment seed")
     p.add_argument("--sim", default=sims.DEFAULT, help=f"the simulator: {', '.join(sims.names())} (studylib.sims)")
+    p.add_argument("--links", default=None, help="the chain's links n (--sim chain; list allowed: 1,2,4,8)")
 
 
 def grid_of(args) -> dict:
@@ -129,7 +130,20 @@ def grid_of(args) -> dict:
         "policy": parse_names("--policy", args.policy, POLICIES),
         "device": [None] if args.device is None else parse_names("--device", args.device, ("cpu", "cuda")),
         "sim": parse_names("--sim", args.sim, sims.names()),
+        "params": params_of(args),
     }
+
+
+def params_of(args) -> list:
+    """The simulator's parameter sets the options name: --links for a simulator whose rows have a
+    links column (the chain); [None] (its reference constants) without it."""
+    if args.links is None:
+        return [None]
+    names = parse_names("--sim", args.sim, sims.names())
+    records = [sims.sim(n) for n in names]
+    if len(records) != 1 or "links" not in records[0].variant_keys:
+        raise ConfigError(f"--links is for one simulator with links (the chain: --sim chain), got --sim {args.sim}")
+    return [records[0].params_of({"links": n}) for n in parse_ints("--links", args.links)]
 
 
 def points_of(args, repeats=5, min_seconds=0.2) -> list[MeasurePoint]:

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from ..sims.cartpole import CARTPOLE_V1, CartPoleParams
 from ..errors import ConfigError
 from ..implspec import IMPLEMENTATIONS, ImplSpec, register, spec, specs, unregister  # noqa: F401 (re-exported)
 from ..settings import EnvSettings, check_impl
 
 
-def implementation_class(impl: str):
-    """The VectorCartPole subclass of implementation ``impl`` (its record's ``factory``)."""
-    module, cls = spec(check_impl(impl)).factory.split(":")
+def implementation_class(impl: str, sim: str = "cartpole"):
+    """The class of implementation ``impl`` for simulator ``sim`` (its record's ``factory_for``:
+    a VectorCartPole subclass for CartPole, a VectorChain one for the chain)."""
+    module, cls = spec(check_impl(impl)).factory_for(sim).split(":")
     return getattr(import_module(module, __package__ if module.startswith(".") else None), cls)
 
 
@@ -25,18 +25,19 @@ def make_from(settings: EnvSettings):
     """The environments ``settings`` describes (an implementation; peers: ``studylib.harness.peers``)."""
     if settings.is_peer:
         raise ConfigError(f"{settings.impl!r} is a peer library's CartPole; use studylib.harness.peers.make_peer")
-    return implementation_class(settings.impl)(settings)
+    return implementation_class(settings.impl, settings.sim)(settings)
 
 
 def make(impl: str, num_envs: int, *, seed: int = 0, device=None, state_factor: int = 1,
-         compute_factor: int = 1, policy_seed: int = 0, params: CartPoleParams = CARTPOLE_V1,
+         compute_factor: int = 1, policy_seed: int = 0, params=None,
          arrays: str = "numpy", sim: str = "cartpole"):
-    """Create ``num_envs`` CartPole-v1 environments of implementation ``impl`` (see the package doc).
+    """Create ``num_envs`` environments of implementation ``impl`` (CartPole-v1 unless ``sim`` says).
 
     ``arrays``: "numpy" (the default: numpy arrays on the host) or "native" (the implementation's
     own arrays on its device, no host copy: torch tensors for torch, torch-compile, cpp, fused and
     cuda, jax arrays for jax; not gym). ``sim``: the simulator (``studylib.sims``), one the
-    implementation's record names. See ``VectorCartPole``.
+    implementation's record names; ``params``: its constants (None: its reference ones, e.g.
+    CartPole-v1's; ``ChainParams(links=8)`` for an 8-link chain). See ``VectorCartPole``.
     """
     check_impl(impl)
     return make_from(EnvSettings(impl, num_envs, state_factor=state_factor, compute_factor=compute_factor,

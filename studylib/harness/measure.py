@@ -29,7 +29,7 @@ from ..errors import check_fits_in_memory
 from ..implspec import spec
 from .peers import make_peer_from, peer_class
 from ..envs.registry import implementation_class, make_from
-from ..settings import MeasurePoint
+from ..settings import POINT_KEYS, MeasurePoint
 from .provenance import cpu_model, gpu_name, machine_key, now_utc
 from .timing import TIMER, time_regions
 
@@ -40,7 +40,7 @@ def check_feasible(point: MeasurePoint) -> None:
     (InsufficientMemoryError). The point's values themselves were checked when it was built."""
     e = point.env
     check_device_for(e.impl, e.device)
-    cls = peer_class(e.impl) if e.is_peer else implementation_class(e.impl)
+    cls = peer_class(e.impl) if e.is_peer else implementation_class(e.impl, e.sim)
     check_fits_in_memory(f"{e.impl} with N={e.num_envs}, S={e.state_factor}",
                          cls.estimate_bytes(e.num_envs, e.state_factor))
 
@@ -111,6 +111,7 @@ def measure(point: MeasurePoint) -> dict:
         "episodes_finished": t.counted,
         "seed": e.seed,
         "state_layout": flat["state_layout"],  # what S means (settings.STATE_LAYOUT): part of the key
+        **{key: flat[key] for key in flat if key not in POINT_KEYS and key not in ("state_layout",)},  # sim, variant
         "machine": machine_key(),
         "date": now_utc(),
         "timer": TIMER,

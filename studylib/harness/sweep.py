@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import itertools
 import sys
 from dataclasses import dataclass, field
@@ -34,8 +35,10 @@ from .provenance import machine_key
 from .semantics import stamp
 from .store import DataFile
 
-GRID_KEYS = ("impl", "num_envs", "steps", "state_factor", "compute_factor", "policy", "device", "sim")
-GRID_DEFAULTS = {"state_factor": 1, "compute_factor": 1, "policy": "mlp", "device": None, "sim": sims.DEFAULT}
+GRID_KEYS = ("impl", "num_envs", "steps", "state_factor", "compute_factor", "policy", "device", "sim", "params")
+# params: the simulator's constants (e.g. ChainParams(links=8)); None, its reference ones
+GRID_DEFAULTS = {"state_factor": 1, "compute_factor": 1, "policy": "mlp", "device": None, "sim": sims.DEFAULT,
+                 "params": None}
 SKIP_ERRORS = (InsufficientMemoryError, DeviceUnavailableError, ConfigError)
 
 
@@ -76,13 +79,14 @@ def grid_points(grid: dict, *, repeats=5, min_seconds=0.2, seed=0) -> list[Measu
     axes = []
     for key in GRID_KEYS:
         values = grid.get(key, [GRID_DEFAULTS.get(key)])
-        values = [values] if isinstance(values, (str, int, float)) or values is None else list(values)
+        single = isinstance(values, (str, int, float)) or values is None or dataclasses.is_dataclass(values)
+        values = [values] if single else list(values)
         if not values:
             raise ConfigError(f"grid[{key!r}] is empty")
         axes.append(values)
     points = (MeasurePoint.of(impl, n, k, state_factor=s, compute_factor=c, policy=pol, device=dev, seed=seed,
-                              repeats=repeats, min_seconds=min_seconds, sim=sim)
-              for impl, n, k, s, c, pol, dev, sim in itertools.product(*axes))
+                              repeats=repeats, min_seconds=min_seconds, sim=sim, params=params)
+              for impl, n, k, s, c, pol, dev, sim, params in itertools.product(*axes))
     return list(dict.fromkeys(points))
 
 

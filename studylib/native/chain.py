@@ -132,7 +132,7 @@ def hash_ctrl(seed: int, env, step) -> np.ndarray:
     return top * np.float32(1.0 / 8388608.0) - np.float32(1.0)
 
 
-def _check_links(p: ChainParams) -> None:
+def check_links(p: ChainParams) -> None:
     links = instantiated_links()
     if p.links not in links:
         raise ConfigError(f"the chain's C/CUDA build has no n = {p.links} (instantiated: "
@@ -152,7 +152,7 @@ def call_rollout(args: ChainArgs) -> None:
 
 def _prepare(states, p: ChainParams, ctrl, num_steps: int, seed: int, first_step: int):
     """(state copy (N, 2(n+1)) float32, ctrl (K, N) float32 or None, params, ChainArgs)."""
-    _check_links(p)
+    check_links(p)
     if isinstance(num_steps, bool) or not isinstance(num_steps, (int, np.integer)) or num_steps < 0:
         raise ConfigError(f"num_steps must be an integer >= 0, got {num_steps!r}")
     state = np.array(states, dtype=np.float32, order="C", copy=True)

@@ -40,6 +40,12 @@ class SimSpec:
     physics_flops: Callable[[int], int]  # flops of one step at compute factor C (transcendentals apart)
     transcendentals: Callable[[int], int]  # sin/cos/... of one step at compute factor C
     unfused_bytes: Callable[[int], int]  # bytes one step moves when its state is not kept in cache, at S
+    policies: tuple = ("mlp", "none")  # what its implementations run between steps ("none": hashed inputs)
+    # The columns that tell one of its parameter sets from another in a data row (e.g. the chain's
+    # {"links": 8}); a row's key ends with them, so rows of two sizes never stand for each other.
+    variant: Callable[[object], dict] = lambda params: {}
+    # ... and back: the parameters of a variant's columns (a row's, or the command line's --links)
+    params_of: Callable[[dict], object] = lambda columns: None
 
     def __post_init__(self):
         if not self.name or not isinstance(self.name, str):
@@ -52,5 +58,12 @@ class SimSpec:
         if not set(self.dynamics) <= set(LANGUAGES) or "python" not in self.dynamics:
             raise ConfigError(f"{self.name}: dynamics must name its python module (and may name a c header), "
                               f"got {sorted(self.dynamics)}")
+        if not self.policies or not set(self.policies) <= {"mlp", "none"}:
+            raise ConfigError(f"{self.name}: policies must be among mlp, none, got {self.policies!r}")
         if not set(self.knobs) <= set(KNOBS):
             raise ConfigError(f"{self.name}: knobs must be among {', '.join(KNOBS)}, got {self.knobs!r}")
+
+    @property
+    def variant_keys(self) -> tuple[str, ...]:
+        """The row columns of ``variant`` (those of its reference parameters)."""
+        return tuple(self.variant(self.default_params))

@@ -39,6 +39,8 @@ termination and observation are InvertedDoublePendulum-v5's, generalized (``rewa
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import math
 from functools import lru_cache
 
@@ -333,5 +335,6 @@ CHAIN = SimSpec(
                 f"{INVERTED_DOUBLE_PENDULUM.max_episode_steps} steps",
     reference="MuJoCo C's mj_step (float64) on chain_mjcf(n)",
     dynamics={"python": "studylib.sims.chain", "c": "cuda/chain.cuh"},
-    knobs=(),
+    knobs=(), policies=("none",), variant=lambda p: {"links": p.links},
+    params_of=lambda columns: replace(INVERTED_DOUBLE_PENDULUM, links=columns["links"]),
     physics_flops=physics_flops, transcendentals=physics_transcendentals, unfused_bytes=unfused_bytes)

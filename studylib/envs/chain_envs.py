@@ -1,0 +1,187 @@
+"""The n-link chain in four implementations, siblings of ``VectorChain``'s shape (chain_base.py),
+each the chain's class of one implementation record (``ImplSpec.sim_factories``):
+
+``LoopChain``   gym's row: Python objects, one environment at a time (float64 Python floats through
+                studylib.sims.chain's own formulas, as gymnasium's CartPole steps Python floats);
+                the controls of a step hashed for all environments at once (numpy).
+``TorchChain``  PyTorch eager: the same array formulation on (N,) float32 tensors, every operation
+                a kernel, K steps a Python loop.
+``JaxChain``    XLA: the same formulation jitted with ``lax.scan`` over K steps, one call per K.
+``CppChain``    the C build of cuda/chain.cuh (library chain_cpu: OpenMP over blocks of
+                environments, SIMD lanes within one), one native call per K steps.
+
+All four step the same controls, ``hash_ctrl(seed, env, t)``, so their states agree with the
+float64 reference to float32 rounding grown by the chain's chaos (tests/test_chain_envs.py).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+
+import numpy as np
+
+from ..episodes import MASK32, hash4
+from ..native import chain as native_chain
+from ..sims import chain as dynamics
+from .chain_base import VectorChain
+
+
+class _PyFloats:
+    """The array namespace of studylib.sims.chain for Python floats (one environment)."""
+
+    sin, cos, sqrt = staticmethod(math.sin), staticmethod(math.cos), staticmethod(math.sqrt)
+
+    @staticmethod
+    def clip(x, lo, hi):
+        return min(max(x, lo), hi)
+
+
+class LoopChain(VectorChain):
+    name = "gym"
+    dtype = np.float64
+
+    def _resolve_device(self, device) -> str:
+        return "cpu"  # Python floats: its record's GPU is for CartPole's policy
+
+    def _put(self, states):
+        n1 = self.links + 1
+        self._q = [list(map(float, row[:n1])) for row in states]
+        self._v = [list(map(float, row[n1:])) for row in states]
+
+    def get_state(self):
+        return np.array([q + v for q, v in zip(self._q, self._v)], dtype=np.float64)
+
+    def _rollout(self, num_steps):
+        p, xp, env = self.params, _PyFloats, np.arange(self.num_envs)
+        for k in range(num_steps):
+            ctrl = native_chain.hash_ctrl(self.seed, env, self.steps_taken + k).tolist()
+            for i in range(self.num_envs):
+                q, v, force = self._q[i], self._v[i], dynamics.actuator_force(ctrl[i], p, xp)
+                for _ in range(p.frame_skip):
+                    q, v = dynamics.rk4_step(q, v, force, p, xp)
+                self._q[i], self._v[i] = q, v
+
+
+def _torch_hash_ctrl(seed: int, env, step: int):
+    """hash_ctrl on int64 tensors (32-bit wrap after each multiply), bit for bit."""
+    import torch
+
+    wrap = lambda t: t & MASK32  # noqa: E731
+    bits = hash4(torch.full_like(env, (seed ^ native_chain.CTRL_SALT) & MASK32), env, torch.zeros_like(env),
+                 torch.full_like(env, step & MASK32), wrap)
+    return (bits >> 8).to(torch.float32) * (1.0 / 8388608.0) - 1.0
+
+
+class TorchChain(VectorChain):
+    name = "torch"
+
+    def _resolve_device(self, device) -> str:
+        from ..devices import resolve_torch_device
+
+        return resolve_torch_device(device)
+
+    def _put(self, states):
+        import torch
+
+        self._state = torch.as_tensor(states, dtype=torch.float32, device=self.device)
+        self._env = torch.arange(self.num_envs, dtype=torch.int64, device=self.device)
+
+    def get_state(self):
+        return self._state.cpu().numpy()
+
+    def _rollout(self, num_steps):
+        import torch
+
+        p, state = self.params, self._state
+        with torch.inference_mode():
+            for k in range(num_steps):
+                ctrl = _torch_hash_ctrl(self.seed, self._env, self.steps_taken + k)
+                state = dynamics.physics_step(state, ctrl, p, xp=torch, steps=p.frame_skip)
+        self._state = state
+
+    def synchronize(self):
+        if str(self.device).startswith("cuda"):
+            import torch
+
+            torch.cuda.synchronize()
+
+
+class JaxChain(VectorChain):
+    name = "jax"
+
+    def _resolve_device(self, device) -> str:
+        from ..devices import resolve_jax_device
+
+        self._jax_device = resolve_jax_device(device)
+        return "cuda" if self._jax_device.platform == "gpu" else self._jax_device.platform
+
+    def _put(self, states):
+        import jax
+        import jax.numpy as jnp
+
+        self._state = jax.device_put(jnp.asarray(states, dtype=jnp.float32), self._jax_device)
+        self._env = jax.device_put(jnp.arange(self.num_envs, dtype=jnp.uint32), self._jax_device)
+        self._compiled = getattr(self, "_compiled", {})
+
+    def get_state(self):
+        return np.asarray(self._state)
+
+    def _program(self, num_steps):
+        import jax
+        import jax.numpy as jnp
+
+        p, u32 = self.params, jnp.uint32
+        salted = u32((self.seed ^ native_chain.CTRL_SALT) & MASK32)
+
+        def step(state, t):
+            bits = hash4(salted, self._env, u32(0), t)  # the scalars broadcast over the environments
+            ctrl = (bits >> u32(8)).astype(jnp.float32) * jnp.float32(1.0 / 8388608.0) - jnp.float32(1.0)
+            # the frame_skip mj_steps as a loop, not unrolled: XLA's compile time grows with the
+            # program (n = 8 unrolled: about a minute on 2 cores)
+            mj_step = lambda _, s: dynamics.physics_step(s, ctrl, p, xp=jnp)  # noqa: E731
+            return jax.lax.fori_loop(0, p.frame_skip, mj_step, state), None
+
+        def rollout(state, first):
+            return jax.lax.scan(step, state, first + jnp.arange(num_steps, dtype=u32))[0]
+
+        return jax.jit(rollout)
+
+    def compile(self, num_steps: int, policy: str = "none") -> None:
+        """Compile the K-step program ahead of the timing (measure reports it as compile_s)."""
+        import jax.numpy as jnp
+
+        if num_steps not in self._compiled:
+            program = self._program(num_steps)
+            self._compiled[num_steps] = program.lower(self._state, jnp.uint32(0)).compile()
+
+    def _rollout(self, num_steps):
+        import jax.numpy as jnp
+
+        self.compile(num_steps)
+        self._state = self._compiled[num_steps](self._state, jnp.uint32(self.steps_taken & MASK32))
+
+    def synchronize(self):
+        self._state.block_until_ready()
+
+
+class CppChain(VectorChain):
+    name = "cpp"
+
+    def _resolve_device(self, device) -> str:
+        return "cpu"
+
+    def _put(self, states):
+        native_chain.check_links(self.params)
+        self._state = np.ascontiguousarray(states, dtype=np.float32)
+        self._params = native_chain.params_array(self.params)
+        self._args = native_chain.ChainArgs(state=self._state.ctypes.data, params=self._params.ctypes.data,
+                                            n=self.num_envs, links=self.links, seed=self.seed & MASK32,
+                                            policy=native_chain.POLICY_HASH)
+
+    def get_state(self):
+        return self._state.copy()
+
+    def _rollout(self, num_steps):
+        self._args.num_steps, self._args.first_step = num_steps, self.steps_taken & MASK32
+        native_chain.call_rollout(self._args)
