@@ -138,14 +138,15 @@ def _timed(name: str) -> float:
             "transcendental_s": transcendental_s}[name]()
 
 
-def _counts_at(impl: str, policy: str, k: int) -> tuple[float, float]:
-    """(Python->backend calls, device kernels) of one rollout of ``k`` steps at N = COUNT_N."""
+def _counts_at(impl: str, policy: str, k: int, sim: str | None = None, params=None) -> tuple[float, float]:
+    """(Python->backend calls, device kernels) of one rollout of ``k`` steps at N = COUNT_N (of
+    simulator ``sim`` with ``params``; None: CartPole-v1)."""
     from ..implspec import spec
     from ..envs.registry import make_from
     from ..settings import MeasurePoint
     from . import profiler
 
-    point = MeasurePoint.of(impl, COUNT_N, k, policy=policy)
+    point = MeasurePoint.of(impl, COUNT_N, k, policy=policy, sim=sim or "cartpole", params=params)
     env = make_from(point.env)
     env.rollout(k, policy)  # warm-up (jax: compiles): first-call work is not per-step work
     env.synchronize()
@@ -157,9 +158,10 @@ def _counts_at(impl: str, policy: str, k: int) -> tuple[float, float]:
             sum(kernels.values()) + profiler._native_kernel_calls(native))
 
 
-def count_calls(impl: str, policy: str) -> dict:
-    """Calls and kernels per call and per step of ``impl`` (see the module doc)."""
-    (c_lo, k_lo), (c_hi, k_hi) = (_counts_at(impl, policy, k) for k in COUNT_K)
+def count_calls(impl: str, policy: str, sim: str | None = None, params=None) -> dict:
+    """Calls and kernels per call and per step of ``impl`` (see the module doc), on CartPole-v1 or
+    on simulator ``sim`` with ``params``."""
+    (c_lo, k_lo), (c_hi, k_hi) = (_counts_at(impl, policy, k, sim, params) for k in COUNT_K)
     span = COUNT_K[1] - COUNT_K[0]
     calls_step, kernels_step = (c_hi - c_lo) / span, (k_hi - k_lo) / span
     return {"calls_per_step": calls_step, "calls_per_call": max(0.0, c_lo - COUNT_K[0] * calls_step),
