@@ -8,28 +8,16 @@ import numpy as np
 import pytest
 
 from studylib import make
-from studylib.envs.chain_base import VectorChain, initial_states
+from studylib.envs.chain_base import VectorChain, reference_states
 from studylib.errors import ConfigError
 from studylib.harness.measure import measure
 from studylib.implspec import specs
-from studylib.native import chain as nc
 from studylib.settings import MeasurePoint, point_key
-from studylib.sims import chain
 from studylib.sims.chain_model import ChainParams
 from tests.test_chain import relative_error
 
 CHAIN_IMPLS = [r.name for r in specs() if "chain" in r.sims]
 N, K = 40, 10
-
-
-def reference(n: int, num_envs: int, steps: int, seed: int = 0) -> np.ndarray:
-    """``steps`` environment steps of the reference from the implementations' initial states."""
-    p = ChainParams(links=n)
-    state = initial_states(num_envs, seed, n)
-    for t in range(steps):
-        ctrl = nc.hash_ctrl(seed, np.arange(num_envs), t).astype(np.float64)
-        state = chain.physics_step(state, ctrl, p, steps=p.frame_skip)
-    return state
 
 
 def test_four_implementations_name_the_chain_in_their_records():
@@ -49,7 +37,7 @@ def test_k_steps_in_two_calls_are_the_references(impl, n):
     env.rollout(4)
     env.rollout(K - 4)
     env.synchronize()
-    error = relative_error(env.get_state(), reference(n, N, K, seed=5)).max()
+    error = relative_error(env.get_state(), reference_states(n, N, K, seed=5)).max()
     assert error <= (1e-12 if env.dtype == np.float64 else 1e-3), error
 
 
@@ -57,7 +45,7 @@ def test_k_steps_in_two_calls_are_the_references(impl, n):
 def test_eight_links(impl):
     env = make(impl, 8, sim="chain", params=ChainParams(links=8))
     env.rollout(3)
-    assert relative_error(env.get_state(), reference(8, 8, 3)).max() < 1e-3
+    assert relative_error(env.get_state(), reference_states(8, 8, 3)).max() < 1e-3
 
 
 def test_reset_and_set_state_restart_the_same_stream():

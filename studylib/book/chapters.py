@@ -28,8 +28,8 @@ from .claims import (Finding, complexity_findings, findings_frame, fusion_findin
 from .model import model_calibration
 from .plans import (atari_breakdown_data, atari_data, beyond_data, cartpole_fig2_data, complexity_data, fusion_data,
                     overheads_data, profile_data, roofline_data, vectorization_data)
-from .presets import (AtariParams, BeyondParams, CartpoleParams, ComplexityParams, FusionParams, ModelParams,
-                      OverheadsParams, PageParams, VectorizationParams)
+from .presets import (AtariParams, BeyondParams, CartpoleParams, ChainParams, ComplexityParams, FusionParams,
+                      ModelParams, OverheadsParams, PageParams, VectorizationParams)
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,13 @@ def _training_runs(P: TrainingParams):
     return chapter.solve_runs(P), chapter.population_runs(P), chapter.sweep_runs(P)
 
 
+def _chain_data(P: ChainParams):
+    """The chain chapter's predictions, then its measurements (book.chain)."""
+    from .chain import chain_data
+
+    return chain_data(P)
+
+
 CHAPTERS: dict[str, Chapter] = {ch.name: ch for ch in (
     Chapter("intro", PageParams),
     Chapter("cartpole", CartpoleParams, (cartpole_fig2_data, brax_data), ("fig2_cartpole", "fig2_brax")),
@@ -71,6 +78,7 @@ CHAPTERS: dict[str, Chapter] = {ch.name: ch for ch in (
     Chapter("complexity", ComplexityParams, (complexity_data, roofline_data), ("fig9", "beyond_roofline"),
             complexity_findings),
     Chapter("beyond", BeyondParams, (beyond_data, roofline_data), ("beyond", "beyond_roofline")),
+    Chapter("chain", ChainParams, (_chain_data,), ("chain_predictions", "chain")),
     Chapter("atari", AtariParams, (atari_data, atari_breakdown_data), ("atari", "atari_breakdown")),
     Chapter("model", ModelParams, (model_calibration,), ("costmodel_calibration", "beyond_roofline")),
     Chapter("training", TrainingParams, (_training_runs,), ("training",)),

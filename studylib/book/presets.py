@@ -177,6 +177,17 @@ class BeyondParams(ChapterParams):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ChainParams(ChapterParams):
+    """The n-link chain (studylib.sims.chain), policy "none": the implementations whose records
+    implement it."""
+
+    links: Sizes  # n, the chain's links
+
+    def described(self) -> list[str]:
+        return [f"links n = {fmt_list(self.links)}"]
+
+
+@dataclass(frozen=True, kw_only=True)
 class AtariParams(ChapterParams):
     """K is 1: one agent step of all N environments per call."""
 

@@ -40,6 +40,21 @@ def initial_states(num_envs: int, seed: int, links: int) -> np.ndarray:
     return np.concatenate([qpos, qvel], axis=1)
 
 
+def reference_states(links: int, num_envs: int, steps: int, seed: int = 0) -> np.ndarray:
+    """What every implementation must reach: ``steps`` environment steps of the float64 reference
+    (studylib.sims.chain, checked against MuJoCo's mj_step) from ``initial_states`` with the
+    hashed controls of ``seed``."""
+    from ..native.chain import hash_ctrl
+    from ..sims import chain
+
+    p = chain.ChainParams(links=links)
+    state = initial_states(num_envs, seed, links)
+    for t in range(steps):
+        state = chain.physics_step(state, hash_ctrl(seed, np.arange(num_envs), t).astype(np.float64), p,
+                                   steps=p.frame_skip)
+    return state
+
+
 class VectorChain(abc.ABC):
     """N chains of ``settings.params.links`` links stepped together, policy "none".
 

@@ -159,14 +159,15 @@ def _combine(fixed, host: dict, device: dict, k: int, overlap: bool) -> tuple[fl
 
 def predict(impl: str, machine: Machine, *, num_envs: int, steps: int, state_factor: int = 1,
             compute_factor: int = 1, policy: str = "mlp", flops_per_step: float | None = None,
-            bytes_per_step: float | None = None, sim: str = sims.DEFAULT) -> Prediction:
+            bytes_per_step: float | None = None, sim: str = sims.DEFAULT,
+            transcendentals_per_step: float | None = None) -> Prediction:
     """The model's time of one ``rollout(K)`` call of implementation ``impl`` on ``machine``,
     composed from its record (``implspec``): its ``dispatch`` (how a call reaches the hardware),
     its ``fused_policies`` (the policies one native call runs inside its K steps) and its devices
     (a GPU where it runs on one and the machine has one). ``flops_per_step`` and
-    ``bytes_per_step`` replace CartPole's simulation flops (sin/cos then not counted apart) and
-    state bytes (per environment-step, unfused) for another simulator with CartPole's operation
-    counts. The simulator's work per step (flops, transcendentals, bytes at S and C) is its
+    ``bytes_per_step`` replace CartPole's simulation flops (sin/cos then not counted apart, unless
+    ``transcendentals_per_step`` gives them) and state bytes (per environment-step, unfused) for
+    another simulator with the operation counts of ``machine.counts``. The simulator's work per step (flops, transcendentals, bytes at S and C) is its
     record's (``studylib.sims``), the policy's ``costs``'. No implementation or simulator is priced
     by its name: a new record with a dispatch is priced too."""
     record = spec(impl)
@@ -182,7 +183,7 @@ def predict(impl: str, machine: Machine, *, num_envs: int, steps: int, state_fac
     sim_flops, sim_trans = simulator.physics_flops(c), simulator.transcendentals(c)
     pol_flops, pol_trans = costs.policy_flops(policy), costs.policy_transcendentals(policy)
     if flops_per_step is not None:
-        sim_flops, sim_trans = float(flops_per_step), 0.0
+        sim_flops, sim_trans = float(flops_per_step), float(transcendentals_per_step or 0.0)
     flops, trans = sim_flops + pol_flops, sim_trans + pol_trans
     state_bytes = simulator.unfused_bytes(s) if bytes_per_step is None else float(bytes_per_step)
     ops = lambda what: cnt.get(impl, policy, what)  # noqa: E731

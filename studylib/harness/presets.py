@@ -41,6 +41,7 @@ PRESETS: dict[str, dict[str, dict]] = {
         "atari": {"games": ["pong"], "num_envs": [2], "steps": [1], "async_num_envs": [1],
                   "breakdown_num_envs": [2], "breakdown_seconds": 0.05},
         "model": {"num_envs": [2**10, 2**20], "steps": [1, 1000], "gpu_flops_per_s": None, "gpu_bytes_per_s": None},
+        "chain": {"links": [1, 2], "num_envs": [4, 16], "steps": [1, 4], "cap": {"*": 2**6}},
     },
     "default": {
         "_timing": {"repeats": 3, "min_seconds": 0.1},
@@ -62,6 +63,10 @@ PRESETS: dict[str, dict[str, dict]] = {
         "atari": {"games": ["breakout", "pong"], "num_envs": [1, 4], "steps": [1], "async_num_envs": [1, 4],
                   "breakdown_num_envs": [16], "breakdown_seconds": 0.5},
         "model": {"num_envs": [2**10, 2**20], "steps": [1, 1000], "gpu_flops_per_s": None, "gpu_bytes_per_s": None},
+        # the chain: five sizes; K = 100 where N·K ≤ the cap (gym's Python loop at K = 1 only: its K
+        # fuses nothing); jax compiles each (n, N, K) apart (n = 6: about 6 s each, n = 8: 14 s, in paper)
+        "chain": {"links": [1, 2, 3, 4, 6], "num_envs": [2**4, 2**8, 2**12], "steps": [1, 100],
+                  "cap": {"gym": 2**8, "torch": 2**12, "*": 2**15}},
     },
     "paper": {
         "_timing": {"repeats": 5, "min_seconds": 0.5},
@@ -81,6 +86,8 @@ PRESETS: dict[str, dict[str, dict]] = {
                   "async_num_envs": _pow2(0, 5, 1), "breakdown_num_envs": [1, 16, 64, 256], "breakdown_seconds": 2.0},
         "model": {"num_envs": [2**10, 2**16, 2**20, 2**26], "steps": [1, 1000], "gpu_flops_per_s": None,
                   "gpu_bytes_per_s": None},
+        "chain": {"links": [1, 2, 3, 4, 6, 8], "num_envs": _pow2(4, 16, 4), "steps": [1, 100, 1000],
+                  "cap": {"gym": 2**10, "torch": 2**16, "*": 2**22}},
     },
 }
 

@@ -1,0 +1,174 @@
+"""The chapter "Beyond CartPole: an articulated robot" (book/chain.md): the n-link chain's points,
+the cost model's predictions saved before the measurements, the measurements, and the tables the
+page shows. The findings on it are claims_chain.py's.
+
+    P = book.params("chain", preset=preset)
+    predicted, measured = book.chain_data(P)     # chain_predictions.json, then chain.json
+    book.chain_table(measured)                  # samples/s per implementation, n, N, K
+    book.prediction_errors(predicted, measured)  # log2(predicted / measured) per point
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ..harness import chain_study
+from ..implspec import book_order, spec
+from .plans import _measured
+from .presets import ChainParams
+
+KEY = ["impl", "links", "num_envs", "steps"]
+
+
+def chain_points(P: ChainParams):
+    """(points, dropped) of the chapter's grid (harness.chain_study.chain_points)."""
+    return chain_study.chain_points(P.impls, P.links, P.num_envs, P.steps, P.cap_for, repeats=P.repeats,
+                                    min_seconds=P.min_seconds)
+
+
+def chain_predictions(P: ChainParams, points=None) -> pd.DataFrame:
+    """The cost model's predictions of the chapter's points: saved ones read, missing ones predicted
+    and saved first (here; another machine's snapshot is read only)."""
+    from .model import model_machine
+
+    points = chain_points(P)[0] if points is None else points
+    machine = None if P.machine else model_machine(P)
+    result = chain_study.predictions(points, machine, data_dir=P.data_dir, machine_folder=P.machine,
+                                     log=lambda msg: None)
+    return pd.DataFrame(result.rows)
+
+
+def chain_data(P: ChainParams) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(predictions, measurements): the predictions of every point first, then the measurements."""
+    points, dropped = chain_points(P)
+    predicted = chain_predictions(P, points)
+    return predicted, _measured(chain_study.MEASUREMENTS, P, points, dropped)
+
+
+CHECK_ENVS, CHECK_STEPS = 64, 10  # the page's agreement check: N and K
+
+
+def _relative_error(a, b) -> float:
+    """max |a − b| / max(|b|, 1) (relative where |b| > 1, absolute near zero, as the tests)."""
+    return float((np.abs(np.asarray(a, np.float64) - b) / np.maximum(np.abs(b), 1.0)).max())
+
+
+def mujoco_agreement(links: int, num_envs: int = CHECK_ENVS, seed: int = 0) -> float:
+    """The float64 reference against MuJoCo's own mj_step on ``chain_mjcf(links)``: one environment
+    step (frame_skip mj_steps) from ``num_envs`` reset draws with the hashed controls."""
+    import mujoco
+
+    from ..envs.chain_base import initial_states
+    from ..native.chain import hash_ctrl
+    from ..sims import chain
+    from ..sims.chain_model import chain_mjcf
+
+    p = chain.ChainParams(links=links)
+    m = mujoco.MjModel.from_xml_string(chain_mjcf(links))
+    d = mujoco.MjData(m)
+    states = initial_states(num_envs, seed, links)
+    ctrl = hash_ctrl(seed, np.arange(num_envs), 0).astype(np.float64)
+    ours = chain.physics_step(states, ctrl, p, steps=p.frame_skip)
+    n1, theirs = links + 1, np.empty_like(states)
+    for i in range(num_envs):
+        mujoco.mj_resetData(m, d)
+        d.qpos[:], d.qvel[:], d.ctrl[0] = states[i, :n1], states[i, n1:], ctrl[i]
+        for _ in range(p.frame_skip):
+            mujoco.mj_step(m, d)
+        theirs[i] = np.concatenate([d.qpos, d.qvel])
+    return _relative_error(ours, theirs)
+
+
+def conformance(P: ChainParams) -> pd.DataFrame:
+    """Per n: the reference against MuJoCo (one step), and each implementation against the
+    reference after K = CHECK_STEPS steps of CHECK_ENVS chains (float32 implementations: within
+    float32 rounding grown by the chain's chaos; gym's loop is the reference's own float64)."""
+    from ..envs.chain_base import reference_states
+    from ..envs.registry import make
+
+    rows = []
+    for n in P.links:
+        params = chain_study.sims.sim(chain_study.SIM).params_of({"links": n})
+        ref = reference_states(n, CHECK_ENVS, CHECK_STEPS)
+        row = {"links": n, "reference vs MuJoCo": mujoco_agreement(n)}
+        for impl in [i for i in P.impls if chain_study.SIM in chain_study.spec(i).sims]:
+            env = make(impl, CHECK_ENVS, sim=chain_study.SIM, params=params)
+            env.rollout(CHECK_STEPS)
+            env.synchronize()
+            row[impl] = _relative_error(env.get_state(), ref)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def chain_table(measured: pd.DataFrame) -> pd.DataFrame:
+    """Samples/s per (n, N, K) row, one column per implementation (the book's order)."""
+    if measured.empty:
+        return pd.DataFrame()
+    t = measured.pivot_table(index=["links", "num_envs", "steps"], columns="impl", values="samples_per_s")
+    return t[[i for i in book_order(t.columns)]]
+
+
+def prediction_errors(predicted: pd.DataFrame, measured: pd.DataFrame) -> pd.DataFrame:
+    """Per measured point: predicted and measured samples/s, ``log2_error`` = log2(predicted /
+    measured) (0: exact; ±1: a factor of 2), the regime the model named."""
+    if predicted.empty or measured.empty:
+        return pd.DataFrame(columns=[*KEY, "predicted", "measured", "log2_error", "regime"])
+    p = predicted[[*KEY, "predicted_samples_per_s", "regime"]].rename(columns={"predicted_samples_per_s": "predicted"})
+    m = measured[KEY + ["samples_per_s"]].rename(columns={"samples_per_s": "measured"})
+    d = p.merge(m, on=KEY)
+    d["log2_error"] = np.log2(d["predicted"] / d["measured"])
+    return d
+
+
+def error_summary(errors: pd.DataFrame) -> pd.DataFrame:
+    """Per implementation: points, the median and the range of log2 errors, and the share of
+    points the model got within a factor of 2 (|log2 error| ≤ 1)."""
+    if errors.empty:
+        return pd.DataFrame(columns=["impl", "points", "median", "low", "high", "within 2x"])
+    g = errors.groupby("impl")["log2_error"]
+    out = pd.DataFrame({"points": g.size(), "median": g.median(), "low": g.min(), "high": g.max(),
+                        "within 2x": g.apply(lambda e: float((e.abs() <= 1).mean()))})
+    return out.loc[book_order(out.index)].reset_index()
+
+
+def flops_per_step(links: int) -> int:
+    return chain_study.work(links)["flops_per_step"]
+
+
+def fused_and_xla() -> tuple[str | None, str | None]:
+    """The chain's fused implementation (a native call of K steps: the record's dispatch "native"
+    with policy "none" fused) and its XLA one (dispatch "compiled"), from their records."""
+    records = [spec(i) for i in book_order() if chain_study.SIM in spec(i).sims]
+    fused = next((r.name for r in records if r.dispatch == "native" and "none" in r.fused_policies), None)
+    xla = next((r.name for r in records if r.dispatch == "compiled"), None)
+    return fused, xla
+
+
+def fused_over_xla(measured: pd.DataFrame) -> pd.DataFrame:
+    """The paper's §7 question ("how manual kernel fusion compares to the kernels produced by
+    XLA"): per n and N at the largest K both ran, the fused implementation (cpp: one C kernel
+    fusing K steps) over the XLA one (jax: lax.scan over K steps), with the fused one's achieved
+    GFLOP/s from the chain's flop count. Columns ``fused`` and ``xla`` (their names: ``attrs``)."""
+    fused, xla = fused_and_xla()
+    rows = []
+    for (n, num), d in measured.groupby(["links", "num_envs"]) if len(measured) else []:
+        both = set(d[d["impl"] == fused]["steps"]) & set(d[d["impl"] == xla]["steps"])
+        if not both:
+            continue
+        k = max(both)
+        at = d[d["steps"] == k].set_index("impl")["samples_per_s"]
+        rows.append({"links": int(n), "num_envs": int(num), "steps": int(k), "fused": at[fused], "xla": at[xla],
+                     "fused_over_xla": at[fused] / at[xla],
+                     "fused_gflop_per_s": at[fused] * flops_per_step(int(n)) / 1e9})
+    out = pd.DataFrame(rows)
+    out.attrs.update(fused=fused, xla=xla)
+    return out
+
+
+def spread(values) -> float:
+    """max/min of positive values (1 for one value; nan for none)."""
+    v = [x for x in values if x > 0 and math.isfinite(x)]
+    return max(v) / min(v) if v else math.nan

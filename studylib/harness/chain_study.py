@@ -1,0 +1,93 @@
+"""The chain study (the paper's §7 next step): its points, the cost model's predictions for them,
+saved before they are measured, and the comparison of the two.
+
+The paper, §7: "our immediate next step will be to explore additional simulators of varying
+memory/compute complexity to investigate how many existing simulators can benefit from kernel
+fusion." The chain (studylib.sims.chain) is such a simulator, its complexity the number of links n.
+
+Order, so a prediction is never fitted to its measurement: ``predictions`` predicts every planned
+point not yet predicted (``chain_predictions.json``, kind "prediction") and never rewrites a saved
+prediction; the chapter's plan calls it before ``sweep`` measures (``chain.json``). The snapshot's
+prediction file is committed before its measurements (git history shows the order).
+
+What the model is given, per point: the machine's calibration (CartPole's microbenchmarks and
+ceilings: ``harness.calibrate``), the chain's work per environment step from its record's counts
+(``sims.chain``: flops, sin/cos/sqrt, bytes, for n links) and the calls and kernels each
+implementation makes per step on the chain, *counted* (not timed) from the implementation itself
+(``calibrate.count_calls``). Nothing it is given was measured on the chain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .. import sims
+from ..implspec import spec
+from ..settings import MeasurePoint
+from ..sims import chain as chain_sim
+from . import calibrate, costmodel
+from .sweep import Keying, keyed_by, run
+
+SIM = "chain"
+PREDICTIONS = "chain_predictions"  # the data file of the predictions (before) ...
+MEASUREMENTS = "chain"  # ... and of the measurements
+PREDICTION_COLUMNS = ("impl", "links", "num_envs", "steps")
+
+
+def chain_points(impls, links, num_envs, steps, cap_for, *, repeats, min_seconds):
+    """(points, dropped): policy "none" points of the chain for the implementations whose records
+    implement it, every n × N × K whose work per call N·K is within ``cap_for(impl)``."""
+    record = sims.sim(SIM)
+    points, dropped = [], []
+    for impl in impls:
+        if SIM not in spec(impl).sims:
+            continue
+        for n in links:
+            params = record.params_of({"links": n})
+            for k in steps:
+                for num in num_envs:
+                    if num * k > cap_for(impl):
+                        dropped.append((impl, n, num, k))
+                        continue
+                    points.append(MeasurePoint.of(impl, num, k, policy="none", sim=SIM, params=params,
+                                                  repeats=repeats, min_seconds=min_seconds))
+    return points, dropped
+
+
+def _columns(point: MeasurePoint) -> dict:
+    flat = point.flat()
+    return {c: flat[c] for c in PREDICTION_COLUMNS}
+
+
+KEYING = Keying(_columns, keyed_by(*PREDICTION_COLUMNS), MeasurePoint.describe, "prediction")
+
+
+def work(links: int) -> dict:
+    """The chain's work per environment step, from its record's counts (sims.chain)."""
+    return {"flops_per_step": chain_sim.chain_flops(links),
+            "transcendentals_per_step": chain_sim.chain_transcendentals(links),
+            "bytes_per_step": chain_sim.chain_bytes(links)}
+
+
+def predict_point(point: MeasurePoint, machine: costmodel.Machine, counts_cache: dict) -> dict:
+    """The model's row for one point (see the module doc for what it is given)."""
+    e = point.env
+    links = e.params.links
+    key = (e.impl, links)
+    if key not in counts_cache:  # counted once per (implementation, n): calls and kernels per step
+        counts_cache[key] = calibrate.count_calls(e.impl, "none", SIM, e.params)
+    table = {**machine.counts.table, (e.impl, "none"): counts_cache[key]}
+    p = costmodel.predict(e.impl, replace(machine, counts=costmodel.Counts(table)), num_envs=e.num_envs,
+                          steps=point.steps, policy="none", **work(links))
+    return {**_columns(point), "sim": SIM, "predicted_samples_per_s": p.samples_per_s, "regime": p.regime,
+            "terms": {t: float(v) for t, v in p.terms.items()}, **work(links), "counts": counts_cache[key],
+            "machine_model": machine.name}
+
+
+def predictions(points, machine: costmodel.Machine | None, *, data_dir, machine_folder=None, log=None):
+    """The saved prediction of every point, predicting (and saving) the missing ones first; a saved
+    prediction is never rewritten. ``machine``: the model's machine (None: read only)."""
+    cache: dict = {}
+    predict = (lambda point: predict_point(point, machine, cache)) if machine is not None else None
+    return run(PREDICTIONS, points, predict, KEYING, data_dir=data_dir, progress=False, log=log,
+               machine=machine_folder)

@@ -1,0 +1,110 @@
+"""The chain chapter's package side (studylib/book/chain.py, claims_chain.py, harness/chain_study.py):
+predictions saved before measurements and never rewritten, the comparison of the two, the fused
+vs XLA table, and F.1–F.3 judged per n on synthetic rows whose verdicts are known."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from studylib import book
+from studylib.book import chain, claims_chain
+from studylib.harness import chain_study, provenance
+from studylib.harness.costmodel import Counts
+from tests.test_costmodel import SYNTH
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    return book.params("chain", preset="tiny", data_dir=tmp_path, impls=["cpp", "jax"], links=[1], num_envs=[4],
+                       steps=[1, 4])
+
+
+def _stored(tmp_path, name):
+    return json.loads((tmp_path / provenance.machine_key() / f"{name}.json").read_text())["rows"]
+
+
+def test_predictions_come_first_and_are_never_rewritten(tiny, tmp_path, monkeypatch):
+    counts = Counts({**SYNTH.counts.table})
+    machine = dataclasses.replace(SYNTH, counts=counts)
+    monkeypatch.setattr("studylib.book.model.model_machine", lambda P: machine)
+    seen = []
+
+    def measure_after_predicting(name, P, points, dropped=()):
+        seen.append(len(_stored(tmp_path, chain_study.PREDICTIONS)))  # the predictions are on disk already
+        return pd.DataFrame()
+
+    monkeypatch.setattr(chain, "_measured", measure_after_predicting)
+    predicted, _ = chain.chain_data(tiny)
+    assert seen == [len(predicted)] == [4] and set(predicted["impl"]) == {"cpp", "jax"}
+    first = _stored(tmp_path, chain_study.PREDICTIONS)
+    faster = dataclasses.replace(machine, host=dataclasses.replace(machine.host, native_call_s=1e-12))
+    monkeypatch.setattr("studylib.book.model.model_machine", lambda P: faster)
+    again = chain.chain_predictions(tiny)
+    assert _stored(tmp_path, chain_study.PREDICTIONS) == first  # a saved prediction stands
+    assert list(again["predicted_samples_per_s"]) == [r["predicted_samples_per_s"] for r in first]
+    assert all(r["counts"]["calls_per_call"] >= 0 and r["flops_per_step"] == 740 for r in first)
+
+
+def _rows(impl, links, rates):
+    """Rows of one implementation: {(N, K): samples/s}, repeats ±1 %."""
+    return [{"impl": impl, "links": links, "num_envs": n, "steps": k, "samples_per_s": v, "state_factor": 1,
+             "compute_factor": 1, "samples_per_s_min": 0.99 * v, "samples_per_s_max": 1.01 * v,
+             "seconds_per_repeat": 0.1, "calls_per_repeat": max(1, int(0.1 * v / (n * k)))}
+            for (n, k), v in rates.items()]
+
+
+def test_prediction_errors_and_their_summary():
+    predicted = pd.DataFrame([{"impl": "cpp", "links": 2, "num_envs": 16, "steps": 1, "predicted_samples_per_s": 4e6,
+                               "regime": "compute-bound"},
+                              {"impl": "cpp", "links": 2, "num_envs": 256, "steps": 1, "predicted_samples_per_s": 1e6,
+                               "regime": "compute-bound"}])
+    measured = pd.DataFrame(_rows("cpp", 2, {(16, 1): 1e6, (256, 1): 1e6}))
+    e = chain.prediction_errors(predicted, measured)
+    assert list(e["log2_error"]) == [2.0, 0.0]
+    s = chain.error_summary(e).iloc[0]
+    assert (s["impl"], s["points"], s["median"], s["within 2x"]) == ("cpp", 2, 1.0, 0.5)
+
+
+def test_fused_over_xla_at_the_largest_common_k():
+    measured = pd.DataFrame(_rows("cpp", 2, {(16, 1): 1e6, (16, 100): 2e7}) + _rows("jax", 2, {(16, 1): 1e5, (16, 100): 4e5}))
+    table = chain.fused_over_xla(measured)
+    fx = table.iloc[0]
+    assert (table.attrs["fused"], table.attrs["xla"]) == ("cpp", "jax")  # from the records' dispatch
+    assert (fx["steps"], fx["fused_over_xla"]) == (100, 50.0)
+    assert fx["fused_gflop_per_s"] == pytest.approx(2e7 * 1760 / 1e9)
+
+
+def test_findings_per_n_follow_the_rules():
+    P = book.params("chain", preset="tiny", steps=[1, 100])
+    rates = {}
+    for impl, base, gain in (("gym", 1e3, 1.0), ("torch", 1e5, 1.0), ("jax", 1e5, 50.0), ("cpp", 1e7, 20.0)):
+        for n in (16, 256):
+            rates[impl] = {**rates.get(impl, {}), (n, 1): base * n / 16}
+            if impl != "gym":
+                rates[impl][(n, 100)] = base * n / 16 * gain
+    measured = pd.DataFrame([r for impl, r_ in rates.items() for r in _rows(impl, 3, r_)])
+    rows = {r.key: r for r in claims_chain.chain_findings(P, measured)}
+    assert set(rows) == {"f1_gpu_over_gym", "f1_cpp_over_gym", "f2_xla_over_torch", "f3_fusion",
+                         "f3_xla_k1_to_k1000", "f3_fused_over_xla"}
+    assert all("chain n = 3" in r.quantity for r in rows.values())
+    assert rows["f3_fusion"].value == pytest.approx(20.0) and rows["f3_xla_k1_to_k1000"].value == pytest.approx(50.0)
+    assert rows["f1_cpp_over_gym"].value == pytest.approx(2e5) and rows["f1_cpp_over_gym"].verdict == "not reproduced here"
+    assert rows["f2_xla_over_torch"].value == pytest.approx(50.0)
+    assert rows["f3_fused_over_xla"].value == pytest.approx(1e7 * 20 / (1e5 * 50))
+    assert not claims_chain.chain_findings(P, pd.DataFrame())
+
+
+def test_the_chapter_is_registered_with_its_files():
+    ch = book.CHAPTERS["chain"]
+    assert ch.files == (chain_study.PREDICTIONS, chain_study.MEASUREMENTS) and ch.findings is None  # not in the CartPole tally
+    P = ch.params(preset="default")
+    points, dropped = chain.chain_points(P)
+    assert {p.env.impl for p in points} >= {"gym", "cpp", "torch", "jax"} and len(set(P.links)) >= 5
+    assert all(p.policy == "none" and p.env.sim == "chain" for p in points)
+    assert all(p.env.num_envs * p.steps <= P.cap_for(p.env.impl) for p in points)
+    assert np.all([d[2] * d[3] > P.cap_for(d[0]) for d in dropped])
