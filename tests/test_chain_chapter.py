@@ -107,4 +107,4 @@ def test_the_chapter_is_registered_with_its_files():
     assert {p.env.impl for p in points} >= {"gym", "cpp", "torch", "jax"} and len(set(P.links)) >= 5
     assert all(p.policy == "none" and p.env.sim == "chain" for p in points)
     assert all(p.env.num_envs * p.steps <= P.cap_for(p.env.impl) for p in points)
-    assert np.all([d[2] * d[3] > P.cap_for(d[0]) for d in dropped])
+    assert dropped and np.all([d[1] * d[2] > P.cap_for(d[0]) and d[3:] == (1, 1) for d in dropped])

@@ -36,7 +36,8 @@ PREDICTION_COLUMNS = ("impl", "links", "num_envs", "steps")
 
 def chain_points(impls, links, num_envs, steps, cap_for, *, repeats, min_seconds):
     """(points, dropped): policy "none" points of the chain for the implementations whose records
-    implement it, every n × N × K whose work per call N·K is within ``cap_for(impl)``."""
+    implement it, every n × N × K whose work per call N·K is within ``cap_for(impl)``; dropped:
+    (impl, N, K, S, C) of the others (S = C = 1), once for every n, as the chapters list them."""
     record = sims.sim(SIM)
     points, dropped = [], []
     for impl in impls:
@@ -47,7 +48,8 @@ def chain_points(impls, links, num_envs, steps, cap_for, *, repeats, min_seconds
             for k in steps:
                 for num in num_envs:
                     if num * k > cap_for(impl):
-                        dropped.append((impl, n, num, k))
+                        if (impl, num, k, 1, 1) not in dropped:
+                            dropped.append((impl, num, k, 1, 1))
                         continue
                     points.append(MeasurePoint.of(impl, num, k, policy="none", sim=SIM, params=params,
                                                   repeats=repeats, min_seconds=min_seconds))
