@@ -74,7 +74,7 @@ def test_measure_needs_no_book_toolchain_and_the_build_then_reads(tmp_path, monk
 @pytest.mark.parametrize("argv, message", [
     (["measure", "--chapters", "fusion,nope"], "unknown --chapters 'nope'"),
     (["measure", "--preset", "huge"], "unknown preset 'huge'"),
-    (["measure", "--chapters", "intro"], "valid: cartpole, vectorization, overheads, fusion, complexity, beyond, chain, atari, model, training"),
+    (["measure", "--chapters", "intro"], "valid: cartpole, vectorization, overheads, fusion, complexity, beyond, chain, engines, atari, model, training"),
 ])
 def test_measure_bad_input_is_one_line(argv, message, tmp_path, capsys):
     assert main([*argv, "--data-dir", str(tmp_path)]) == 2

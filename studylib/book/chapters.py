@@ -28,8 +28,8 @@ from .claims import (Finding, complexity_findings, findings_frame, fusion_findin
 from .model import model_calibration
 from .plans import (atari_breakdown_data, atari_data, beyond_data, cartpole_fig2_data, complexity_data, fusion_data,
                     overheads_data, profile_data, roofline_data, vectorization_data)
-from .presets import (AtariParams, BeyondParams, CartpoleParams, ChainParams, ComplexityParams, FusionParams,
-                      ModelParams, OverheadsParams, PageParams, VectorizationParams)
+from .presets import (AtariParams, BeyondParams, CartpoleParams, ChainParams, ComplexityParams, EnginesParams,
+                      FusionParams, ModelParams, OverheadsParams, PageParams, VectorizationParams)
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,13 @@ def _chain_data(P: ChainParams):
     return chain_data(P)
 
 
+def _engine_data(P: EnginesParams):
+    """The robotics engines' rows (book.engines)."""
+    from .engines import engine_data
+
+    return engine_data(P)
+
+
 CHAPTERS: dict[str, Chapter] = {ch.name: ch for ch in (
     Chapter("intro", PageParams),
     Chapter("cartpole", CartpoleParams, (cartpole_fig2_data, brax_data), ("fig2_cartpole", "fig2_brax")),
@@ -79,6 +86,7 @@ CHAPTERS: dict[str, Chapter] = {ch.name: ch for ch in (
             complexity_findings),
     Chapter("beyond", BeyondParams, (beyond_data, roofline_data), ("beyond", "beyond_roofline")),
     Chapter("chain", ChainParams, (_chain_data,), ("chain_predictions", "chain")),
+    Chapter("engines", EnginesParams, (_engine_data,), ("engines",)),
     Chapter("atari", AtariParams, (atari_data, atari_breakdown_data), ("atari", "atari_breakdown")),
     Chapter("model", ModelParams, (model_calibration,), ("costmodel_calibration", "beyond_roofline")),
     Chapter("training", TrainingParams, (_training_runs,), ("training",)),

@@ -188,6 +188,30 @@ class ChainParams(ChapterParams):
 
 
 @dataclass(frozen=True, kw_only=True)
+class EnginesParams(ChapterParams):
+    """The robotics engines (harness.engines) on MuJoCo models (harness.engine_models); ``impls``
+    are ours, whose CartPole and chain rows the page sets beside them."""
+
+    engines: Names  # robotics engines (harness.engines.ENGINES)
+    models: Names  # MuJoCo models (harness.engine_models.MODELS)
+    compiled_models: Names  # the models an engine that compiles (MJX) runs: each (model, N, K) a compile
+
+    def check(self) -> None:
+        super().check()
+        from ..harness.engine_models import model_record
+        from ..harness.engines import engine_record
+
+        for name in self.engines:
+            engine_record(name)
+        for name in (*self.models, *self.compiled_models):
+            model_record(name)
+
+    def described(self) -> list[str]:
+        return [f"engines: {', '.join(self.engines)}", f"models: {', '.join(self.models)}",
+                f"MJX on: {', '.join(self.compiled_models) or 'none'}"]
+
+
+@dataclass(frozen=True, kw_only=True)
 class AtariParams(ChapterParams):
     """K is 1: one agent step of all N environments per call."""
 

@@ -42,6 +42,8 @@ PRESETS: dict[str, dict[str, dict]] = {
                   "breakdown_num_envs": [2], "breakdown_seconds": 0.05},
         "model": {"num_envs": [2**10, 2**20], "steps": [1, 1000], "gpu_flops_per_s": None, "gpu_bytes_per_s": None},
         "chain": {"links": [1, 2], "num_envs": [4, 16], "steps": [1, 4], "cap": {"*": 2**6}},
+        "engines": {"engines": ["mujoco-python", "mujoco-rollout"], "models": ["inverted_pendulum"], "num_envs": [4],
+                    "steps": [1, 2], "compiled_models": [], "cap": {"*": 2**4}},
     },
     "default": {
         "_timing": {"repeats": 3, "min_seconds": 0.1},
@@ -67,6 +69,12 @@ PRESETS: dict[str, dict[str, dict]] = {
         # fuses nothing); jax compiles each (n, N, K) apart (n = 6: about 6 s each, n = 8: 14 s, in paper)
         "chain": {"links": [1, 2, 3, 4, 6], "num_envs": [2**4, 2**8, 2**12], "steps": [1, 100],
                   "cap": {"gym": 2**8, "torch": 2**12, "*": 2**15}},
+        # the engines: MJX compiles each (model, N, K) apart (inverted_pendulum: 5-10 s each; hopper
+        # about 45 s; humanoid: no result within 8 minutes), so it runs on the pendulum only here
+        "engines": {"engines": ["mujoco-python", "mujoco-rollout", "mjx", "envpool"],
+                    "models": ["inverted_pendulum", "chain2", "hopper", "walker2d", "humanoid"],
+                    "num_envs": [2**4, 2**8], "steps": [1, 10], "compiled_models": ["inverted_pendulum"],
+                    "cap": {"*": 2**12}},
     },
     "paper": {
         "_timing": {"repeats": 5, "min_seconds": 0.5},
@@ -88,6 +96,12 @@ PRESETS: dict[str, dict[str, dict]] = {
                   "gpu_bytes_per_s": None},
         "chain": {"links": [1, 2, 3, 4, 6, 8], "num_envs": _pow2(4, 16, 4), "steps": [1, 100, 1000],
                   "cap": {"gym": 2**10, "torch": 2**16, "*": 2**22}},
+        "engines": {"engines": ["mujoco-python", "mujoco-rollout", "mjx", "envpool", "gymnasium-async"],
+                    "models": ["inverted_pendulum", "inverted_double_pendulum", "chain2", "chain8", "hopper", "walker2d",
+                               "humanoid"],
+                    "num_envs": _pow2(4, 12, 4), "steps": [1, 10, 100],
+                    "compiled_models": ["inverted_pendulum", "chain2", "chain8", "hopper", "walker2d"],
+                    "cap": {"*": 2**20}},
     },
 }
 

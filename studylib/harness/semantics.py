@@ -23,12 +23,14 @@ Kinds (who measures them):
     atari-breakdown the Atari step's phases: harness.atari
     training        PPO runs to a solve: studylib.train
     prediction      the cost model's samples/s for a point, made before it is measured: harness.chain_study
+    engine          a robotics engine's mj_steps/s on a MuJoCo model (MuJoCo C, MJX, envpool): harness.engine_study
 
 History:
     1 (every kind, 2026-11-25): the first stamped rows. Rows saved before carry no stamp and are
       stale: nothing recorded which S they meant (before and after the paper's S), nor which FMA
       loop measured a ceiling.
     prediction 1 (2026-11-25): the first predictions (the chain's, before its measurements).
+    engine 1 (2026-11-25): the first robotics-engine rows.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ VERSIONS = {
     "atari-breakdown": 1,
     "training": 1,
     "prediction": 1,
+    "engine": 1,
 }
 FIELD = "semantics"  # the row's column holding its stamp
 

@@ -1,0 +1,77 @@
+"""The robotics engines' measurements as a resumable sweep (engines.json, kind "engine"): which
+(engine, model, N, K) a chapter asks for, and one row each from ``engines.measure_engine``.
+
+The paper's Fig 2 compares CartPole with Brax's robotics environments by XLA throughput alone; §2
+names the simulators RL uses ("MuJoCo, PyBullet, gym"). Each engine plays one of the paper's rows
+(its record's ``paper_row``): ``mujoco-python`` gym's (mj_step in a Python loop, N = 1 by its
+record), ``mujoco-rollout`` and ``envpool`` C++'s (threads, one per core), ``mjx`` XLA's
+(jit(vmap(scan K))). A sample is one mj_step of one environment, as MuJoCo counts steps; a model's
+environment step is its gymnasium frame skip of them (``frame_skip`` in every row).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import ConfigError
+from .engines import engine_record, measure_engine
+from .sweep import Keying, keyed_by, run
+
+FILE = "engines"
+COLUMNS = ("engine", "model", "num_envs", "steps")
+
+
+@dataclass(frozen=True)
+class EngineItem:
+    """One engine measurement: K = ``steps`` mj_steps per call of N = ``num_envs`` environments."""
+
+    engine: str
+    model: str
+    num_envs: int
+    steps: int
+    repeats: int = 3
+    min_seconds: float = 0.2
+
+    def columns(self) -> dict:
+        return {c: getattr(self, c) for c in COLUMNS}
+
+    def describe(self) -> str:
+        return f"{self.engine} {self.model} N={self.num_envs} K={self.steps}"
+
+
+KEYING = Keying(EngineItem.columns, keyed_by(*COLUMNS), EngineItem.describe, "engine")
+
+
+def engine_items(engines, models, num_envs, steps, cap_for, *, compiled_models=None, repeats=3, min_seconds=0.2):
+    """(items, dropped): every engine × model × N × K the records allow: an engine that is not
+    vectorized at N = 1 and K = 1 only (the gym row steps one environment, one step a call); an
+    engine that compiles (XLA) on ``compiled_models`` only (None: every model), since each
+    (model, N, K) is a compile of its own; N·K within ``cap_for(engine)``."""
+    items, dropped = [], []
+    for engine in engines:
+        rec = engine_record(engine)
+        for model in models:
+            if rec.compiles and compiled_models is not None and model not in compiled_models:
+                continue
+            grid = [(1, 1)] if not rec.vectorized else [(n, k) for k in steps for n in num_envs]
+            for n, k in grid:
+                if n * k > cap_for(engine):
+                    dropped.append((engine, model, n, k))
+                    continue
+                items.append(EngineItem(engine, model, n, k, repeats, min_seconds))
+    return items, dropped
+
+
+def measure_item(item: EngineItem) -> dict:
+    """``measure_engine``'s row; an engine that cannot run the model here is a skipped item (its
+    reason saved with it), not a row."""
+    row = measure_engine(item.engine, item.model, item.num_envs, item.steps, repeats=item.repeats,
+                         min_seconds=item.min_seconds)
+    if row["reason"] is not None:
+        raise ConfigError(row["reason"])
+    return row
+
+
+def engine_rows(items, *, data_dir, machine=None, log=None):
+    """The saved row of every item, measuring the missing ones (sweep.run: resumable, provenance)."""
+    return run(FILE, items, measure_item, KEYING, data_dir=data_dir, progress=False, log=log, machine=machine)
