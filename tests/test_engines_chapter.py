@@ -15,7 +15,7 @@ from studylib.harness import engine_study
 
 def test_items_follow_the_engine_records():
     items, dropped = engine_study.engine_items(
-        ["mujoco-python", "mujoco-rollout", "mjx"], ["inverted_pendulum", "hopper"], [4, 64], [1, 10],
+        ["mujoco-python", "mujoco-rollout", "mjx", "envpool"], ["inverted_pendulum", "hopper"], [4, 64], [1, 10],
         lambda e: 2**8, compiled_models=["inverted_pendulum"])
     by = {}
     for it in items:
@@ -23,6 +23,7 @@ def test_items_follow_the_engine_records():
     assert by["mujoco-python"] == [("inverted_pendulum", 1, 1), ("hopper", 1, 1)]  # N = 1, K = 1 by its record
     assert {m for m, _, _ in by["mjx"]} == {"inverted_pendulum"}  # compiles: the listed models only
     assert ("mujoco-rollout", "hopper", 64, 10) in dropped and ("hopper", 64, 1) in by["mujoco-rollout"]
+    assert {k for _, _, k in by["envpool"]} == {1}  # K steps would be K calls: measured at K = 1 only
 
 
 def test_rows_are_saved_resumed_and_an_unavailable_engine_is_skipped(tmp_path):
@@ -55,7 +56,7 @@ def test_engine_findings_per_model():
     assert found[("f1_gpu_over_gym", "MJX (XLA) over mj_step in a Python loop")].value == pytest.approx(10.0)
     assert found[("f3_fusion", "mujoco-rollout")].value == pytest.approx(2.0)
     assert found[("f3_xla_k1_to_k1000", "mjx")].value == pytest.approx(10.0)
-    assert not any(k[1].startswith("mujoco-python") for k in found)  # not vectorized: no K gain to judge
+    assert not any(k[1].startswith("mujoco-python") for k in found)  # one step a call: no K gain to judge
 
 
 def test_fig2_frame_counts_environment_steps_and_the_gap():

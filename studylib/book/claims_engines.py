@@ -6,7 +6,8 @@ judged by, one set per model. Which engine plays which of the paper's rows is it
 Per model:
   F.1  the XLA engine over the gym row, largest over N (the paper's "up to 1024×", a GPU's);
        the best C++ engine over the gym row, largest over N (the paper's "at most 4×")
-  F.3  each engine that runs K steps per call: K = the largest over K = 1, median over N
+  F.3  each engine that runs K steps in one call (its record's ``steps_per_call``): K = the largest
+       over K = 1, median over N
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import pandas as pd
 from ..harness.engines import engine_record
 from .analysis import LARGEST, best_rates_by_n, k_speedup_spread, ratio_by_n
 from .claims_base import Finding, row
-from .format import fmt_rate
 from .presets import EnginesParams
 
 
@@ -39,14 +39,14 @@ def model_rows(model: str, d: pd.DataFrame, kmax: int) -> list[Finding]:
         if len(vec) and len(gym):
             g = by_row["gym"]["samples_per_s"].max()
             top = vec.loc[vec["samples_per_s"].idxmax()]
-            reason = (f"{top['engine']} at N = {top['num_envs']}, K = {top['steps']}: {fmt_rate(top['samples_per_s'])} "
-                      f"mj_steps against {fmt_rate(g)} for one environment stepped from Python; on the same CPU cores")
+            reason = (f"{top['engine']} at N = {top['num_envs']}, K = {top['steps']}: {top['samples_per_s']:.3g} "
+                      f"mj_steps/s against {g:.3g} for one environment stepped from Python; on the same CPU cores")
             rows.append(row("F.1", rule, f"{tag}: {what} over mj_step in a Python loop, largest over N", key,
                             _against_one(best_rates_by_n(vec), gym), reason, summary=LARGEST))
     if kmax > 1:
         for engine in sorted(set(d["engine"])):
             rec = engine_record(engine)
-            if not rec.vectorized or not (d[d["engine"] == engine]["steps"] == kmax).any():
+            if not rec.steps_per_call or not (d[d["engine"] == engine]["steps"] == kmax).any():
                 continue
             key = "f3_xla_k1_to_k1000" if rec.compiles else "f3_fusion"
             gain = k_speedup_spread(d.assign(impl=d["engine"]), engine, 1, kmax)

@@ -266,6 +266,7 @@ class RoboticsEngine:
     make: Callable  # (model record, MjModel, qpos, qvel, ctrl, seed) -> its engine (interface above)
     needs: tuple[str, ...]  # the modules it imports (their distributions' versions are recorded)
     vectorized: bool = True  # steps N environments per call; False: N = 1 only
+    steps_per_call: bool = False  # runs K steps in one call (a C loop, an XLA scan); False: K calls of one step
     threaded: bool = False  # C++ threads, one per core
     compiles: bool = False  # XLA: a new (model, N, K) is a compile, timed apart (compile_s)
     solver: str = "xml"  # the solver setting it runs (engine_models.SOLVERS): mjx forces "newton"
@@ -286,9 +287,9 @@ class RoboticsEngine:
 ENGINES = {e.name: e for e in (
     RoboticsEngine("mujoco-python", "mj_step in a Python loop", "gym", _make_python, ("mujoco",), vectorized=False),
     RoboticsEngine("mujoco-rollout", "mujoco.rollout's threaded Rollout", "C++", _make_rollout, ("mujoco.rollout",),
-                   threaded=True),
+                   threaded=True, steps_per_call=True),
     RoboticsEngine("mjx", "MuJoCo XLA on the CPU (jit, vmap, scan)", "XLA", _make_mjx, ("jax", "mujoco.mjx"),
-                   compiles=True, solver="newton"),
+                   compiles=True, solver="newton", steps_per_call=True),
     RoboticsEngine("envpool", "envpool's MuJoCo v5 tasks", "C++", _make_envpool, ("envpool",), threaded=True,
                    settable_state=False, check_model=_envpool_task_missing),
     RoboticsEngine("gymnasium-async", "gymnasium's AsyncVectorEnv of <Task>-v5", "gym", _make_gymnasium_async,
