@@ -16,12 +16,12 @@ from studylib.harness import engine_study
 def test_items_follow_the_engine_records():
     items, dropped = engine_study.engine_items(
         ["mujoco-python", "mujoco-rollout", "mjx", "envpool"], ["inverted_pendulum", "hopper"], [4, 64], [1, 10],
-        lambda e: 2**8, compiled_models=["inverted_pendulum"])
+        lambda e: 2**8, compiled_models=["inverted_pendulum"], compiled_num_envs=[64])
     by = {}
     for it in items:
         by.setdefault(it.engine, []).append((it.model, it.num_envs, it.steps))
     assert by["mujoco-python"] == [("inverted_pendulum", 1, 1), ("hopper", 1, 1)]  # N = 1, K = 1 by its record
-    assert {m for m, _, _ in by["mjx"]} == {"inverted_pendulum"}  # compiles: the listed models only
+    assert by["mjx"] == [("inverted_pendulum", 64, 1)]  # compiles: the listed models and N only (K = 10: capped)
     assert ("mujoco-rollout", "hopper", 64, 10) in dropped and ("hopper", 64, 1) in by["mujoco-rollout"]
     assert {k for _, _, k in by["envpool"]} == {1}  # K steps would be K calls: measured at K = 1 only
 

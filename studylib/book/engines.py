@@ -26,7 +26,8 @@ def engine_data(P: EnginesParams) -> pd.DataFrame:
     """The engines' rows (measured here once, then read; another machine's snapshot read only);
     ``attrs["skipped"]``: the items an engine cannot run here, with the reason."""
     items, dropped = engine_study.engine_items(P.engines, P.models, P.num_envs, P.steps, P.cap_for,
-                                               compiled_models=P.compiled_models, repeats=P.repeats,
+                                               compiled_models=P.compiled_models,
+                                               compiled_num_envs=P.compiled_num_envs, repeats=P.repeats,
                                                min_seconds=P.min_seconds)
     result = engine_study.engine_rows(items, data_dir=P.data_dir, machine=P.machine, log=lambda msg: None)
     df = pd.DataFrame(result.rows)

@@ -195,6 +195,7 @@ class EnginesParams(ChapterParams):
     engines: Names  # robotics engines (harness.engines.ENGINES)
     models: Names  # MuJoCo models (harness.engine_models.MODELS)
     compiled_models: Names  # the models an engine that compiles (MJX) runs: each (model, N, K) a compile
+    compiled_num_envs: Sizes | None = None  # its N (None: num_envs)
 
     def check(self) -> None:
         super().check()
@@ -207,8 +208,9 @@ class EnginesParams(ChapterParams):
             model_record(name)
 
     def described(self) -> list[str]:
+        n = fmt_list(self.compiled_num_envs) if self.compiled_num_envs else "the same N"
         return [f"engines: {', '.join(self.engines)}", f"models: {', '.join(self.models)}",
-                f"MJX on: {', '.join(self.compiled_models) or 'none'}"]
+                f"MJX on: {', '.join(self.compiled_models) or 'none'} at N = {n}"]
 
 
 @dataclass(frozen=True, kw_only=True)

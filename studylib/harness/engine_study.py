@@ -42,12 +42,14 @@ class EngineItem:
 KEYING = Keying(EngineItem.columns, keyed_by(*COLUMNS), EngineItem.describe, "engine")
 
 
-def engine_items(engines, models, num_envs, steps, cap_for, *, compiled_models=None, repeats=3, min_seconds=0.2):
+def engine_items(engines, models, num_envs, steps, cap_for, *, compiled_models=None, compiled_num_envs=None,
+                 repeats=3, min_seconds=0.2):
     """(items, dropped): every engine × model × N × K the records allow: an engine that is not
     vectorized at N = 1 and K = 1 only (the gym row steps one environment, one step a call); one
     that does not run K steps in one call (``steps_per_call``) at K = 1 only (its K would be K
     calls); an engine that compiles (XLA) on ``compiled_models`` only (None: every model), since
-    each (model, N, K) is a compile of its own; N·K within ``cap_for(engine)``."""
+    each (model, N, K) is a compile of its own, and at ``compiled_num_envs`` (None: ``num_envs``);
+    N·K within ``cap_for(engine)``."""
     items, dropped = [], []
     for engine in engines:
         rec = engine_record(engine)
@@ -55,7 +57,8 @@ def engine_items(engines, models, num_envs, steps, cap_for, *, compiled_models=N
             if rec.compiles and compiled_models is not None and model not in compiled_models:
                 continue
             ks = steps if rec.steps_per_call else [1]
-            grid = [(1, 1)] if not rec.vectorized else [(n, k) for k in ks for n in num_envs]
+            ns = compiled_num_envs if rec.compiles and compiled_num_envs else num_envs
+            grid = [(1, 1)] if not rec.vectorized else [(n, k) for k in ks for n in ns]
             for n, k in grid:
                 if n * k > cap_for(engine):
                     dropped.append((engine, model, n, k))
