@@ -212,3 +212,13 @@ def test_verdict_counts_and_fig2s_best_rate():
     assert list(c)[:3] == [v for v in claims.VERDICTS if v in c]  # the verdicts' own order
     fig2 = pd.DataFrame({"env": ["a", "a", "b"], "samples_per_s": [1.0, 3.0, 5.0]})
     assert brax.best_rate(fig2, "a") == 3.0 and np.isnan(brax.best_rate(fig2, "c"))
+
+
+def test_where_fused_is_not_faster_names_its_n():
+    from studylib.book import beyond
+
+    r = pd.DataFrame({"num_envs": [2**10, 2**13, 2**16], "ratio": [0.9, 1.2, 2.0], "low": [0.8, 0.95, 1.5]})
+    text = beyond.where_not_faster(r)
+    assert "not faster than `jax` at N = 2^10" in text and "at N = 2^13 its median ratio is above 1×" in text
+    assert "2^16" not in text
+    assert "at every N measured" in beyond.where_not_faster(r.assign(ratio=[1.1, 1.2, 2.0], low=[1.05, 1.1, 1.5]))

@@ -66,6 +66,24 @@ def ratio_summary(r: pd.DataFrame) -> dict:
             "count": int(len(r)), "widest": r.loc[r["b_spread"].idxmax()].to_dict()}
 
 
+def where_not_faster(r: pd.DataFrame, what: str = "fused", than: str = "jax") -> str:
+    """The sentence that says at which N of ``ratio_with_spread``'s rows ``what`` is not faster
+    than ``than`` (median ratio ≤ 1), and where only its repeats' range reaches 1× or below; or
+    that it is faster at every N, even at the low end of the repeats."""
+    from .format import pow2_label
+
+    slower = [pow2_label(n) for n, v in zip(r["num_envs"], r["ratio"]) if v <= 1]
+    unsure = [pow2_label(n) for n, v, lo in zip(r["num_envs"], r["ratio"], r["low"]) if v > 1 and lo <= 1]
+    if not slower and not unsure:
+        return f"`{what}` is faster than `{than}` at every N measured, even at the low end of the repeats."
+    parts = []
+    if slower:
+        parts.append(f"`{what}` is not faster than `{than}` at N = {', '.join(slower)}")
+    if unsure:
+        parts.append(f"at N = {', '.join(unsure)} its median ratio is above 1× but the repeats' range reaches 1× or below")
+    return "; ".join(parts) + "."
+
+
 def largest_n(ratios: pd.DataFrame, by: str) -> pd.DataFrame:
     """Each ``by`` group's row at the largest N measured with it (indexed by ``by``)."""
     return ratios.sort_values("num_envs").groupby(by).tail(1).set_index(by)
