@@ -75,13 +75,17 @@ def test_committed_data_resumes_without_measuring(tmp_path, monkeypatch):
     monkeypatch.setattr(sweep, "_measure_or_skip", no_measuring)
     saved = {p.stem: json.loads(p.read_text()) for p in folder.glob("*.json")}
     P = {ch: book.params(ch, preset="default", data_dir=tmp_path)
-         for ch in ("cartpole", "vectorization", "overheads", "fusion", "complexity", "beyond")}
+         for ch in ("cartpole", "vectorization", "overheads", "fusion", "complexity", "beyond", "chain", "engines")}
     counts = {
         "fig4": len(book.vectorization_data(P["vectorization"])), "fig4_k": len(book.overheads_data(P["overheads"])),
         "fig8": len(book.fusion_data(P["fusion"])), "fig9": len(book.complexity_data(P["complexity"])),
         "beyond": len(book.beyond_data(P["beyond"])), "fig2_cartpole": len(book.cartpole_fig2_data(P["cartpole"])),
         "fig56_profile": len(book.profile_data(P["overheads"])), "fig2_brax": len(book.brax_data(P["cartpole"])),
     }
+    from studylib.book import chain, engines
+
+    predicted, measured = chain.chain_data(P["chain"])
+    counts.update(chain_predictions=len(predicted), chain=len(measured), engines=len(engines.engine_data(P["engines"])))
     assert counts == {name: len(saved[name]["rows"]) for name in counts}  # every saved point is one the plans ask for
     ceil = book.roofline_data(P["beyond"])
     assert roofline.from_rows(store.read(folder / "beyond_roofline.json")["rows"]) == ceil

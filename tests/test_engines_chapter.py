@@ -10,11 +10,11 @@ import pytest
 from studylib import book
 from studylib.book import claims_engines
 from studylib.book import engines as eng
-from studylib.harness import engine_study
+from studylib.harness import engine_study, provenance
 
 
 def test_items_follow_the_engine_records():
-    items, dropped = engine_study.engine_items(
+    items, dropped, unsupported = engine_study.engine_items(
         ["mujoco-python", "mujoco-rollout", "mjx", "envpool"], ["inverted_pendulum", "hopper"], [4, 64], [1, 10],
         lambda e: 2**8, compiled_models=["inverted_pendulum"], compiled_num_envs=[64])
     by = {}
@@ -24,6 +24,9 @@ def test_items_follow_the_engine_records():
     assert by["mjx"] == [("inverted_pendulum", 64, 1)]  # compiles: the listed models and N only (K = 10: capped)
     assert ("mujoco-rollout", "hopper", 64, 10) in dropped and ("hopper", 64, 1) in by["mujoco-rollout"]
     assert {k for _, _, k in by["envpool"]} == {1}  # K steps would be K calls: measured at K = 1 only
+    assert not unsupported
+    _, _, unsupported = engine_study.engine_items(["envpool"], ["chain2"], [4], [1], lambda e: 2**8)
+    assert unsupported == [("envpool", "chain2", "chain2 has no envpool or gymnasium task")]  # not planned
 
 
 def test_rows_are_saved_resumed_and_an_unavailable_engine_is_skipped(tmp_path):
@@ -32,8 +35,12 @@ def test_rows_are_saved_resumed_and_an_unavailable_engine_is_skipped(tmp_path):
     rows = eng.engine_data(P)
     assert list(rows["engine"]) == ["mujoco-python"] and rows["env_steps_per_s"].iloc[0] == pytest.approx(
         rows["samples_per_s"].iloc[0] / 5)  # the chain's frame skip
-    assert [s["reason"] for s in rows.attrs["skipped"]] and "envpool" in str(rows.attrs["skipped"])
+    assert rows.attrs["skipped"] == [{"engine": "envpool", "model": "chain2",
+                                      "reason": "chain2 has no envpool or gymnasium task"}]
+    lock = tmp_path / provenance.machine_key() / ".engines.lock"
+    lock.unlink()
     again = eng.engine_data(P)
+    assert not lock.exists()  # nothing left to try: the file is not even locked
     assert again.attrs["measured"] == 0 and list(again["samples_per_s"]) == list(rows["samples_per_s"])
     assert list(eng.models_table(rows)["nv"]) == [3]
 

@@ -24,8 +24,8 @@ MODEL_COLUMNS = ["model", "nq", "nv", "nu", "frame_skip", "contacts", "contacts_
 
 def engine_data(P: EnginesParams) -> pd.DataFrame:
     """The engines' rows (measured here once, then read; another machine's snapshot read only);
-    ``attrs["skipped"]``: the items an engine cannot run here, with the reason."""
-    items, dropped = engine_study.engine_items(P.engines, P.models, P.num_envs, P.steps, P.cap_for,
+    ``attrs["skipped"]``: the (engine, model) pairs that cannot run here, with the reason."""
+    items, dropped, unsupported = engine_study.engine_items(P.engines, P.models, P.num_envs, P.steps, P.cap_for,
                                                compiled_models=P.compiled_models,
                                                compiled_num_envs=P.compiled_num_envs, repeats=P.repeats,
                                                min_seconds=P.min_seconds)
@@ -33,7 +33,8 @@ def engine_data(P: EnginesParams) -> pd.DataFrame:
     df = pd.DataFrame(result.rows)
     if len(df):
         df["env_steps_per_s"] = df["samples_per_s"] / df["frame_skip"]
-    df.attrs.update(skipped=result.skipped, dropped=dropped, measured=result.measured, reused=result.reused,
+    skipped = [{"engine": e, "model": m, "reason": why} for e, m, why in unsupported] + list(result.skipped)
+    df.attrs.update(skipped=skipped, dropped=dropped, measured=result.measured, reused=result.reused,
                     stale=result.stale)
     return df
 

@@ -44,17 +44,23 @@ KEYING = Keying(EngineItem.columns, keyed_by(*COLUMNS), EngineItem.describe, "en
 
 def engine_items(engines, models, num_envs, steps, cap_for, *, compiled_models=None, compiled_num_envs=None,
                  repeats=3, min_seconds=0.2):
-    """(items, dropped): every engine × model × N × K the records allow: an engine that is not
+    """(items, dropped, unsupported): every engine × model × N × K the records allow: an engine that is not
     vectorized at N = 1 and K = 1 only (the gym row steps one environment, one step a call); one
     that does not run K steps in one call (``steps_per_call``) at K = 1 only (its K would be K
     calls); an engine that compiles (XLA) on ``compiled_models`` only (None: every model), since
     each (model, N, K) is a compile of its own, and at ``compiled_num_envs`` (None: ``num_envs``);
-    N·K within ``cap_for(engine)``."""
-    items, dropped = [], []
+    N·K within ``cap_for(engine)``. ``unsupported``: (engine, model, reason) of the pairs the engine
+    cannot run here (its record's ``unavailable``: a missing package, a model it has no task for),
+    left out of the plan so that a rebuild does not try them again."""
+    items, dropped, unsupported = [], [], []
     for engine in engines:
         rec = engine_record(engine)
         for model in models:
             if rec.compiles and compiled_models is not None and model not in compiled_models:
+                continue
+            reason = rec.unavailable(model)
+            if reason is not None:
+                unsupported.append((engine, model, reason))
                 continue
             ks = steps if rec.steps_per_call else [1]
             ns = compiled_num_envs if rec.compiles and compiled_num_envs else num_envs
@@ -64,12 +70,12 @@ def engine_items(engines, models, num_envs, steps, cap_for, *, compiled_models=N
                     dropped.append((engine, model, n, k))
                     continue
                 items.append(EngineItem(engine, model, n, k, repeats, min_seconds))
-    return items, dropped
+    return items, dropped, unsupported
 
 
 def measure_item(item: EngineItem) -> dict:
-    """``measure_engine``'s row; an engine that cannot run the model here is a skipped item (its
-    reason saved with it), not a row."""
+    """``measure_engine``'s row; an engine that cannot run the model here (found only now) is a
+    skipped item (its reason saved with it), not a row."""
     row = measure_engine(item.engine, item.model, item.num_envs, item.steps, repeats=item.repeats,
                          min_seconds=item.min_seconds)
     if row["reason"] is not None:
