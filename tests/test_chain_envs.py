@@ -84,3 +84,18 @@ def test_a_chain_point_is_measured_and_keyed_by_its_links():
     assert (row["sim"], row["links"], row["impl"], row["device"]) == ("chain", 3, "cpp", "cpu")
     assert row["samples_per_s"] > 0 and row["episodes_finished"] == 0
     assert point_key(row) == point_key(a.flat())
+
+
+def test_a_second_jax_chain_of_a_seen_shape_compiles_nothing():
+    from studylib.envs.chain_envs import JaxChain
+
+    p = ChainParams(links=1)
+    first = make("jax", 5, sim="chain", params=p, seed=9)
+    first.rollout(2)
+    count = len(JaxChain._PROGRAMS)
+    second = make("jax", 5, sim="chain", params=p, seed=9)
+    second.rollout(2)
+    assert len(JaxChain._PROGRAMS) == count  # the same (params, N, K, seed, device): the same program
+    np.testing.assert_array_equal(second.get_state(), first.get_state())
+    make("jax", 5, sim="chain", params=p, seed=10).rollout(2)
+    assert len(JaxChain._PROGRAMS) == count + 1  # the seed is baked into the program's controls

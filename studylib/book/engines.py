@@ -39,6 +39,20 @@ def engine_data(P: EnginesParams) -> pd.DataFrame:
     return df
 
 
+def agreement_table(P: EnginesParams) -> pd.DataFrame:
+    """Cross-engine agreement (harness.engine_agreement): per model, each engine of the chapter
+    that can be given a state (MJX on its compiled models only) against mj_step in float64 after
+    1 and 100 steps from the same state and controls; an engine that cannot take part gives its reason."""
+    from ..harness.engine_agreement import agreement
+    from ..harness.engines import engine_record
+
+    rows = []
+    for model in P.models:
+        names = [e for e in P.engines if not (engine_record(e).compiles and model not in P.compiled_models)]
+        rows += agreement(model, engines=names)
+    return pd.DataFrame(rows)
+
+
 def models_table(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per model: its sizes and the contacts MuJoCo C finds per step (measured)."""
     if rows.empty:

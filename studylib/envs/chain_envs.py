@@ -116,6 +116,9 @@ class TorchChain(VectorChain):
 
 class JaxChain(VectorChain):
     name = "jax"
+    # compiled programs of every instance in this process, by (params, N, K, seed, device): a new
+    # instance of a shape seen before (a check after a measurement) compiles nothing
+    _PROGRAMS: dict = {}
 
     def _resolve_device(self, device) -> str:
         from ..devices import resolve_jax_device
@@ -129,7 +132,6 @@ class JaxChain(VectorChain):
 
         self._state = jax.device_put(jnp.asarray(states, dtype=jnp.float32), self._jax_device)
         self._env = jax.device_put(jnp.arange(self.num_envs, dtype=jnp.uint32), self._jax_device)
-        self._compiled = getattr(self, "_compiled", {})
 
     def get_state(self):
         return np.asarray(self._state)
@@ -167,15 +169,18 @@ class JaxChain(VectorChain):
         """Compile the K-step program ahead of the timing (measure reports it as compile_s)."""
         import jax.numpy as jnp
 
-        if num_steps not in self._compiled:
-            program = self._program(num_steps)
-            self._compiled[num_steps] = program.lower(self._state, jnp.uint32(0)).compile()
+        key = self._key(num_steps)
+        if key not in self._PROGRAMS:
+            self._PROGRAMS[key] = self._program(num_steps).lower(self._state, jnp.uint32(0)).compile()
+
+    def _key(self, num_steps: int) -> tuple:
+        return (self.params, self.num_envs, num_steps, self.seed, str(self._jax_device))
 
     def _rollout(self, num_steps):
         import jax.numpy as jnp
 
         self.compile(num_steps)
-        self._state = self._compiled[num_steps](self._state, jnp.uint32(self.steps_taken & MASK32))
+        self._state = self._PROGRAMS[self._key(num_steps)](self._state, jnp.uint32(self.steps_taken & MASK32))
 
     def synchronize(self):
         self._state.block_until_ready()

@@ -73,7 +73,7 @@ PRESETS: dict[str, dict[str, dict]] = {
         # about 45 s; humanoid: no result within 8 minutes), so it runs on the pendulum at one N here
         "engines": {"engines": ["mujoco-python", "mujoco-rollout", "mjx", "envpool"],
                     "models": ["inverted_pendulum", "chain2", "hopper", "walker2d", "humanoid"],
-                    "num_envs": [2**4, 2**8], "steps": [1, 10], "compiled_models": ["inverted_pendulum"],
+                    "num_envs": [2**4, 2**8, 2**12], "steps": [1, 10], "compiled_models": ["inverted_pendulum"],
                     "compiled_num_envs": [2**8], "cap": {"*": 2**12}},
     },
     "paper": {
