@@ -22,7 +22,7 @@ def test_items_follow_the_engine_records():
         by.setdefault(it.engine, []).append((it.model, it.num_envs, it.steps))
     assert by["mujoco-python"] == [("inverted_pendulum", 1, 1), ("hopper", 1, 1)]  # N = 1, K = 1 by its record
     assert by["mjx"] == [("inverted_pendulum", 64, 1)]  # compiles: the listed models and N only (K = 10: capped)
-    assert ("mujoco-rollout", "hopper", 64, 10) in dropped and ("hopper", 64, 1) in by["mujoco-rollout"]
+    assert ("mujoco-rollout", 64, 10, 1, 1) in dropped and ("hopper", 64, 1) in by["mujoco-rollout"]
     assert {k for _, _, k in by["envpool"]} == {1}  # K steps would be K calls: measured at K = 1 only
     assert not unsupported
     _, _, unsupported = engine_study.engine_items(["envpool"], ["chain2"], [4], [1], lambda e: 2**8)
@@ -43,6 +43,10 @@ def test_rows_are_saved_resumed_and_an_unavailable_engine_is_skipped(tmp_path):
     assert not lock.exists()  # nothing left to try: the file is not even locked
     assert again.attrs["measured"] == 0 and list(again["samples_per_s"]) == list(rows["samples_per_s"])
     assert list(eng.models_table(rows)["nv"]) == [3]
+    capped = eng.engine_data(book.params("engines", preset="tiny", data_dir=tmp_path, engines=["mujoco-rollout"],
+                                         models=["chain2"], num_envs=[2, 64], steps=[1], cap={"*": 8}))
+    assert capped.attrs["dropped"] == [("mujoco-rollout", 64, 1, 1, 1)]
+    assert "1 point above this preset's work cap" in book.coverage_note(capped)  # the page's first sentence
 
 
 def _rows(engine, paper_row, rates, model="hopper", frame_skip=4):

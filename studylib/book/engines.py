@@ -42,14 +42,15 @@ def engine_data(P: EnginesParams) -> pd.DataFrame:
 def agreement_table(P: EnginesParams) -> pd.DataFrame:
     """Cross-engine agreement (harness.engine_agreement): per model, each engine of the chapter
     that can be given a state (MJX on its compiled models only) against mj_step in float64 after
-    1 and 100 steps from the same state and controls; an engine that cannot take part gives its reason."""
+    1 and 100 steps from the same state and controls (environment 0 of N = MJX's N, one for the
+    Python loop); an engine that cannot take part gives its reason."""
     from ..harness.engine_agreement import agreement
     from ..harness.engines import engine_record
 
-    rows = []
+    rows, n = [], (P.compiled_num_envs or P.num_envs)[0]  # MJX: the N its measurement compiled
     for model in P.models:
         names = [e for e in P.engines if not (engine_record(e).compiles and model not in P.compiled_models)]
-        rows += agreement(model, engines=names)
+        rows += agreement(model, engines=names, num_envs=n)
     return pd.DataFrame(rows)
 
 

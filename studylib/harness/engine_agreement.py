@@ -25,11 +25,15 @@ from .engines import ENGINES, build, c_reference, engine_record
 STEPS = (1, 100)
 
 
-def _engine_state(engine: str, model: str, steps: int, seed: int, pattern: str, state):
-    """(qpos, qvel) of environment 0 after ``steps`` steps, and the engine's controls."""
+def _engine_state(engine: str, model: str, steps: int, seed: int, pattern: str, num_envs: int = 1):
+    """(qpos, qvel) of environment 0 after ``steps`` steps, and the engine's controls; a vectorized
+    engine steps ``num_envs`` environments (environment 0's start and controls do not depend on N),
+    so an XLA engine can reuse the program a measurement at that N compiled."""
     rec = engine_record(engine)
     per_call = 1 if rec.compiles else steps
-    inst, m, ctrl = build(engine, model, 1, per_call, seed, pattern, solver="newton", state=state)
+    n = num_envs if rec.vectorized else 1
+    state = initial_state(load(model, "newton"), n, seed)
+    inst, m, ctrl = build(engine, model, n, per_call, seed, pattern, solver="newton", state=state)
     try:
         for _ in range(steps // per_call):
             inst.call()
@@ -40,10 +44,12 @@ def _engine_state(engine: str, model: str, steps: int, seed: int, pattern: str, 
     return qpos[0], qvel[0], ctrl
 
 
-def agreement(model: str, steps=STEPS, engines=None, seed: int = 0, pattern: str = "random") -> list[dict]:
-    """One row per (engine, s): max |qpos - qpos_ref| and max |qvel - qvel_ref| after s steps, the
-    reference's size (max |qpos_ref|, |qvel_ref|) and its contacts per step. An engine that cannot
-    run the model, or cannot be given a state, gives one row with its ``reason``."""
+def agreement(model: str, steps=STEPS, engines=None, seed: int = 0, pattern: str = "random",
+              num_envs: int = 1) -> list[dict]:
+    """One row per (engine, s): max |qpos - qpos_ref| and max |qvel - qvel_ref| of environment 0
+    after s steps (a vectorized engine stepping ``num_envs``), the reference's size (max
+    |qpos_ref|, |qvel_ref|) and its contacts per step. An engine that cannot run the model, or
+    cannot be given a state, gives one row with its ``reason``."""
     m = load(model, "newton")
     qpos0, qvel0 = initial_state(m, 1, seed)
     base = {k: v for k, v in describe(model).items() if k in ("model", "nq", "nv", "contacts")}
@@ -55,7 +61,7 @@ def agreement(model: str, steps=STEPS, engines=None, seed: int = 0, pattern: str
             rows.append({**base, "engine": name, "steps": None, "reason": reason})
             continue
         for s in steps:
-            qpos, qvel, ctrl = _engine_state(name, model, s, seed, pattern, (qpos0, qvel0))
+            qpos, qvel, ctrl = _engine_state(name, model, s, seed, pattern, num_envs)
             ref_qpos, ref_qvel, ncon = c_reference(m, qpos0, qvel0, ctrl, s)
             rows.append({**base, "engine": name, "steps": s, "reason": None, "solver": "Newton",
                          "max_abs_dqpos": float(np.max(np.abs(qpos - ref_qpos))),

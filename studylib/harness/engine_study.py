@@ -44,7 +44,8 @@ KEYING = Keying(EngineItem.columns, keyed_by(*COLUMNS), EngineItem.describe, "en
 
 def engine_items(engines, models, num_envs, steps, cap_for, *, compiled_models=None, compiled_num_envs=None,
                  repeats=3, min_seconds=0.2):
-    """(items, dropped, unsupported): every engine × model × N × K the records allow: an engine that is not
+    """(items, dropped, unsupported): every engine × model × N × K the records allow (dropped:
+    (engine, N, K, 1, 1) above the cap, once for every model): an engine that is not
     vectorized at N = 1 and K = 1 only (the gym row steps one environment, one step a call); one
     that does not run K steps in one call (``steps_per_call``) at K = 1 only (its K would be K
     calls); an engine that compiles (XLA) on ``compiled_models`` only (None: every model), since
@@ -67,7 +68,8 @@ def engine_items(engines, models, num_envs, steps, cap_for, *, compiled_models=N
             grid = [(1, 1)] if not rec.vectorized else [(n, k) for k in ks for n in ns]
             for n, k in grid:
                 if n * k > cap_for(engine):
-                    dropped.append((engine, model, n, k))
+                    if (engine, n, k, 1, 1) not in dropped:  # as every chapter lists them: (name, N, K, S, C)
+                        dropped.append((engine, n, k, 1, 1))
                     continue
                 items.append(EngineItem(engine, model, n, k, repeats, min_seconds))
     return items, dropped, unsupported
