@@ -41,12 +41,17 @@ from .timing import time_regions
 
 
 def missing(*modules: str) -> str | None:
-    """Why an engine cannot run here (its first module that does not import), or None."""
+    """Why an engine cannot run here (its first module that does not import), or None. What an
+    import prints is kept out of the caller's output (mujoco.mjx prints that its optional Warp
+    backend is missing; a chapter page would show it)."""
+    import contextlib
     import importlib
+    import io
 
     for name in modules:
         try:
-            importlib.import_module(name)
+            with contextlib.redirect_stdout(io.StringIO()):
+                importlib.import_module(name)
         except Exception as e:  # an optional engine degrades to a reason, never a traceback
             return f"{name} does not import: {type(e).__name__}: {e}"
     return None
