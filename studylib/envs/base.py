@@ -34,6 +34,16 @@ def restart_rows(state, elapsed, episode, final_obs, mask, fresh, xp=np):
     return cartpole, xp.where(mask, 0, elapsed), episode + mask, xp.where(rows, fresh, final_obs)
 
 
+def checked_states(states, num_envs: int, row_len: int) -> np.ndarray:
+    """``states`` as float64 (N, row_len), finite: what ``set_state`` takes (ConfigError otherwise)."""
+    states = np.asarray(states, dtype=np.float64)
+    if states.shape != (num_envs, row_len):
+        raise ConfigError(f"states must have shape ({num_envs}, {row_len}), got {states.shape}")
+    if not np.all(np.isfinite(states)):
+        raise ConfigError("states must be finite")
+    return states
+
+
 @dataclass(frozen=True)
 class RolloutResult:
     """What one ``rollout`` call did. ``episodes_finished`` doubles as a checksum of the work."""
@@ -170,12 +180,7 @@ class VectorCartPole(abc.ABC):
     def set_state(self, states) -> None:
         """Overwrite the physical state (N, 4S) of every env (CuLE-style seeding from a
         reference); episode counters (steps into the episode) are left as they are."""
-        states = np.asarray(states, dtype=np.float64)
-        if states.shape != (self.num_envs, self.row_len):
-            raise ConfigError(f"states must have shape ({self.num_envs}, {self.row_len}), got {states.shape}")
-        if not np.all(np.isfinite(states)):
-            raise ConfigError("states must be finite")
-        self._set_state(states)
+        self._set_state(checked_states(states, self.num_envs, self.row_len))
 
     def rollout(self, num_steps, policy: str = "mlp") -> RolloutResult:
         """Collect K steps for all envs with the MLP policy (or hashed actions with "none")."""

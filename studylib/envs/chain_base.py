@@ -24,7 +24,7 @@ import numpy as np
 from ..devices import check_gpu_for, check_requested_device, default_device
 from ..errors import ConfigError, check_fits_in_memory
 from ..settings import EnvSettings, positive_int
-from .base import RolloutResult
+from .base import RolloutResult, checked_states
 
 RESET_NOISE = 0.1  # InvertedDoublePendulum-v5's reset_noise_scale: qpos + U(±0.1), qvel + 0.1 N(0, 1)
 MAX_LINKS_BYTES = 2 * (64 + 1) * 8 * 8  # bytes per environment the estimate allows (n ≤ 64, float64, 8 copies)
@@ -114,12 +114,8 @@ class VectorChain(abc.ABC):
         return states
 
     def set_state(self, states) -> None:
-        states = np.asarray(states, dtype=np.float64)
-        if states.shape != (self.num_envs, self.row_len):
-            raise ConfigError(f"states must have shape ({self.num_envs}, {self.row_len}), got {states.shape}")
-        if not np.all(np.isfinite(states)):
-            raise ConfigError("states must be finite")
-        self._put(states)
+        """Overwrite every chain's state (N, 2(n+1)); the control stream goes on where it was."""
+        self._put(checked_states(states, self.num_envs, self.row_len))
 
     def rollout(self, num_steps, policy: str = "none") -> RolloutResult:
         """K environment steps of every chain with the hashed controls (policy "none" only)."""
