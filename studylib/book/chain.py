@@ -10,23 +10,25 @@ page shows. The findings on it are claims_chain.py's.
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pandas as pd
 
+from .. import sims
 from ..harness import chain_study
 from ..implspec import book_order, spec
-from .plans import _measured
+from .plans import _measured, capped_points
 from .presets import ChainParams
 
 KEY = ["impl", "links", "num_envs", "steps"]
 
 
 def chain_points(P: ChainParams):
-    """(points, dropped) of the chapter's grid (harness.chain_study.chain_points)."""
-    return chain_study.chain_points(P.impls, P.links, P.num_envs, P.steps, P.cap_for, repeats=P.repeats,
-                                    min_seconds=P.min_seconds)
+    """(points, dropped): policy "none" points of the chain for the chapter's implementations whose
+    records implement it, every n × N × K whose work per call N·K is within the cap."""
+    record = sims.sim(chain_study.SIM)
+    impls = [i for i in P.impls if chain_study.SIM in spec(i).sims]
+    return capped_points(P, impls, "none", sim=chain_study.SIM, params=[record.params_of({"links": n}) for n in P.links])
 
 
 def chain_predictions(P: ChainParams, points=None) -> pd.DataFrame:
@@ -93,10 +95,10 @@ def conformance(P: ChainParams) -> pd.DataFrame:
 
     rows = []
     for n in P.links:
-        params = chain_study.sims.sim(chain_study.SIM).params_of({"links": n})
+        params = sims.sim(chain_study.SIM).params_of({"links": n})
         ref = reference_states(n, CHECK_ENVS, CHECK_STEPS)
         row = {"links": n, "reference vs MuJoCo": mujoco_agreement(n)}
-        for impl in [i for i in P.impls if chain_study.SIM in chain_study.spec(i).sims]:
+        for impl in [i for i in P.impls if chain_study.SIM in spec(i).sims]:
             env = make(impl, CHECK_ENVS, sim=chain_study.SIM, params=params)
             for _ in range(CHECK_STEPS):
                 env.rollout(1)
@@ -169,9 +171,3 @@ def fused_over_xla(measured: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame(rows)
     out.attrs.update(fused=fused, xla=xla)
     return out
-
-
-def spread(values) -> float:
-    """max/min of positive values (1 for one value; nan for none)."""
-    v = [x for x in values if x > 0 and math.isfinite(x)]
-    return max(v) / min(v) if v else math.nan

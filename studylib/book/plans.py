@@ -38,20 +38,26 @@ def _quiet(msg: str) -> None:
     """The chapters list skipped points themselves; the sweep's log lines would land in the book."""
 
 
-def capped_points(P: ChapterParams, impls, policy, state_factors=(1,), compute_factors=(1,)):
+def capped_points(P: ChapterParams, impls, policy, state_factors=(1,), compute_factors=(1,), *, sim=None,
+                  params=(None,)):
     """(points, dropped): the grid's MeasurePoints whose work per call N*K*S*C is within the
-    implementation's cap, and the (impl, N, K, S, C) of those that are not."""
+    implementation's cap, and the (impl, N, K, S, C) of those that are not (once, whatever the
+    ``params``). ``sim``/``params``: another simulator and each of its parameter sets (the chain's
+    links), its constants where None."""
     points, dropped = [], []
     for impl in impls:
-        for s in state_factors:
-            for c in compute_factors:
-                for k in P.steps:
-                    for n in P.num_envs:
-                        if n * k * s * c > P.cap_for(impl):
-                            dropped.append((impl, n, k, s, c))
-                            continue
-                        points.append(MeasurePoint.of(impl, n, k, state_factor=s, compute_factor=c, policy=policy,
-                                                      repeats=P.repeats, min_seconds=P.min_seconds))
+        for sim_params in params:
+            for s in state_factors:
+                for c in compute_factors:
+                    for k in P.steps:
+                        for n in P.num_envs:
+                            if n * k * s * c > P.cap_for(impl):
+                                if (impl, n, k, s, c) not in dropped:
+                                    dropped.append((impl, n, k, s, c))
+                                continue
+                            points.append(MeasurePoint.of(impl, n, k, state_factor=s, compute_factor=c, policy=policy,
+                                                          repeats=P.repeats, min_seconds=P.min_seconds,
+                                                          sim=sim or "cartpole", params=sim_params))
     return points, dropped
 
 

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .. import sims
-from ..implspec import spec
 from ..settings import MeasurePoint
 from ..sims import chain as chain_sim
 from . import calibrate, costmodel
@@ -32,28 +30,6 @@ SIM = "chain"
 PREDICTIONS = "chain_predictions"  # the data file of the predictions (before) ...
 MEASUREMENTS = "chain"  # ... and of the measurements
 PREDICTION_COLUMNS = ("impl", "links", "num_envs", "steps")
-
-
-def chain_points(impls, links, num_envs, steps, cap_for, *, repeats, min_seconds):
-    """(points, dropped): policy "none" points of the chain for the implementations whose records
-    implement it, every n × N × K whose work per call N·K is within ``cap_for(impl)``; dropped:
-    (impl, N, K, S, C) of the others (S = C = 1), once for every n, as the chapters list them."""
-    record = sims.sim(SIM)
-    points, dropped = [], []
-    for impl in impls:
-        if SIM not in spec(impl).sims:
-            continue
-        for n in links:
-            params = record.params_of({"links": n})
-            for k in steps:
-                for num in num_envs:
-                    if num * k > cap_for(impl):
-                        if (impl, num, k, 1, 1) not in dropped:
-                            dropped.append((impl, num, k, 1, 1))
-                        continue
-                    points.append(MeasurePoint.of(impl, num, k, policy="none", sim=SIM, params=params,
-                                                  repeats=repeats, min_seconds=min_seconds))
-    return points, dropped
 
 
 def _columns(point: MeasurePoint) -> dict:
