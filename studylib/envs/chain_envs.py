@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from ..episodes import MASK32, hash4
+from ..episodes import MASK32
 from ..native import chain as native_chain
 from ..sims import chain as dynamics
 from .chain_base import VectorChain
@@ -67,10 +67,8 @@ def _torch_hash_ctrl(seed: int, env, step: int):
     """hash_ctrl on int64 tensors (32-bit wrap after each multiply), bit for bit."""
     import torch
 
-    wrap = lambda t: t & MASK32  # noqa: E731
-    bits = hash4(torch.full_like(env, (seed ^ native_chain.CTRL_SALT) & MASK32), env, torch.zeros_like(env),
-                 torch.full_like(env, step & MASK32), wrap)
-    return (bits >> 8).to(torch.float32) * (1.0 / 8388608.0) - 1.0
+    bits = native_chain.ctrl_bits(seed, env, torch.full_like(env, step & MASK32), wrap=lambda t: t & MASK32)
+    return bits.to(torch.float32) * native_chain.CTRL_UNIT - 1.0
 
 
 class TorchChain(VectorChain):
@@ -141,11 +139,10 @@ class JaxChain(VectorChain):
         import jax.numpy as jnp
 
         p, u32, n1 = self.params, jnp.uint32, self.links + 1
-        salted = u32((self.seed ^ native_chain.CTRL_SALT) & MASK32)
 
         def env_step(columns, t):
-            bits = hash4(salted, self._env, u32(0), t)  # the scalars broadcast over the environments
-            ctrl = (bits >> u32(8)).astype(jnp.float32) * jnp.float32(1.0 / 8388608.0) - jnp.float32(1.0)
+            bits = native_chain.ctrl_bits(self.seed, self._env, t)  # the scalars broadcast over the environments
+            ctrl = bits.astype(jnp.float32) * jnp.float32(native_chain.CTRL_UNIT) - jnp.float32(1.0)
             force = dynamics.actuator_force(ctrl, p, jnp)
 
             def mj_step(_, cols):

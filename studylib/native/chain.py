@@ -120,16 +120,28 @@ def params_array(p: ChainParams = INVERTED_DOUBLE_PENDULUM) -> np.ndarray:
     return np.array([*scalars, *beta, *diag, *(L * b for b in beta)], dtype=np.float32)
 
 
+CTRL_UNIT = 1.0 / 8388608.0  # 2⁻²³: a 24-bit hash to [0, 2), then − 1
+
+
+def ctrl_bits(seed, env, step, wrap=None):
+    """The 24 hash bits of ch_hash_ctrl, hash4(seed ^ CTRL_SALT, env, 0, step) >> 8, on uint32 arrays
+    (numpy, jax; scalars broadcast) or, with a masking ``wrap``, int64 tensors (torch), as
+    ``episodes.hash_actions`` takes them: the control is then bits · CTRL_UNIT − 1 in float32."""
+    from ..episodes import MASK32, hash4
+
+    salted = (seed ^ CTRL_SALT) & MASK32
+    if wrap is None:  # arrays of env's shape: uint32 arrays wrap silently, numpy scalars would warn
+        salted, zero, shift = np.full(np.shape(env), salted, np.uint32), np.zeros(np.shape(env), np.uint32), np.uint32(8)
+    else:
+        zero, shift = 0, 8
+    return hash4(salted, env, zero, step, wrap) >> shift
+
+
 def hash_ctrl(seed: int, env, step) -> np.ndarray:
     """ch_hash_ctrl, bit for bit: (hash4(seed ^ CTRL_SALT, env, 0, step) >> 8) · 2⁻²³ − 1, float32."""
-    from ..episodes import hash4
-
     u32 = np.uint32
     env, step = np.broadcast_arrays(np.asarray(env).astype(u32), np.asarray(step).astype(u32))
-    seeds = np.full(env.shape, (seed ^ CTRL_SALT) & 0xFFFFFFFF, dtype=u32)
-    zero = np.zeros(env.shape, dtype=u32)
-    top = (hash4(seeds, env, zero, step) >> u32(8)).astype(np.float32)
-    return top * np.float32(1.0 / 8388608.0) - np.float32(1.0)
+    return ctrl_bits(seed, env, step).astype(np.float32) * np.float32(CTRL_UNIT) - np.float32(1.0)
 
 
 def check_links(p: ChainParams) -> None:
