@@ -160,15 +160,15 @@ def test_torch_population_trains_and_reports_each_seed_once():
 
 def test_jax_population_seed_alone_and_among_sixteen():
     """Seed 3 alone (the single run's program, not vmapped: what ``ppo_jax.train`` runs) and as
-    member 0 of a vmapped population of 16: the same init, first rollout and first update, to float
-    tolerance."""
+    member 0 of a vmapped population of 16 (initialized as ``train_population`` does, seed by seed:
+    ``population_init``): the same init, first rollout and first update, to float tolerance."""
     import jax
 
-    from studylib.train.ppo_jax import make_program, population_keys
+    from studylib.train.ppo_jax import make_program, population_init, population_keys
 
     init, update, _ = make_program(SMALL, 8)
     a, a_totals = jax.jit(lambda key: update(init(key)))(jax.random.key(3))  # init, first rollout, first update
-    b, b_totals = jax.jit(jax.vmap(lambda key: update(init(key))))(population_keys(NEIGHBOURS))
+    b, b_totals = jax.jit(jax.vmap(update))(population_init(init)(population_keys(NEIGHBOURS)))  # as train_population
     member = lambda tree, i: jax.tree.map(lambda x: x[i], tree)  # noqa: E731
     close = lambda x, y: jax.tree.map(lambda u, v: np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-6), x, y)  # noqa: E731
     close((a.obs, a.episode_return, a_totals, a.params), member((b.obs, b.episode_return, b_totals, b.params), 0))

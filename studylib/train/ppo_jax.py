@@ -254,12 +254,31 @@ def population_keys(seeds) -> jax.Array:
     return jax.vmap(jax.random.key)(jnp.asarray(list(seeds), dtype=jnp.uint32))
 
 
+def population_init(init):
+    """``init`` for a batch of keys: each seed's own (unbatched) ``init``, stacked into one Runner.
+
+    Not ``jit(vmap(init))``: vmapped, the orthogonal initialization's QR factorizations become
+    batched LAPACK calls, which jaxlib's CPU runtime splits over its intra-op thread pool and then
+    waits for from inside that pool. With two such calls at once (the actor's and the critic's) on a
+    2-core machine, both pool threads wait for work that no thread is left to run: the program never
+    finishes (seen here about once in eight runs; gdb: two threads in ``lapack_sgeqrf_ffi`` ->
+    ``ParallelBatchMap`` -> ``BlockingCounter::Wait``, every other pool thread idle). Unbatched,
+    each QR runs on the thread that calls it. The arithmetic is the same per seed."""
+    one = jax.jit(init)
+
+    def init_all(keys):
+        runners = [one(key) for key in keys]
+        return jax.tree.map(lambda *xs: jnp.stack(xs), *runners)
+
+    return init_all
+
+
 @functools.lru_cache(maxsize=8)
 def _compiled_population(s: PPOSettings, num_envs: int, updates_per_call: int, size: int):
     """(init(keys) -> Runner of ``size`` seeds, chunk(runner) -> (runner, sums, counts) per seed)."""
     init, update, _ = make_program(s, num_envs)
-    init_v = jax.jit(jax.vmap(init))
-    example = jax.eval_shape(init_v, population_keys(range(size)))
+    init_v = population_init(init)
+    example = jax.eval_shape(jax.vmap(init), population_keys(range(size)))
 
     def run(runner):
         runner, (sums, counts) = jax.lax.scan(lambda r, _: update(r), runner, None, length=updates_per_call)
