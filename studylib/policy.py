@@ -30,10 +30,12 @@ class MLPWeights:
         return ((self.w1, self.b1), (self.w2, self.b2), (self.w3, self.b3))
 
 
-def mlp_weights(seed: int = 0) -> MLPWeights:
+def mlp_weights(seed: int = 0, sizes: tuple[int, int, int, int] = LAYER_SIZES) -> MLPWeights:
+    """The policy's weights from ``seed``; ``sizes`` other than CartPole's (4, 64, 64, 2) give the
+    same MLP for another observation and action width (the robotics engines' policy)."""
     rng = np.random.default_rng(seed)
     arrays = []
-    for fan_in, fan_out in zip(LAYER_SIZES[:-1], LAYER_SIZES[1:]):
+    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
         bound = 1.0 / np.sqrt(fan_in)
         arrays.append(rng.uniform(-bound, bound, (fan_in, fan_out)).astype(np.float32))
         arrays.append(rng.uniform(-bound, bound, (fan_out,)).astype(np.float32))

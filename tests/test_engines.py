@@ -93,3 +93,43 @@ def test_mjx_after_one_step_is_float32_rounding():
 def test_engines_without_a_settable_state_say_why():
     rows = agreement("inverted_pendulum", steps=(1,), engines=("envpool",))
     assert rows[0]["steps"] is None and rows[0]["reason"]
+
+
+def test_the_policy_is_the_studys_mlp_squashed_into_the_control_range():
+    from studylib.harness.engine_policy import EnginePolicy
+    from studylib.policy import mlp_weights
+
+    m = em.load("hopper")
+    pol = EnginePolicy.for_model(m, m.nq + m.nv, seed=0)
+    assert [w.shape for w, _ in pol.weights] == [(12, 64), (64, 64), (64, 3)]
+    assert np.array_equal(pol.weights[1][0], mlp_weights(0, (12, 64, 64, 3)).w2)  # CartPole's init, other widths
+    assert pol.flops_per_sample() == 2 * (12 * 64 + 64 * 64 + 64 * 3)
+    u = pol(np.random.default_rng(0).normal(0, 10, (256, 12)))
+    lo, hi = m.actuator_ctrlrange.T
+    assert u.shape == (256, 3) and np.all(u >= lo) and np.all(u <= hi) and u.std() > 0.1
+
+
+def test_with_the_mlp_the_python_loop_and_rollout_take_the_same_closed_loop_steps():
+    """Same C steps, same observation (qpos, qvel in float64), same float32 MLP: after 20 steps, bit
+    for bit on the pendulum; on hopper (contacts) to 1e-12, since rollout starts each one-step call
+    from a zero solver warm start (measured 3e-16), and not the open-loop trajectory; MJX's policy
+    in its scan agrees to float32."""
+    for model, tol in (("inverted_pendulum", 0.0), ("hopper", 1e-12)):
+        ends = {}
+        for engine in ("mujoco-python", "mujoco-rollout"):
+            inst, m, _ = build(engine, model, 1, 1, seed=2, policy="mlp")
+            for _ in range(20):
+                inst.call()
+            ends[engine] = inst.state()
+            inst.close()
+        assert all(np.abs(a - b).max() <= tol for a, b in zip(ends["mujoco-python"], ends["mujoco-rollout"]))
+    inst, _, _ = build("mujoco-python", "hopper", 1, 1, seed=2)
+    for _ in range(20):
+        inst.call()
+    assert not np.allclose(inst.state()[1], ends["mujoco-rollout"][1])
+    python, _, _ = build("mujoco-python", "inverted_pendulum", 1, 1, seed=2, policy="mlp", solver="newton")
+    mjx, _, _ = build("mjx", "inverted_pendulum", 1, 1, seed=2, policy="mlp")
+    python.call(), mjx.call()
+    assert np.abs(python.state()[1] - mjx.state()[1]).max() < 1e-5
+    with pytest.raises(ConfigError, match="unknown engine policy"):
+        build("mujoco-python", "hopper", 1, 1, policy="lstm")

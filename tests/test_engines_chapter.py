@@ -4,6 +4,7 @@ and F.1/F.3 judged per model on synthetic rows whose verdicts are known."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -31,7 +32,7 @@ def test_items_follow_the_engine_records():
 
 def test_rows_are_saved_resumed_and_an_unavailable_engine_is_skipped(tmp_path):
     P = book.params("engines", preset="tiny", data_dir=tmp_path, engines=["mujoco-python", "envpool"],
-                    models=["chain2"], num_envs=[2], steps=[1])
+                    models=["chain2"], num_envs=[2], steps=[1], policies=["none"])
     rows = eng.engine_data(P)
     assert list(rows["engine"]) == ["mujoco-python"] and rows["env_steps_per_s"].iloc[0] == pytest.approx(
         rows["samples_per_s"].iloc[0] / 5)  # the chain's frame skip
@@ -44,7 +45,8 @@ def test_rows_are_saved_resumed_and_an_unavailable_engine_is_skipped(tmp_path):
     assert again.attrs["measured"] == 0 and list(again["samples_per_s"]) == list(rows["samples_per_s"])
     assert list(eng.models_table(rows)["nv"]) == [3]
     capped = eng.engine_data(book.params("engines", preset="tiny", data_dir=tmp_path, engines=["mujoco-rollout"],
-                                         models=["chain2"], num_envs=[2, 64], steps=[1], cap={"*": 8}))
+                                         models=["chain2"], num_envs=[2, 64], steps=[1], cap={"*": 8},
+                                         policies=["none"]))
     assert capped.attrs["dropped"] == [("mujoco-rollout", 64, 1, 1, 1)]
     assert "1 point above this preset's work cap" in book.coverage_note(capped)  # the page's first sentence
 
@@ -52,7 +54,7 @@ def test_rows_are_saved_resumed_and_an_unavailable_engine_is_skipped(tmp_path):
 def _rows(engine, paper_row, rates, model="hopper", frame_skip=4):
     return [{"engine": engine, "paper_row": paper_row, "model": model, "num_envs": n, "steps": k, "samples_per_s": v,
              "samples_per_s_min": v, "samples_per_s_max": v, "frame_skip": frame_skip, "env_steps_per_s": v / frame_skip,
-             "compile_s": None, "state_factor": 1, "compute_factor": 1}
+             "compile_s": None, "state_factor": 1, "compute_factor": 1, "policy": "none"}
             for (n, k), v in rates.items()]
 
 
@@ -80,3 +82,80 @@ def test_fig2_frame_counts_environment_steps_and_the_gap():
     assert f[f["system"] == "hopper"]["env_steps_per_s"].max() == 2e4  # 8e4 mj_steps / frame skip 4
     gap = eng.gap_table(f).set_index("system")
     assert gap.loc["hopper", "cartpole_over"] == pytest.approx(1000.0) and gap.loc["CartPole (ours)", "cartpole_over"] == 1
+    brax = pd.DataFrame([{"env": "ant", "backend": "generalized", "num_envs": 1024, "steps": 10, "samples_per_s": 4e4},
+                         {"env": "cartpole", "backend": "ours", "num_envs": 1024, "steps": 10, "samples_per_s": 9e6}])
+    with_brax = eng.fig2_frame(engines, cartpole, chain_rows, brax)
+    assert set(with_brax["system"]) - set(f["system"]) == {"ant (Brax)"}  # Brax's harness on CartPole: not a model
+    assert eng.gap_table(with_brax).set_index("system").loc["ant (Brax)", "cartpole_over"] == pytest.approx(500.0)
+
+
+def test_with_the_mlp_only_an_engine_that_runs_it_inside_its_call_keeps_k():
+    items, _, _ = engine_study.engine_items(
+        ["mujoco-python", "mujoco-rollout", "mjx"], ["inverted_pendulum"], [4], [1, 10], lambda e: 2**8,
+        compiled_models=["inverted_pendulum"], policies=("none", "mlp"))
+    mlp = {(it.engine, it.num_envs, it.steps) for it in items if it.policy == "mlp"}
+    assert mlp == {("mujoco-python", 1, 1), ("mujoco-rollout", 4, 1), ("mjx", 4, 1), ("mjx", 4, 10)}
+    assert ("mujoco-rollout", 4, 10) in {(it.engine, it.num_envs, it.steps) for it in items if it.policy == "none"}
+    old = {"engine": "mjx", "model": "hopper", "num_envs": 4, "steps": 10}  # saved before rows named a policy
+    assert engine_study.KEYING.row_key(old) == engine_study.KEYING.row_key(
+        engine_study.EngineItem("mjx", "hopper", 4, 10).columns())
+
+
+def test_policy_cost_pairs_the_same_n_and_k():
+    rows = pd.DataFrame(_rows("mujoco-rollout", "C++", {(16, 1): 2e4, (256, 1): 4e4, (256, 10): 9e4})).assign(policy="none")
+    mlp = pd.DataFrame(_rows("mujoco-rollout", "C++", {(16, 1): 1e4, (256, 1): 3e4})).assign(
+        policy="mlp", policy_obs_width=12, policy_flops_per_sample=10112)
+    cost = eng.policy_cost(pd.concat([rows, mlp], ignore_index=True)).iloc[0]
+    assert (cost["points"], cost["low"], cost["high"]) == (2, 0.5, 0.75)  # K = 10 has no MLP row: not paired
+    assert cost["median"] == pytest.approx(0.625) and cost["mlp_share"] == pytest.approx(0.375)
+    assert eng.policy_cost(rows).empty
+
+
+def test_engine_findings_name_their_policy():
+    P = book.params("engines", preset="tiny", steps=[1, 10], models=["hopper"], policies=["none", "mlp"])
+    rows = pd.DataFrame(_rows("mujoco-python", "gym", {(1, 1): 1e4}) + _rows("mujoco-rollout", "C++", {(16, 1): 2e4}))
+    rows = pd.concat([rows.assign(policy="none"), rows.assign(policy="mlp")], ignore_index=True)
+    quantities = [r.quantity for r in claims_engines.engine_findings(P, rows)]
+    assert any(q.startswith("hopper, simulation only") for q in quantities)
+    assert any(q.startswith("hopper, with the MLP policy") for q in quantities)
+
+
+def test_engine_predictions_compose_the_records_terms():
+    from studylib.harness import costmodel, engine_predict
+    from studylib.harness.engine_study import EngineItem
+
+    host = costmodel.HostCosts(torch_op_s=5e-6, jax_call_s=2e-5, native_call_s=1e-5, xla_kernel_s=5e-8, gym_env_step_s=4e-6)
+    machine = costmodel.Machine("synthetic CPU", costmodel.Processor(1e11, 2.5e10), host, costmodel.Counts({}))
+    step = 1e-5  # MuJoCo's timer, seconds per mj_step
+    rollout = engine_predict.predict_item(EngineItem("mujoco-rollout", "hopper", 64, 10), machine, step, threads=2)
+    assert rollout["terms"] == {"python": 1e-5, "physics": pytest.approx(64 * 10 * step / 2), "policy": 0.0}
+    assert rollout["predicted_samples_per_s"] == pytest.approx(640 / (1e-5 + 64 * 10 * step / 2))
+    loop = engine_predict.predict_item(EngineItem("mujoco-python", "hopper", 1, 1), machine, step, threads=2)
+    assert loop["terms"]["python"] == 4e-6 and loop["threads"] == 1 and loop["dominant"] == "physics"
+    pool = engine_predict.predict_item(EngineItem("envpool", "hopper", 64, 3), machine, step, threads=2)
+    assert pool["terms"]["python"] == pytest.approx(3e-5)  # K calls of one step: no K-step call in its record
+    mlp = engine_predict.predict_item(EngineItem("mujoco-rollout", "hopper", 64, 1, "mlp"), machine, step, threads=2)
+    flops = 2 * (12 * 64 + 64 * 64 + 64 * 3)
+    assert mlp["terms"]["policy"] == pytest.approx(engine_predict.POLICY_OPS * 5e-6 + 64 * flops / 1e11)
+    mjx = engine_predict.predict_item(EngineItem("mjx", "hopper", 64, 10), machine, step, threads=2)
+    assert mjx["predicted_samples_per_s"] is None and "XLA" in mjx["reason"]
+
+
+def test_predictions_are_saved_before_the_rows_and_never_rewritten(tmp_path):
+    import json
+
+    P = book.params("engines", preset="tiny", data_dir=tmp_path, engines=["mujoco-python"], models=["chain2"],
+                    num_envs=[2], steps=[1], policies=["none"])
+    rows = eng.engine_data(P)
+    folder = tmp_path / provenance.machine_key()
+    saved = json.loads((folder / "engine_predictions.json").read_text())
+    (pred,) = saved["rows"]
+    (meas,) = json.loads((folder / "engines.json").read_text())["rows"]
+    started = lambda row: row["run_id"].rsplit("-", 1)[0]  # noqa: E731  (its ISO time, to the second)
+    assert started(pred) <= started(meas) and pred["run_id"] != meas["run_id"]  # predicted first, apart
+    assert pred["mj_step_s"] > 0 and pred["predicted_samples_per_s"] > 0
+    again = eng.engine_predictions(P)
+    assert list(again["run_id"]) == [pred["run_id"]]  # read, not predicted again
+    errors = eng.prediction_errors(again, rows)
+    assert len(errors) == 1 and errors["log2_error"].iloc[0] == pytest.approx(
+        np.log2(pred["predicted_samples_per_s"] / rows["samples_per_s"].iloc[0]))

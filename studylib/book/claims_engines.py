@@ -1,9 +1,10 @@
 """F.1 and F.3 measured on the robotics engines (book/engines.md), by the rules CartPole's are
 judged by, one set per model. Which engine plays which of the paper's rows is its record's
 ``paper_row`` (harness.engines): "gym" (mj_step in a Python loop, N = 1), "C++" (threads) and
-"XLA" (MJX). Simulation only, as the engines are measured.
+"XLA" (MJX). Once simulation only (policy "none") and once with the study's MLP choosing the
+controls (policy "mlp": inside MJX's call; from Python between one-step calls for the others).
 
-Per model:
+Per model and policy:
   F.1  the XLA engine over the gym row, largest over N (the paper's "up to 1024×", a GPU's);
        the best C++ engine over the gym row, largest over N (the paper's "at most 4×")
   F.3  each engine that runs K steps in one call (its record's ``steps_per_call``): K = the largest
@@ -28,9 +29,10 @@ def _against_one(rates: pd.DataFrame, base: pd.DataFrame) -> pd.DataFrame:
     return ratio_by_n(rates, pd.DataFrame({c: [b[c]] * len(rates) for c in ("value", "low", "high")}, index=rates.index))
 
 
-def model_rows(model: str, d: pd.DataFrame, kmax: int) -> list[Finding]:
-    """The F.1 and F.3 rows of one model (``d``: its engines' rows, samples/s = mj_steps/s)."""
-    rows, tag = [], f"{model}, simulation only"
+def model_rows(model: str, d: pd.DataFrame, kmax: int, policy: str = "none") -> list[Finding]:
+    """The F.1 and F.3 rows of one model under one policy (``d``: its engines' rows under that
+    policy, samples/s = mj_steps/s)."""
+    rows, tag = [], f"{model}, " + ("simulation only" if policy == "none" else "with the MLP policy")
     by_row = {r: d[d["paper_row"] == r] for r in ("gym", "C++", "XLA")}
     gym = best_rates_by_n(by_row["gym"])
     for paper_row, key, rule, what in (("XLA", "f1_gpu_over_gym", "speedup", "MJX (XLA)"),
@@ -59,4 +61,6 @@ def engine_findings(P: EnginesParams, rows: pd.DataFrame) -> list[Finding]:
     if rows.empty:
         return []
     kmax = max(P.steps)
-    return [r for m in P.models if (rows["model"] == m).any() for r in model_rows(m, rows[rows["model"] == m], kmax)]
+    return [r for pol in P.policies for m in P.models
+            if ((rows["model"] == m) & (rows["policy"] == pol)).any()
+            for r in model_rows(m, rows[(rows["model"] == m) & (rows["policy"] == pol)], kmax, pol)]

@@ -14,25 +14,46 @@ is one Euler step (its environment step); the chain's rows already count environ
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
-from ..harness import engine_study
+from ..harness import engine_predict, engine_study
 from .presets import EnginesParams
 
 MODEL_COLUMNS = ["model", "nq", "nv", "nu", "frame_skip", "contacts", "contacts_per_step", "xml_solver"]
 
 
+def engine_items(P: EnginesParams):
+    """(items, dropped, unsupported) of the chapter's plan (engine_study.engine_items)."""
+    return engine_study.engine_items(P.engines, P.models, P.num_envs, P.steps, P.cap_for,
+                                     compiled_models=P.compiled_models, compiled_num_envs=P.compiled_num_envs,
+                                     policies=P.policies, repeats=P.repeats, min_seconds=P.min_seconds)
+
+
+def engine_predictions(P: EnginesParams, items=None) -> pd.DataFrame:
+    """The cost model's predictions of the chapter's items (harness.engine_predict): saved ones
+    read, missing ones predicted and saved first (here; another machine's snapshot is read only)."""
+    from ..harness.atari_engines import cores
+    from .model import model_machine
+
+    items = engine_items(P)[0] if items is None else items
+    machine = None if P.machine else model_machine(P)
+    result = engine_predict.predictions(items, machine, cores(), data_dir=P.data_dir, machine_folder=P.machine,
+                                        log=lambda msg: None)
+    return pd.DataFrame(result.rows)
+
+
 def engine_data(P: EnginesParams) -> pd.DataFrame:
-    """The engines' rows (measured here once, then read; another machine's snapshot read only);
-    ``attrs["skipped"]``: the (engine, model) pairs that cannot run here, with the reason."""
-    items, dropped, unsupported = engine_study.engine_items(P.engines, P.models, P.num_envs, P.steps, P.cap_for,
-                                               compiled_models=P.compiled_models,
-                                               compiled_num_envs=P.compiled_num_envs, repeats=P.repeats,
-                                               min_seconds=P.min_seconds)
+    """The engines' rows (measured here once, then read; another machine's snapshot read only),
+    each item's prediction saved before it is measured; ``attrs["skipped"]``: the (engine, model)
+    pairs that cannot run here, with the reason."""
+    items, dropped, unsupported = engine_items(P)
+    engine_predictions(P, items)  # before any measurement of them (never rewritten)
     result = engine_study.engine_rows(items, data_dir=P.data_dir, machine=P.machine, log=lambda msg: None)
     df = pd.DataFrame(result.rows)
     if len(df):
         df["env_steps_per_s"] = df["samples_per_s"] / df["frame_skip"]
+        df["policy"] = df["policy"].fillna("none") if "policy" in df else "none"  # rows saved before: open loop
     skipped = [{"engine": e, "model": m, "reason": why} for e, m, why in unsupported] + list(result.skipped)
     df.attrs.update(skipped=skipped, dropped=dropped, measured=result.measured, reused=result.reused,
                     stale=result.stale)
@@ -55,26 +76,64 @@ def agreement_table(P: EnginesParams) -> pd.DataFrame:
 
 
 def models_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """One row per model: its sizes and the contacts MuJoCo C finds per step (measured)."""
+    """One row per model: its sizes, the contacts MuJoCo C finds per step (measured) and, where the
+    rows hold it, MuJoCo's own timer of one ``mj_step`` in C (``mj_step_s``, the median over the
+    model's rows, each a 1,000-step run; ``mj_step_runs`` of them)."""
     if rows.empty:
         return pd.DataFrame(columns=MODEL_COLUMNS)
-    return rows.drop_duplicates("model")[MODEL_COLUMNS].sort_values("nv").reset_index(drop=True)
+    table = rows.drop_duplicates("model")[MODEL_COLUMNS].set_index("model")
+    if "mj_step_s" in rows:  # MuJoCo's own timer, once per row: the median over the model's rows
+        table["mj_step_s"] = rows.groupby("model")["mj_step_s"].median()
+        table["mj_step_runs"] = rows.groupby("model")["mj_step_s"].count()
+    return table.reset_index().sort_values("nv").reset_index(drop=True)
 
 
 def best_per_engine(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per model and engine: the fastest row (over N and K), in environment steps per second."""
+    """Per model, engine and policy: the fastest row (over N and K), in environment steps per second."""
     if rows.empty:
         return rows
-    best = rows.loc[rows.groupby(["model", "engine"])["env_steps_per_s"].idxmax()]
-    return best[["model", "engine", "paper_row", "num_envs", "steps", "env_steps_per_s", "compile_s"]].reset_index(drop=True)
+    best = rows.loc[rows.groupby(["model", "engine", "policy"])["env_steps_per_s"].idxmax()]
+    return best[["model", "engine", "policy", "paper_row", "num_envs", "steps", "env_steps_per_s",
+                 "compile_s"]].reset_index(drop=True)
 
 
-def fig2_frame(engine_rows: pd.DataFrame, cartpole: pd.DataFrame, chain: pd.DataFrame) -> pd.DataFrame:
+def policy_cost(rows: pd.DataFrame) -> pd.DataFrame:
+    """What the study's MLP costs each engine: per (model, engine), samples/s with the MLP over
+    samples/s open loop at the same N and K, the median and the range over the (N, K) both measured;
+    ``mlp_share``: the share of a step's time the policy adds (1 - the median ratio)."""
+    cols = ["model", "engine", "points", "median", "low", "high", "mlp_share", "obs_width", "flops"]
+    if rows.empty or not (rows["policy"] == "mlp").any():
+        return pd.DataFrame(columns=cols)
+    key = ["model", "engine", "num_envs", "steps"]
+    both = rows[rows["policy"] == "none"].merge(rows[rows["policy"] == "mlp"], on=key, suffixes=("", "_mlp"))
+    if both.empty:
+        return pd.DataFrame(columns=cols)
+    both["ratio"] = both["samples_per_s_mlp"] / both["samples_per_s"]
+    g = both.groupby(["model", "engine"])
+    out = pd.DataFrame({"points": g.size(), "median": g["ratio"].median(), "low": g["ratio"].min(),
+                        "high": g["ratio"].max(), "obs_width": g["policy_obs_width_mlp"].first(),
+                        "flops": g["policy_flops_per_sample_mlp"].first()}).reset_index()
+    out["mlp_share"] = 1 - out["median"]
+    return out[cols]
+
+
+def fig2_frame(engine_rows: pd.DataFrame, cartpole: pd.DataFrame, chain: pd.DataFrame,
+               brax: pd.DataFrame | None = None) -> pd.DataFrame:
     """Fig 2 redrawn: environment steps/s against N, one line per (system, what runs it), K as in
     each source's rows at its largest K: the engines on each model, our CartPole (fig2_cartpole:
-    every implementation at the chapter's K) and our chain at n = 2 (the inverted double
-    pendulum's size), policy "none" everywhere but CartPole's own rows (theirs say which)."""
+    every implementation at the chapter's K), our chain at n = 2 (the inverted double
+    pendulum's size) and Brax's own models (the CartPole chapter's fig2_brax rows, zero actions;
+    one Brax step is one environment step, its frames inside), policy "none" everywhere but
+    CartPole's own rows (theirs say which)."""
     parts = []
+    if brax is not None and len(brax):
+        from .brax import CARTPOLE
+
+        b = brax[brax["env"] != CARTPOLE]  # Brax's harness on our CartPole: the CartPole line already
+        parts.append(pd.DataFrame({"system": b["env"] + " (Brax)", "runs_on": "brax · " + b["backend"],
+                                   "num_envs": b["num_envs"], "steps": b["steps"],
+                                   "env_steps_per_s": b["samples_per_s"]}))
+    engine_rows = engine_rows[engine_rows["policy"] == "none"] if len(engine_rows) else engine_rows
     if len(engine_rows):
         e = engine_rows[engine_rows["steps"] == engine_rows.groupby(["engine", "model"])["steps"].transform("max")]
         parts.append(pd.DataFrame({"system": e["model"], "runs_on": e["engine"], "num_envs": e["num_envs"],
@@ -98,3 +157,29 @@ def gap_table(fig2: pd.DataFrame) -> pd.DataFrame:
     cart = best["env_steps_per_s"].get("CartPole (ours)")
     best["cartpole_over"] = cart / best["env_steps_per_s"] if cart else float("nan")
     return best.sort_values("env_steps_per_s", ascending=False).reset_index()
+
+
+def prediction_errors(predicted: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+    """Per measured row with a prediction: predicted and measured samples/s and ``log2_error`` =
+    log2(predicted / measured) (0: exact; +1: predicted 2x too fast), the term the model said dominates."""
+    cols = [*engine_study.COLUMNS, "predicted", "measured", "log2_error", "dominant"]
+    if predicted.empty or rows.empty:
+        return pd.DataFrame(columns=cols)
+    p = predicted[predicted["predicted_samples_per_s"].notna()]
+    p = p.assign(policy=p["policy"].fillna("none") if "policy" in p else "none")
+    d = p[[*engine_study.COLUMNS, "predicted_samples_per_s", "dominant"]].merge(
+        rows[[*engine_study.COLUMNS, "samples_per_s"]], on=list(engine_study.COLUMNS))
+    d = d.rename(columns={"predicted_samples_per_s": "predicted", "samples_per_s": "measured"})
+    d["log2_error"] = np.log2(d["predicted"] / d["measured"])
+    return d[cols]
+
+
+def error_summary(errors: pd.DataFrame) -> pd.DataFrame:
+    """Per engine and policy: points, the median and range of log2 errors, the share within 2x."""
+    cols = ["engine", "policy", "points", "median", "low", "high", "within 2x"]
+    if errors.empty:
+        return pd.DataFrame(columns=cols)
+    g = errors.groupby(["engine", "policy"])["log2_error"]
+    out = pd.DataFrame({"points": g.size(), "median": g.median(), "low": g.min(), "high": g.max(),
+                        "within 2x": g.apply(lambda e: float((e.abs() <= 1).mean()))})
+    return out.reset_index()[cols]

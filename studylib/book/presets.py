@@ -196,21 +196,25 @@ class EnginesParams(ChapterParams):
     models: Names  # MuJoCo models (harness.engine_models.MODELS)
     compiled_models: Names  # the models an engine that compiles (MJX) runs: each (model, N, K) a compile
     compiled_num_envs: Sizes | None = None  # its N (None: num_envs)
+    policies: Names = ("none",)  # "none": open-loop controls (simulation only); "mlp": the study's MLP on the batch
 
     def check(self) -> None:
         super().check()
         from ..harness.engine_models import model_record
-        from ..harness.engines import engine_record
+        from ..harness.engines import check_policy, engine_record
 
         for name in self.engines:
             engine_record(name)
         for name in (*self.models, *self.compiled_models):
             model_record(name)
+        for name in self.policies:
+            check_policy(name)
 
     def described(self) -> list[str]:
         n = fmt_list(self.compiled_num_envs) if self.compiled_num_envs else "the same N"
         return [f"engines: {', '.join(self.engines)}", f"models: {', '.join(self.models)}",
-                f"MJX on: {', '.join(self.compiled_models) or 'none'} at N = {n}"]
+                f"MJX on: {', '.join(self.compiled_models) or 'none'} at N = {n}",
+                f"policies: {', '.join(self.policies)}"]
 
 
 @dataclass(frozen=True, kw_only=True)

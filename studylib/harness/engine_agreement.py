@@ -62,7 +62,7 @@ def agreement(model: str, steps=STEPS, engines=None, seed: int = 0, pattern: str
             continue
         for s in steps:
             qpos, qvel, ctrl = _engine_state(name, model, s, seed, pattern, num_envs)
-            ref_qpos, ref_qvel, ncon = c_reference(m, qpos0, qvel0, ctrl, s)
+            ref_qpos, ref_qvel, ncon, _ = c_reference(m, qpos0, qvel0, ctrl, s)
             rows.append({**base, "engine": name, "steps": s, "reason": None, "solver": "Newton",
                          "max_abs_dqpos": float(np.max(np.abs(qpos - ref_qpos))),
                          "max_abs_dqvel": float(np.max(np.abs(qvel - ref_qvel))),

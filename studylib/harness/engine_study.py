@@ -18,17 +18,19 @@ from .engines import engine_record, measure_engine
 from .sweep import Keying, keyed_by, run
 
 FILE = "engines"
-COLUMNS = ("engine", "model", "num_envs", "steps")
+COLUMNS = ("engine", "model", "num_envs", "steps", "policy")
 
 
 @dataclass(frozen=True)
 class EngineItem:
-    """One engine measurement: K = ``steps`` mj_steps per call of N = ``num_envs`` environments."""
+    """One engine measurement: K = ``steps`` mj_steps per call of N = ``num_envs`` environments,
+    controls open loop (policy "none") or from the study's MLP ("mlp": harness.engine_policy)."""
 
     engine: str
     model: str
     num_envs: int
     steps: int
+    policy: str = "none"
     repeats: int = 3
     min_seconds: float = 0.2
 
@@ -36,19 +38,25 @@ class EngineItem:
         return {c: getattr(self, c) for c in COLUMNS}
 
     def describe(self) -> str:
-        return f"{self.engine} {self.model} N={self.num_envs} K={self.steps}"
+        return f"{self.engine} {self.model} N={self.num_envs} K={self.steps} policy={self.policy}"
 
 
-KEYING = Keying(EngineItem.columns, keyed_by(*COLUMNS), EngineItem.describe, "engine")
+def _row_key(row: dict) -> tuple:
+    """The columns' values; a row saved before rows named their policy ran open loop ("none")."""
+    return keyed_by(*COLUMNS)({"policy": "none", **row})
+
+
+KEYING = Keying(EngineItem.columns, _row_key, EngineItem.describe, "engine")
 
 
 def engine_items(engines, models, num_envs, steps, cap_for, *, compiled_models=None, compiled_num_envs=None,
-                 repeats=3, min_seconds=0.2):
-    """(items, dropped, unsupported): every engine × model × N × K the records allow (dropped:
+                 policies=("none",), repeats=3, min_seconds=0.2):
+    """(items, dropped, unsupported): every engine × model × policy × N × K the records allow (dropped:
     (engine, N, K, 1, 1) above the cap, once for every model): an engine that is not
     vectorized at N = 1 and K = 1 only (the gym row steps one environment, one step a call); one
     that does not run K steps in one call (``steps_per_call``) at K = 1 only (its K would be K
-    calls); an engine that compiles (XLA) on ``compiled_models`` only (None: every model), since
+    calls), and so, with the policy "mlp", is one whose policy runs between its calls (its record's
+    ``policy_in_call``: from Python, one step a call); an engine that compiles (XLA) on ``compiled_models`` only (None: every model), since
     each (model, N, K) is a compile of its own, and at ``compiled_num_envs`` (None: ``num_envs``);
     N·K within ``cap_for(engine)``. ``unsupported``: (engine, model, reason) of the pairs the engine
     cannot run here (its record's ``unavailable``: a missing package, a model it has no task for),
@@ -63,15 +71,17 @@ def engine_items(engines, models, num_envs, steps, cap_for, *, compiled_models=N
             if reason is not None:
                 unsupported.append((engine, model, reason))
                 continue
-            ks = steps if rec.steps_per_call else [1]
             ns = compiled_num_envs if rec.compiles and compiled_num_envs else num_envs
-            grid = [(1, 1)] if not rec.vectorized else [(n, k) for k in ks for n in ns]
-            for n, k in grid:
-                if n * k > cap_for(engine):
-                    if (engine, n, k, 1, 1) not in dropped:  # as every chapter lists them: (name, N, K, S, C)
-                        dropped.append((engine, n, k, 1, 1))
-                    continue
-                items.append(EngineItem(engine, model, n, k, repeats, min_seconds))
+            for policy in policies:
+                in_call = rec.steps_per_call and (policy == "none" or rec.policy_in_call)
+                ks = steps if in_call else [1]
+                grid = [(1, 1)] if not rec.vectorized else [(n, k) for k in ks for n in ns]
+                for n, k in grid:
+                    if n * k > cap_for(engine):
+                        if (engine, n, k, 1, 1) not in dropped:  # as every chapter lists them: (name, N, K, S, C)
+                            dropped.append((engine, n, k, 1, 1))
+                        continue
+                    items.append(EngineItem(engine, model, n, k, policy, repeats, min_seconds))
     return items, dropped, unsupported
 
 
@@ -79,7 +89,7 @@ def measure_item(item: EngineItem) -> dict:
     """``measure_engine``'s row; an engine that cannot run the model here (found only now) is a
     skipped item (its reason saved with it), not a row."""
     row = measure_engine(item.engine, item.model, item.num_envs, item.steps, repeats=item.repeats,
-                         min_seconds=item.min_seconds)
+                         min_seconds=item.min_seconds, policy=item.policy)
     if row["reason"] is not None:
         raise ConfigError(row["reason"])
     return row

@@ -22,8 +22,10 @@ representative of robotics physics simulators commonly used in RL". Its three ro
 
 A sample is one physics step (``mj_step``) of one environment: samples/s = N x K / seconds per
 call; a gymnasium environment step is ``frame_skip`` of them (engine_models). Every engine starts
-from the same states (engine_models.initial_state) and applies the same controls
-(engine_models.controls) open loop, repeated every call; no engine resets an environment.
+from the same states (engine_models.initial_state); with policy "none" it applies the same
+controls (engine_models.controls) open loop, repeated every call; with policy "mlp" the study's
+MLP chooses them from the engine's observation (harness.engine_policy): inside MJX's compiled
+call, from Python between one-step calls for the others. No engine resets an environment.
 """
 
 from __future__ import annotations
@@ -32,12 +34,14 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-import numpy as np
 
 from ..errors import ConfigError
 from .atari_engines import cores
+from .engine_kinds import make_envpool, make_gymnasium_async, make_mjx, make_python, make_rollout
 from .engine_models import controls, describe, initial_state, load, model_record
 from .timing import time_regions
+
+POLICIES = ("none", "mlp")  # open-loop controls (simulation only), or the study's MLP on the batch
 
 
 def missing(*modules: str) -> str | None:
@@ -55,192 +59,6 @@ def missing(*modules: str) -> str | None:
         except Exception as e:  # an optional engine degrades to a reason, never a traceback
             return f"{name} does not import: {type(e).__name__}: {e}"
     return None
-
-
-# -- the engines, behind one interface: call() steps all N environments K steps; state() -> (qpos, qvel) --
-
-
-class _PythonLoop:
-    """mujoco-python: one MjData per environment, ``mj_step`` from Python, controls written each step."""
-
-    compile_s = None
-
-    def __init__(self, m, qpos, qvel, ctrl):
-        import mujoco
-
-        self.m, self.ctrl, self.step = m, ctrl, mujoco.mj_step
-        self.datas = [mujoco.MjData(m) for _ in range(len(qpos))]
-        for d, q, v in zip(self.datas, qpos, qvel):
-            d.qpos[:], d.qvel[:] = q, v
-
-    def call(self):
-        m, step = self.m, self.step
-        for k in range(self.ctrl.shape[1]):
-            for d, u in zip(self.datas, self.ctrl[:, k]):
-                d.ctrl[:] = u
-                step(m, d)
-
-    def state(self):
-        return np.array([d.qpos for d in self.datas]), np.array([d.qvel for d in self.datas])
-
-    def sync(self):
-        pass
-
-    def close(self):
-        pass
-
-
-class _Rollout:
-    """mujoco-rollout: a persistent ``Rollout`` pool of one thread per core and one MjData per
-    thread; each call continues from the last call's final states (``mjSTATE_FULLPHYSICS``:
-    time, qpos, qvel, act, ...). A call starts with a zero solver warm start (rollout's default)."""
-
-    compile_s = None
-
-    def __init__(self, m, qpos, qvel, ctrl):
-        import mujoco
-        from mujoco import rollout
-
-        self.m, self.ctrl, n = m, np.ascontiguousarray(ctrl), len(qpos)
-        self.pool = rollout.Rollout(nthread=cores())
-        self.datas = [mujoco.MjData(m) for _ in range(cores())]
-        spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
-        d = self.datas[0]
-        self.x0 = np.empty((n, mujoco.mj_stateSize(m, spec)))
-        for i in range(n):
-            d.qpos[:], d.qvel[:] = qpos[i], qvel[i]
-            mujoco.mj_getState(m, d, self.x0[i], spec)
-        mujoco.mj_resetData(m, d)
-        self.out = np.empty((n, ctrl.shape[1], self.x0.shape[1]))
-        self.sensors = np.empty((n, ctrl.shape[1], m.nsensordata))
-
-    def call(self):
-        self.pool.rollout(self.m, self.datas, self.x0, self.ctrl, state=self.out, sensordata=self.sensors)
-        self.x0[:] = self.out[:, -1]
-
-    def state(self):
-        nq, nv = self.m.nq, self.m.nv  # FULLPHYSICS begins: time (1), qpos (nq), qvel (nv)
-        return self.x0[:, 1:1 + nq].copy(), self.x0[:, 1 + nq:1 + nq + nv].copy()
-
-    def sync(self):
-        pass
-
-    def close(self):
-        self.pool.close()
-
-
-_MJX_CACHE: dict = {}  # (model name, N, K) -> compiled step and its compile seconds: one compile per shape
-
-
-def _mjx_compiled(name, m, n, steps):
-    import jax
-    from mujoco import mjx
-
-    key = (name, n, steps)
-    if key not in _MJX_CACHE:
-        mx = mjx.put_model(m)
-        d0 = mjx.make_data(mx)
-
-        def rollout(d, ctrl):  # one environment, K steps
-            def body(d, u):
-                return mjx.step(mx, d.replace(ctrl=u)), None
-            return jax.lax.scan(body, d, ctrl)[0]
-
-        init = jax.jit(jax.vmap(lambda q, v: d0.replace(qpos=q, qvel=v)))
-        data = init(np.zeros((n, m.nq), np.float32), np.zeros((n, m.nv), np.float32))
-        t0 = time.perf_counter()
-        step = jax.jit(jax.vmap(rollout)).lower(data, np.zeros((n, steps, m.nu), np.float32)).compile()
-        _MJX_CACHE[key] = (init, step, time.perf_counter() - t0)
-        return (*_MJX_CACHE[key], True)
-    return (*_MJX_CACHE[key], False)
-
-
-class _Mjx:
-    """mjx: the batch of N ``mjx.Data`` stays in JAX arrays between calls; ``sync`` waits for it.
-    ``compile_s`` is the XLA compile of this (model, N, K), measured once per process (cached);
-    ``compiled_now`` says whether this construction paid it."""
-
-    def __init__(self, m, qpos, qvel, ctrl, name):
-        import jax
-
-        init, self.fn, self.compile_s, self.compiled_now = _mjx_compiled(name, m, len(qpos), ctrl.shape[1])
-        self.data = init(qpos.astype(np.float32), qvel.astype(np.float32))
-        self.ctrl = jax.numpy.asarray(ctrl, np.float32)
-
-    def call(self):
-        self.data = self.fn(self.data, self.ctrl)
-
-    def state(self):
-        return np.asarray(self.data.qpos, np.float64), np.asarray(self.data.qvel, np.float64)
-
-    def sync(self):
-        self.data.qpos.block_until_ready()
-
-    def close(self):
-        pass
-
-
-class _Envpool:
-    """envpool: its own XMLs and MuJoCo build, so its initial state is its own (reset noise,
-    seeded) and ``state`` is unavailable: it takes no part in the agreement."""
-
-    compile_s = None
-
-    def __init__(self, task, num_envs, seed, ctrl):
-        import envpool
-
-        config = envpool.make_spec(task).config._asdict()
-        extra = {k: v for k, v in (("terminate_when_unhealthy", False), ("max_episode_steps", 2**30))
-                 if k in config}  # no resets inside a timed region where the task allows
-        self.env = envpool.make_gymnasium(task, num_envs=num_envs, num_threads=min(cores(), num_envs), seed=seed,
-                                          frame_skip=1, **extra)
-        self.env.reset()
-        self.ctrl = ctrl
-
-    def call(self):
-        for k in range(self.ctrl.shape[1]):
-            self.env.step(self.ctrl[:, k])
-
-    def state(self):
-        raise ConfigError("envpool does not expose its MuJoCo state")
-
-    def sync(self):
-        pass
-
-    def close(self):
-        self.env.close()
-
-
-class _GymnasiumAsync(_Envpool):
-    """gymnasium-async: AsyncVectorEnv of ``<Task>-v5`` with frame_skip 1 (untested here: its
-    MuJoCo package does not import without imageio)."""
-
-    def __init__(self, task, num_envs, seed, ctrl):
-        import gymnasium
-
-        self.env = gymnasium.make_vec(task, num_envs=num_envs, vectorization_mode="async", frame_skip=1)
-        self.env.reset(seed=seed)
-        self.ctrl = ctrl
-
-
-def _make_python(rec, m, qpos, qvel, ctrl, seed):
-    return _PythonLoop(m, qpos, qvel, ctrl)
-
-
-def _make_rollout(rec, m, qpos, qvel, ctrl, seed):
-    return _Rollout(m, qpos, qvel, ctrl)
-
-
-def _make_mjx(rec, m, qpos, qvel, ctrl, seed):
-    return _Mjx(m, qpos, qvel, ctrl, rec.name)
-
-
-def _make_envpool(rec, m, qpos, qvel, ctrl, seed):
-    return _Envpool(rec.envpool_task, len(qpos), seed, ctrl)
-
-
-def _make_gymnasium_async(rec, m, qpos, qvel, ctrl, seed):
-    return _GymnasiumAsync(rec.envpool_task, len(qpos), seed, ctrl)
 
 
 def _envpool_task_missing(rec) -> str | None:
@@ -268,10 +86,11 @@ class RoboticsEngine:
     name: str  # the engine's name in the data
     title: str  # what it is, in words
     paper_row: str  # the row of the paper's Fig 2 it plays: "gym", "C++" or "XLA"
-    make: Callable  # (model record, MjModel, qpos, qvel, ctrl, seed) -> its engine (interface above)
+    make: Callable  # (model record, MjModel, qpos, qvel, ctrl, seed, policy_seed) -> its engine (interface above)
     needs: tuple[str, ...]  # the modules it imports (their distributions' versions are recorded)
     vectorized: bool = True  # steps N environments per call; False: N = 1 only
     steps_per_call: bool = False  # runs K steps in one call (a C loop, an XLA scan); False: K calls of one step
+    policy_in_call: bool = False  # a policy runs inside its call (traced into XLA); False: from Python between steps
     threaded: bool = False  # C++ threads, one per core
     compiles: bool = False  # XLA: a new (model, N, K) is a compile, timed apart (compile_s)
     solver: str = "xml"  # the solver setting it runs (engine_models.SOLVERS): mjx forces "newton"
@@ -290,14 +109,14 @@ class RoboticsEngine:
 
 
 ENGINES = {e.name: e for e in (
-    RoboticsEngine("mujoco-python", "mj_step in a Python loop", "gym", _make_python, ("mujoco",), vectorized=False),
-    RoboticsEngine("mujoco-rollout", "mujoco.rollout's threaded Rollout", "C++", _make_rollout, ("mujoco.rollout",),
+    RoboticsEngine("mujoco-python", "mj_step in a Python loop", "gym", make_python, ("mujoco",), vectorized=False),
+    RoboticsEngine("mujoco-rollout", "mujoco.rollout's threaded Rollout", "C++", make_rollout, ("mujoco.rollout",),
                    threaded=True, steps_per_call=True),
-    RoboticsEngine("mjx", "MuJoCo XLA on the CPU (jit, vmap, scan)", "XLA", _make_mjx, ("jax", "mujoco.mjx"),
-                   compiles=True, solver="newton", steps_per_call=True),
-    RoboticsEngine("envpool", "envpool's MuJoCo v5 tasks", "C++", _make_envpool, ("envpool",), threaded=True,
+    RoboticsEngine("mjx", "MuJoCo XLA on the CPU (jit, vmap, scan)", "XLA", make_mjx, ("jax", "mujoco.mjx"),
+                   compiles=True, solver="newton", steps_per_call=True, policy_in_call=True),
+    RoboticsEngine("envpool", "envpool's MuJoCo v5 tasks", "C++", make_envpool, ("envpool",), threaded=True,
                    settable_state=False, check_model=_envpool_task_missing),
-    RoboticsEngine("gymnasium-async", "gymnasium's AsyncVectorEnv of <Task>-v5", "gym", _make_gymnasium_async,
+    RoboticsEngine("gymnasium-async", "gymnasium's AsyncVectorEnv of <Task>-v5", "gym", make_gymnasium_async,
                    ("gymnasium.envs.mujoco",), settable_state=False, check_model=_gym_task_missing),
 )}
 
@@ -308,12 +127,20 @@ def engine_record(name: str) -> RoboticsEngine:
     return ENGINES[name]
 
 
+def check_policy(policy: str) -> str:
+    if policy not in POLICIES:
+        raise ConfigError(f"unknown engine policy {policy!r}; valid: {', '.join(POLICIES)}")
+    return policy
+
+
 def build(engine: str, model: str, num_envs: int, steps: int, seed: int = 0, pattern: str = "random",
-          solver: str | None = None, state: tuple | None = None):
+          solver: str | None = None, state: tuple | None = None, policy: str = "none"):
     """``engine``'s instance for (model, N, seed), stepping K = ``steps`` per call, from
     ``state`` = (qpos, qvel) or engine_models.initial_state; ``solver`` overrides the record's
-    (the C engines may run Newton too). ConfigError for a bad N or an unavailable engine."""
+    (the C engines may run Newton too); ``policy`` "mlp": the study's MLP (weights from ``seed``)
+    chooses the controls. ConfigError for a bad N, policy or an unavailable engine."""
     rec = engine_record(engine)
+    check_policy(policy)
     for what, v in (("num_envs", num_envs), ("steps", steps)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ConfigError(f"{what} must be a positive integer, got {v!r}")
@@ -325,47 +152,49 @@ def build(engine: str, model: str, num_envs: int, steps: int, seed: int = 0, pat
     m = load(model, "newton" if rec.solver == "newton" else (solver or rec.solver))
     qpos, qvel = state if state is not None else initial_state(m, num_envs, seed)
     ctrl = controls(m, num_envs, steps, seed, pattern)
-    return rec.make(model_record(model), m, qpos, qvel, ctrl, seed), m, ctrl
+    return rec.make(model_record(model), m, qpos, qvel, ctrl, seed, seed if policy == "mlp" else None), m, ctrl
 
 
 def c_reference(m, qpos, qvel, ctrl, steps: int):
     """MuJoCo C, float64: environment 0 from (qpos[0], qvel[0]) stepped ``steps`` times by
     ``mujoco.mj_step``, step j with ``ctrl[0, j % K]`` (the engines repeat their K controls every
-    call). Returns (qpos, qvel, mean ``d.ncon`` per step)."""
+    call). Returns (qpos, qvel, mean ``d.ncon`` per step: what a contact-rich model costs, whichever
+    engine is timed, mean seconds per step by MuJoCo's own ``mjTIMER_STEP`` after the first tenth of
+    the steps: C time inside ``mj_step``, Python's call overhead excluded; MuJoCo's timers are its own instrumentation, on
+    in every build, a clock read per timed stage)."""
     import mujoco
 
     d = mujoco.MjData(m)
     d.qpos[:], d.qvel[:] = qpos[0], qvel[0]
-    total = 0
+    total, timer, warm = 0, d.timer[mujoco.mjtTimer.mjTIMER_STEP], (0.0, 0)
     for j in range(steps):
+        if j == steps // 10:  # the timer's first tenth (cold caches) left out of the mean
+            warm = (timer.duration, timer.number)
         d.ctrl[:] = ctrl[0, j % ctrl.shape[1]]
         mujoco.mj_step(m, d)
         total += d.ncon
-    return d.qpos.copy(), d.qvel.copy(), total / steps
-
-
-def contacts_per_step(m, qpos, qvel, ctrl, steps: int) -> float:
-    """Mean ``d.ncon`` of MuJoCo C over ``steps`` steps of environment 0 (its state and controls):
-    what a contact-rich model costs per step, the same number whichever engine is timed."""
-    return c_reference(m, qpos, qvel, ctrl, steps)[2]
+    return d.qpos.copy(), d.qvel.copy(), total / steps, (timer.duration - warm[0]) / max(timer.number - warm[1], 1)
 
 
 def measure_engine(engine: str, model: str, num_envs: int, steps: int, repeats: int = 3, min_seconds: float = 0.2,
                    seed: int = 0, pattern: str = "random", solver: str | None = None,
-                   contact_steps: int = 1000) -> dict:
+                   contact_steps: int = 1000, policy: str = "none") -> dict:
     """One row: samples/s (physics steps of one environment) of ``engine`` on ``model``, N
     environments and K = ``steps`` per call, the median, min and max over ``repeats`` timed regions
     of timing.time_regions; compile_s (XLA) apart from setup_s (the rest of the construction) and
-    from the warm-up call. An engine that cannot run here gives a row with its ``reason``."""
+    from the warm-up call; with ``policy`` "mlp", the MLP's inference inside the timed calls. The
+    row also holds MuJoCo's own timer of ``mj_step`` in C (``mj_step_s``: seconds per step of one
+    environment, from the contact run). An engine that cannot run here gives a row with its ``reason``."""
     rec = engine_record(engine)
+    check_policy(policy)
     row = {"engine": rec.name, "paper_row": rec.paper_row, **describe(model), "num_envs": num_envs, "steps": steps,
-           "threads": rec.threads(), "cores": cores(), "pattern": pattern, "seed": seed, "versions": versions(),
-           "repeats": repeats, "min_seconds": min_seconds}
+           "policy": policy, "threads": rec.threads(), "cores": cores(), "pattern": pattern, "seed": seed,
+           "versions": versions(), "repeats": repeats, "min_seconds": min_seconds}
     reason = rec.unavailable(model)
     if reason is not None:
         return {**row, "reason": reason, "samples_per_s": None}
     t0 = time.perf_counter()
-    inst, m, ctrl = build(engine, model, num_envs, steps, seed, pattern, solver)
+    inst, m, ctrl = build(engine, model, num_envs, steps, seed, pattern, solver, policy=policy)
     compile_s = inst.compile_s
     setup_s = time.perf_counter() - t0 - (compile_s if getattr(inst, "compiled_now", False) else 0.0)
     try:
@@ -374,10 +203,14 @@ def measure_engine(engine: str, model: str, num_envs: int, steps: int, repeats: 
         inst.close()
     s = t.summary(num_envs * steps)
     qpos, qvel = initial_state(m, 1, seed)  # environment 0's, as every engine starts it
+    pol = inst.policy
+    _, _, contacts, step_s = c_reference(m, qpos, qvel, ctrl[:1], contact_steps)
     return {**row, "reason": None, "solver": describe_solver(m), "samples_per_s": s["median"],
             "samples_per_s_min": s["min"], "samples_per_s_max": s["max"], "compile_s": compile_s,
             "setup_s": setup_s, "warmup_s": t.warmup_s, "calls_per_region": t.calls,
-            "contacts_per_step": contacts_per_step(m, qpos, qvel, ctrl[:1], contact_steps)}
+            "policy_obs_width": None if pol is None else int(pol.weights[0][0].shape[0]),
+            "policy_flops_per_sample": None if pol is None else pol.flops_per_sample(),
+            "contacts_per_step": contacts, "mj_step_s": step_s}
 
 
 def describe_solver(m) -> str:

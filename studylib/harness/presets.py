@@ -43,7 +43,7 @@ PRESETS: dict[str, dict[str, dict]] = {
         "model": {"num_envs": [2**10, 2**20], "steps": [1, 1000], "gpu_flops_per_s": None, "gpu_bytes_per_s": None},
         "chain": {"links": [1, 2], "num_envs": [4, 16], "steps": [1, 4], "cap": {"*": 2**6}},
         "engines": {"engines": ["mujoco-python", "mujoco-rollout"], "models": ["inverted_pendulum"], "num_envs": [4],
-                    "steps": [1, 2], "compiled_models": [], "cap": {"*": 2**4}},
+                    "steps": [1, 2], "compiled_models": [], "cap": {"*": 2**4}, "policies": ["none", "mlp"]},
     },
     "default": {
         "_timing": {"repeats": 3, "min_seconds": 0.1},
@@ -71,11 +71,12 @@ PRESETS: dict[str, dict[str, dict]] = {
                   "cap": {"gym": 2**8, "torch": 2**12, "*": 2**15}},
         # the engines: MJX compiles each (model, N, K) apart (inverted_pendulum: 5-10 s each; hopper
         # about 45 s; humanoid: no result within 8 minutes), so it runs on the pendulum at one N here;
-        # walker2d (contacts, like hopper) in paper only: the cold build is at its 10 minutes
+        # walker2d (contacts, like hopper) in paper only: the cold build is at its 10 minutes; N up
+        # to 2^10: envpool builds its N environments anew for every row (6-8 s each at N = 4096)
         "engines": {"engines": ["mujoco-python", "mujoco-rollout", "mjx", "envpool"],
                     "models": ["inverted_pendulum", "chain2", "hopper", "humanoid"],
-                    "num_envs": [2**4, 2**8, 2**12], "steps": [1, 10], "compiled_models": ["inverted_pendulum"],
-                    "compiled_num_envs": [2**8], "cap": {"*": 2**12}},
+                    "num_envs": [2**4, 2**7, 2**10], "steps": [1, 10], "compiled_models": ["inverted_pendulum"],
+                    "compiled_num_envs": [2**7], "cap": {"*": 2**14}, "policies": ["none", "mlp"]},
     },
     "paper": {
         "_timing": {"repeats": 5, "min_seconds": 0.5},
@@ -102,7 +103,7 @@ PRESETS: dict[str, dict[str, dict]] = {
                                "humanoid"],
                     "num_envs": _pow2(4, 12, 4), "steps": [1, 10, 100],
                     "compiled_models": ["inverted_pendulum", "chain2", "chain8", "hopper", "walker2d"],
-                    "cap": {"*": 2**20}},
+                    "cap": {"*": 2**20}, "policies": ["none", "mlp"]},
     },
 }
 

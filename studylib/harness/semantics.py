@@ -22,7 +22,8 @@ Kinds (who measures them):
     atari           Atari frames/s per implementation: harness.atari
     atari-breakdown the Atari step's phases: harness.atari
     training        PPO runs to a solve: studylib.train
-    prediction      the cost model's samples/s for a point, made before it is measured: harness.chain_study
+    prediction      the cost model's samples/s for a point, made before it is measured: harness.chain_study,
+                    harness.engine_predict
     engine          a robotics engine's mj_steps/s on a MuJoCo model (MuJoCo C, MJX, envpool): harness.engine_study
 
 History:
@@ -30,7 +31,9 @@ History:
       stale: nothing recorded which S they meant (before and after the paper's S), nor which FMA
       loop measured a ceiling.
     prediction 1 (2026-11-25): the first predictions (the chain's, before its measurements).
-    engine 1 (2026-11-25): the first robotics-engine rows.
+    engine 1 (2026-11-25): the first robotics-engine rows. Rows gained a ``policy`` column ("mlp":
+      the study's MLP inside the timed calls) and MuJoCo's timer (``mj_step_s``) without a new
+      version: a row without ``policy`` was measured open loop, as policy "none" rows still are.
 """
 
 from __future__ import annotations

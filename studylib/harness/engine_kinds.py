@@ -1,0 +1,249 @@
+"""The robotics engines behind one interface (harness.engines holds their records and times them).
+
+call() steps all N environments K steps; state() -> (qpos, qvel); sync() waits for the work;
+close(). observe() -> the batch's observation and step_once(ctrl) -> one step of every environment:
+what engine_policy.closed_loop runs the study's MLP with, from Python, between one-step calls.
+MJX runs the policy inside its compiled call instead. Each ``_make_*`` takes (model record,
+MjModel, qpos, qvel, ctrl, seed, policy_seed: None for open-loop controls).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..errors import ConfigError
+from .atari_engines import cores
+from .engine_policy import EnginePolicy, closed_loop
+
+
+
+class _HostEngine:
+    """call(): K steps of the given controls, or, with a policy, closed_loop's K one-step calls."""
+
+    compile_s = None
+    policy: EnginePolicy | None = None
+
+    def call(self):
+        if self.policy is None:
+            self.open_loop()
+        else:
+            closed_loop(self, self.policy, self.ctrl.shape[1])
+
+
+class _PythonLoop(_HostEngine):
+    """mujoco-python: one MjData per environment, ``mj_step`` from Python, controls written each step."""
+
+    def __init__(self, m, qpos, qvel, ctrl, policy_seed=None):
+        import mujoco
+
+        self.m, self.ctrl, self.step = m, ctrl, mujoco.mj_step
+        self.datas = [mujoco.MjData(m) for _ in range(len(qpos))]
+        for d, q, v in zip(self.datas, qpos, qvel):
+            d.qpos[:], d.qvel[:] = q, v
+        if policy_seed is not None:
+            self.policy = EnginePolicy.for_model(m, m.nq + m.nv, policy_seed)
+
+    def open_loop(self):
+        m, step = self.m, self.step
+        for k in range(self.ctrl.shape[1]):
+            for d, u in zip(self.datas, self.ctrl[:, k]):
+                d.ctrl[:] = u
+                step(m, d)
+
+    def observe(self):
+        return np.array([np.concatenate([d.qpos, d.qvel]) for d in self.datas])
+
+    def step_once(self, ctrl):
+        m, step = self.m, self.step
+        for d, u in zip(self.datas, ctrl):
+            d.ctrl[:] = u
+            step(m, d)
+
+    def state(self):
+        return np.array([d.qpos for d in self.datas]), np.array([d.qvel for d in self.datas])
+
+    def sync(self):
+        pass
+
+    def close(self):
+        pass
+
+
+class _Rollout(_HostEngine):
+    """mujoco-rollout: a persistent ``Rollout`` pool of one thread per core and one MjData per
+    thread; each call continues from the last call's final states (``mjSTATE_FULLPHYSICS``:
+    time, qpos, qvel, act, ...). A call starts with a zero solver warm start (rollout's default)."""
+
+    def __init__(self, m, qpos, qvel, ctrl, policy_seed=None):
+        import mujoco
+        from mujoco import rollout
+
+        self.m, self.ctrl, n = m, np.ascontiguousarray(ctrl), len(qpos)
+        self.pool = rollout.Rollout(nthread=cores())
+        self.datas = [mujoco.MjData(m) for _ in range(cores())]
+        spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+        d = self.datas[0]
+        self.x0 = np.empty((n, mujoco.mj_stateSize(m, spec)))
+        for i in range(n):
+            d.qpos[:], d.qvel[:] = qpos[i], qvel[i]
+            mujoco.mj_getState(m, d, self.x0[i], spec)
+        mujoco.mj_resetData(m, d)
+        steps = 1 if policy_seed is not None else ctrl.shape[1]  # a policy: one step a call
+        self.out = np.empty((n, steps, self.x0.shape[1]))
+        self.sensors = np.empty((n, steps, m.nsensordata))
+        if policy_seed is not None:
+            self.policy = EnginePolicy.for_model(m, m.nq + m.nv, policy_seed)
+
+    def open_loop(self):
+        self.pool.rollout(self.m, self.datas, self.x0, self.ctrl, state=self.out, sensordata=self.sensors)
+        self.x0[:] = self.out[:, -1]
+
+    def observe(self):
+        return self.x0[:, 1:1 + self.m.nq + self.m.nv]  # FULLPHYSICS: time, qpos, qvel, ...
+
+    def step_once(self, ctrl):
+        self.pool.rollout(self.m, self.datas, self.x0, np.ascontiguousarray(ctrl[:, None, :], np.float64),
+                          state=self.out, sensordata=self.sensors)
+        self.x0[:] = self.out[:, -1]
+
+    def state(self):
+        nq, nv = self.m.nq, self.m.nv  # FULLPHYSICS begins: time (1), qpos (nq), qvel (nv)
+        return self.x0[:, 1:1 + nq].copy(), self.x0[:, 1 + nq:1 + nq + nv].copy()
+
+    def sync(self):
+        pass
+
+    def close(self):
+        self.pool.close()
+
+
+_MJX_CACHE: dict = {}  # (model name, N, K) -> compiled step and its compile seconds: one compile per shape
+
+
+def _mjx_compiled(name, m, n, steps, policy_seed=None):
+    import jax
+    from mujoco import mjx
+
+    key = (name, n, steps, policy_seed)
+    if key not in _MJX_CACHE:
+        mx = mjx.put_model(m)
+        d0 = mjx.make_data(mx)
+        policy = None if policy_seed is None else EnginePolicy.for_model(m, m.nq + m.nv, policy_seed)
+
+        def rollout(d, ctrl):  # one environment, K steps (with a policy: K inferences too, in the scan)
+            def body(d, u):
+                if policy is not None:
+                    u = policy(jax.numpy.concatenate([d.qpos, d.qvel]), xp=jax.numpy)
+                return mjx.step(mx, d.replace(ctrl=u)), None
+            return jax.lax.scan(body, d, ctrl)[0]
+
+        init = jax.jit(jax.vmap(lambda q, v: d0.replace(qpos=q, qvel=v)))
+        data = init(np.zeros((n, m.nq), np.float32), np.zeros((n, m.nv), np.float32))
+        t0 = time.perf_counter()
+        step = jax.jit(jax.vmap(rollout)).lower(data, np.zeros((n, steps, m.nu), np.float32)).compile()
+        _MJX_CACHE[key] = (init, step, time.perf_counter() - t0)
+        return (*_MJX_CACHE[key], True)
+    return (*_MJX_CACHE[key], False)
+
+
+class _Mjx:
+    """mjx: the batch of N ``mjx.Data`` stays in JAX arrays between calls; ``sync`` waits for it.
+    ``compile_s`` is the XLA compile of this (model, N, K, policy), measured once per process
+    (cached); ``compiled_now`` says whether this construction paid it. A policy runs inside the call."""
+
+    def __init__(self, m, qpos, qvel, ctrl, name, policy_seed=None):
+        import jax
+
+        init, self.fn, self.compile_s, self.compiled_now = _mjx_compiled(name, m, len(qpos), ctrl.shape[1], policy_seed)
+        self.policy = None if policy_seed is None else EnginePolicy.for_model(m, m.nq + m.nv, policy_seed)
+        self.data = init(qpos.astype(np.float32), qvel.astype(np.float32))
+        self.ctrl = jax.numpy.asarray(ctrl, np.float32)
+
+    def call(self):
+        self.data = self.fn(self.data, self.ctrl)
+
+    def state(self):
+        return np.asarray(self.data.qpos, np.float64), np.asarray(self.data.qvel, np.float64)
+
+    def sync(self):
+        self.data.qpos.block_until_ready()
+
+    def close(self):
+        pass
+
+
+class _Envpool(_HostEngine):
+    """envpool: its own XMLs and MuJoCo build, so its initial state is its own (reset noise,
+    seeded) and ``state`` is unavailable: it takes no part in the agreement. Its observation is
+    its task's gymnasium-v5 observation (what a policy reads)."""
+
+    def __init__(self, m, task, num_envs, seed, ctrl, policy_seed=None):
+        import envpool
+
+        config = envpool.make_spec(task).config._asdict()
+        extra = {k: v for k, v in (("terminate_when_unhealthy", False), ("max_episode_steps", 2**30))
+                 if k in config}  # no resets inside a timed region where the task allows
+        self.env = envpool.make_gymnasium(task, num_envs=num_envs, num_threads=min(cores(), num_envs), seed=seed,
+                                          frame_skip=1, **extra)
+        self.obs = self.env.reset()[0]
+        self.ctrl = ctrl
+        if policy_seed is not None:
+            self.policy = EnginePolicy.for_model(m, self.obs.shape[1], policy_seed)
+
+    def open_loop(self):
+        for k in range(self.ctrl.shape[1]):
+            self.env.step(self.ctrl[:, k])
+
+    def observe(self):
+        return self.obs
+
+    def step_once(self, ctrl):
+        self.obs = self.env.step(ctrl)[0]
+
+    def state(self):
+        raise ConfigError("envpool does not expose its MuJoCo state")
+
+    def sync(self):
+        pass
+
+    def close(self):
+        self.env.close()
+
+
+class _GymnasiumAsync(_Envpool):
+    """gymnasium-async: AsyncVectorEnv of ``<Task>-v5`` with frame_skip 1 (untested here: its
+    MuJoCo package does not import without imageio)."""
+
+    def __init__(self, m, task, num_envs, seed, ctrl, policy_seed=None):
+        import gymnasium
+
+        self.env = gymnasium.make_vec(task, num_envs=num_envs, vectorization_mode="async", frame_skip=1)
+        self.obs = self.env.reset(seed=seed)[0]
+        self.ctrl = ctrl
+        if policy_seed is not None:
+            self.policy = EnginePolicy.for_model(m, self.obs.shape[1], policy_seed)
+
+
+# each: (model record, MjModel, qpos, qvel, ctrl, seed, policy_seed: None for open-loop controls) -> engine
+
+
+def make_python(rec, m, qpos, qvel, ctrl, seed, policy_seed):
+    return _PythonLoop(m, qpos, qvel, ctrl, policy_seed)
+
+
+def make_rollout(rec, m, qpos, qvel, ctrl, seed, policy_seed):
+    return _Rollout(m, qpos, qvel, ctrl, policy_seed)
+
+
+def make_mjx(rec, m, qpos, qvel, ctrl, seed, policy_seed):
+    return _Mjx(m, qpos, qvel, ctrl, rec.name, policy_seed)
+
+
+def make_envpool(rec, m, qpos, qvel, ctrl, seed, policy_seed):
+    return _Envpool(m, rec.envpool_task, len(qpos), seed, ctrl, policy_seed)
+
+
+def make_gymnasium_async(rec, m, qpos, qvel, ctrl, seed, policy_seed):
+    return _GymnasiumAsync(m, rec.envpool_task, len(qpos), seed, ctrl, policy_seed)
