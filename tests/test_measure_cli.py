@@ -120,3 +120,10 @@ def test_chapter_reads_another_machines_snapshot_without_measuring(tmp_path, mon
     assert book.params("fusion", preset="tiny", machine=provenance.machine_key()).machine is None  # this machine
     with pytest.raises(ConfigError, match=f"no machine 'nowhere'.*present: .*{SNAPSHOT}"):
         book.params("fusion", machine="nowhere")
+
+
+def test_measure_help_names_the_chapters_it_takes():
+    from studylib.__main__ import MEASURED_CHAPTERS
+    from studylib.book.chapters import measured_chapters
+
+    assert MEASURED_CHAPTERS == tuple(ch.name for ch in measured_chapters())
