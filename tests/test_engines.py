@@ -133,3 +133,13 @@ def test_with_the_mlp_the_python_loop_and_rollout_take_the_same_closed_loop_step
     assert np.abs(python.state()[1] - mjx.state()[1]).max() < 1e-5
     with pytest.raises(ConfigError, match="unknown engine policy"):
         build("mujoco-python", "hopper", 1, 1, policy="lstm")
+
+
+def test_gymnasium_async_runs_the_v5_task_without_early_ends_where_it_can():
+    from studylib.harness.engine_kinds import _no_early_end
+
+    assert _no_early_end("Hopper-v5") == {"terminate_when_unhealthy": False}
+    assert _no_early_end("InvertedPendulum-v5") == {}  # falls, ends, resets: its own semantics
+    row = measure_engine("gymnasium-async", "hopper", 2, 1, repeats=1, min_seconds=0.01, contact_steps=10, policy="mlp")
+    if row["reason"] is None:  # imageio installed (requirements.txt): gymnasium's MuJoCo tasks import
+        assert row["samples_per_s"] > 0 and row["policy_obs_width"] == 11  # Hopper-v5's own observation

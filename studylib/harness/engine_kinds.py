@@ -212,14 +212,31 @@ class _Envpool(_HostEngine):
         self.env.close()
 
 
+def _no_early_end(task: str) -> dict:
+    """``terminate_when_unhealthy=False`` where the v5 task's constructor takes it (hopper,
+    walker2d, humanoid: as envpool's rows); the pendulums end an episode when they fall and reset."""
+    import inspect
+
+    import gymnasium
+    from gymnasium.envs.registration import load_env_creator
+
+    params = inspect.signature(load_env_creator(gymnasium.spec(task).entry_point)).parameters
+    return {"terminate_when_unhealthy": False} if "terminate_when_unhealthy" in params else {}
+
+
 class _GymnasiumAsync(_Envpool):
-    """gymnasium-async: AsyncVectorEnv of ``<Task>-v5`` with frame_skip 1 (untested here: its
-    MuJoCo package does not import without imageio)."""
+    """gymnasium-async: gymnasium's AsyncVectorEnv of ``<Task>-v5`` (one process per environment,
+    spawned; pipes between them), frame_skip 1, no time limit, no early termination where the task
+    allows; its observation is the task's own."""
 
     def __init__(self, m, task, num_envs, seed, ctrl, policy_seed=None):
         import gymnasium
 
-        self.env = gymnasium.make_vec(task, num_envs=num_envs, vectorization_mode="async", frame_skip=1)
+        # spawned, not forked: the chapter's process runs JAX's threads (MJX), and a fork of a
+        # threaded process may copy a held lock into the child
+        self.env = gymnasium.make_vec(task, num_envs=num_envs, vectorization_mode="async",
+                                      vector_kwargs={"context": "spawn"}, frame_skip=1, max_episode_steps=2**30,
+                                      **_no_early_end(task))
         self.obs = self.env.reset(seed=seed)[0]
         self.ctrl = ctrl
         if policy_seed is not None:

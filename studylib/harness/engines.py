@@ -17,8 +17,9 @@ representative of robotics physics simulators commonly used in RL". Its three ro
   envpool         envpool's ``<Task>-v5`` MuJoCo environments (its own bundled MuJoCo and XMLs),
                   threads = cores, frame_skip 1 so that one step is one physics step, no early
                   termination where its config allows.
-  gymnasium-async gymnasium's AsyncVectorEnv of ``<Task>-v5``: only where ``gymnasium.envs.mujoco``
-                  imports (it needs ``imageio``, not installed here: it reports that reason).
+  gymnasium-async gymnasium's AsyncVectorEnv of ``<Task>-v5``, one process per environment (the
+                  gym row vectorized as gymnasium users do): only where ``gymnasium.envs.mujoco``
+                  imports (it needs ``imageio``; without it, it reports that reason).
 
 A sample is one physics step (``mj_step``) of one environment: samples/s = N x K / seconds per
 call; a gymnasium environment step is ``frame_skip`` of them (engine_models). Every engine starts

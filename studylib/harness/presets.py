@@ -103,7 +103,7 @@ PRESETS: dict[str, dict[str, dict]] = {
                                "humanoid"],
                     "num_envs": _pow2(4, 12, 4), "steps": [1, 10, 100],
                     "compiled_models": ["inverted_pendulum", "chain2", "chain8", "hopper", "walker2d"],
-                    "cap": {"*": 2**20}, "policies": ["none", "mlp"]},
+                    "cap": {"gymnasium-async": 2**6, "*": 2**20}, "policies": ["none", "mlp"]},
     },
 }
 
