@@ -159,3 +159,15 @@ def test_predictions_are_saved_before_the_rows_and_never_rewritten(tmp_path):
     errors = eng.prediction_errors(again, rows)
     assert len(errors) == 1 and errors["log2_error"].iloc[0] == pytest.approx(
         np.log2(pred["predicted_samples_per_s"] / rows["samples_per_s"].iloc[0]))
+
+
+def test_rows_beyond_the_plan_are_read_not_measured(tmp_path):
+    small = book.params("engines", preset="tiny", data_dir=tmp_path, engines=["mujoco-python"], models=["chain2"],
+                        num_envs=[2], steps=[1], policies=["none"])
+    assert eng.beyond_the_plan(small, pd.DataFrame()).empty  # no file yet: nothing, and nothing measured
+    wider = book.params("engines", preset="tiny", data_dir=tmp_path, engines=["mujoco-python", "mujoco-rollout"],
+                        models=["chain2"], num_envs=[2], steps=[1], policies=["none"])
+    eng.engine_data(wider)
+    rows = eng.engine_data(small)
+    more = eng.beyond_the_plan(small, rows)
+    assert list(more["engine"]) == ["mujoco-rollout"] and list(more["num_envs"]) == [2]

@@ -183,3 +183,21 @@ def error_summary(errors: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame({"points": g.size(), "median": g.median(), "low": g.min(), "high": g.max(),
                         "within 2x": g.apply(lambda e: float((e.abs() <= 1).mean()))})
     return out.reset_index()[cols]
+
+
+def beyond_the_plan(P: EnginesParams, rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows this machine's engines file holds beyond the chapter's plan (measured by a rerun
+    with other parameters, e.g. MJX at more N or gymnasium's AsyncVectorEnv): current rows only,
+    read, never measured; one row per (engine, model, policy, N, K)."""
+    from ..errors import ConfigError
+    from ..harness import store
+    from ..harness.provenance import machine_key
+
+    try:
+        saved = store.load(engine_study.FILE, data_dir=P.data_dir, machine=P.machine or machine_key())
+    except ConfigError:
+        return pd.DataFrame()
+    saved = saved.assign(policy=saved["policy"].fillna("none") if "policy" in saved else "none")
+    shown = set(map(tuple, rows[list(engine_study.COLUMNS)].itertuples(index=False))) if len(rows) else set()
+    extra = saved[[tuple(r) not in shown for r in saved[list(engine_study.COLUMNS)].itertuples(index=False)]]
+    return extra.sort_values(["engine", "model", "policy", "num_envs", "steps"]).reset_index(drop=True)
