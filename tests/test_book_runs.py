@@ -85,8 +85,14 @@ def test_committed_data_resumes_without_measuring(tmp_path, monkeypatch):
     from studylib.book import chain, engines
 
     predicted, measured = chain.chain_data(P["chain"])
-    counts.update(chain_predictions=len(predicted), chain=len(measured), engines=len(engines.engine_data(P["engines"])))
-    assert counts == {name: len(saved[name]["rows"]) for name in counts}  # every saved point is one the plans ask for
+    planned = engines.engine_data(P["engines"])
+    beyond = engines.beyond_the_plan(P["engines"], planned)
+    counts.update(chain_predictions=len(predicted), chain=len(measured), engines=len(planned) + len(beyond))
+    # every saved point is one the plans ask for (the engines' others: measured by a rerun, shown as such) ...
+    assert counts == {name: len(saved[name]["rows"]) for name in counts}
+    key = lambda r: tuple(r.get(c, "none") for c in ("engine", "model", "num_envs", "steps", "policy"))  # noqa: E731
+    assert len(engines.engine_predictions(P["engines"])) == len(planned)  # ... and every engine row its prediction
+    assert {key(r) for r in saved["engine_predictions"]["rows"]} == {key(r) for r in saved["engines"]["rows"]}
     ceil = book.roofline_data(P["beyond"])
     assert roofline.from_rows(store.read(folder / "beyond_roofline.json")["rows"]) == ceil
     assert ceil["fma_flops_per_s"] and ceil["memory_bytes_per_s"] and ceil["gemm_steps_per_s"]

@@ -86,7 +86,7 @@ CHAPTERS: dict[str, Chapter] = {ch.name: ch for ch in (
             complexity_findings),
     Chapter("beyond", BeyondParams, (beyond_data, roofline_data), ("beyond", "beyond_roofline")),
     Chapter("chain", ChainParams, (_chain_data,), ("chain_predictions", "chain")),
-    Chapter("engines", EnginesParams, (_engine_data,), ("engines",)),
+    Chapter("engines", EnginesParams, (_engine_data,), ("engine_predictions", "engines")),
     Chapter("atari", AtariParams, (atari_data, atari_breakdown_data), ("atari", "atari_breakdown")),
     Chapter("model", ModelParams, (model_calibration,), ("costmodel_calibration", "beyond_roofline")),
     Chapter("training", TrainingParams, (_training_runs,), ("training",)),
