@@ -116,3 +116,12 @@ def test_book_params_is_the_registrys():
     assert book.params("fusion", preset="tiny") == CHAPTERS["fusion"].params(preset="tiny")
     with pytest.raises(ConfigError, match="unknown chapter 'nosuch'"):
         book.params("nosuch")
+
+
+def test_no_committed_page_carries_a_reruns_parameters():
+    """``rerun`` writes its parameters into the page (a cell tagged injected-parameters) for the
+    reader who asked; a page committed with one would build every reader's book with them."""
+    from pathlib import Path
+
+    pages = sorted((Path(__file__).resolve().parent.parent / "book").glob("*.md"))
+    assert pages and [p.name for p in pages if ":tags: [injected-parameters]" in p.read_text()] == []
