@@ -78,7 +78,8 @@ def agreement_table(P: EnginesParams) -> pd.DataFrame:
 def models_table(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per model: its sizes, the contacts MuJoCo C finds per step (measured) and, where the
     rows hold it, MuJoCo's own timer of one ``mj_step`` in C (``mj_step_s``, the median over the
-    model's rows, each a 1,000-step run; ``mj_step_runs`` of them)."""
+    model's rows, each from a 1,000-step run that the rows of one K share within a build;
+    ``mj_step_runs``: the rows)."""
     if rows.empty:
         return pd.DataFrame(columns=MODEL_COLUMNS)
     table = rows.drop_duplicates("model")[MODEL_COLUMNS].set_index("model")

@@ -56,7 +56,8 @@ def engine_items(engines, models, num_envs, steps, cap_for, *, compiled_models=N
     vectorized at N = 1 and K = 1 only (the gym row steps one environment, one step a call); one
     that does not run K steps in one call (``steps_per_call``) at K = 1 only (its K would be K
     calls), and so, with the policy "mlp", is one whose policy runs between its calls (its record's
-    ``policy_in_call``: from Python, one step a call); an engine that compiles (XLA) on ``compiled_models`` only (None: every model), since
+    ``policy_in_call``: from Python, one step a call), while one that compiles runs the MLP at the
+    largest K only (one compile, the MLP fused into its K steps); an engine that compiles (XLA) on ``compiled_models`` only (None: every model), since
     each (model, N, K) is a compile of its own, and at ``compiled_num_envs`` (None: ``num_envs``);
     N·K within ``cap_for(engine)``. ``unsupported``: (engine, model, reason) of the pairs the engine
     cannot run here (its record's ``unavailable``: a missing package, a model it has no task for),
@@ -75,6 +76,8 @@ def engine_items(engines, models, num_envs, steps, cap_for, *, compiled_models=N
             for policy in policies:
                 in_call = rec.steps_per_call and (policy == "none" or rec.policy_in_call)
                 ks = steps if in_call else [1]
+                if rec.compiles and policy != "none":
+                    ks = [max(steps)]  # each K a compile of its own: the MLP at the largest K only
                 grid = [(1, 1)] if not rec.vectorized else [(n, k) for k in ks for n in ns]
                 for n, k in grid:
                     if n * k > cap_for(engine):
