@@ -118,6 +118,9 @@ def test_engine_findings_name_their_policy():
     quantities = [r.quantity for r in claims_engines.engine_findings(P, rows)]
     assert any(q.startswith("hopper, simulation only") for q in quantities)
     assert any(q.startswith("hopper, with the MLP policy") for q in quantities)
+    mjx = pd.DataFrame(_rows("mjx", "XLA", {(16, 10): 1e4})).assign(policy="mlp")  # the MLP at the largest K only
+    with_mjx = claims_engines.engine_findings(P, pd.concat([rows, mjx], ignore_index=True))
+    assert not [r for r in with_mjx if r.finding == "F.3" and "mjx" in r.quantity]  # no K = 1 row: no F.3, not "n/a"
 
 
 def test_engine_predictions_compose_the_records_terms():
