@@ -36,7 +36,11 @@ def _check_row(row, **expected):
     assert row["samples_per_s_min"] <= row["samples_per_s"] <= row["samples_per_s_max"]
     assert row["samples_per_s"] > 0 and row["calls_per_repeat"] >= 1 and row["compile_s"] >= 0
     assert row["device"] == default_device(row["impl"])  # the device it ran on: a GPU where there is one
-    assert row["seconds_per_repeat"] * 2 >= row["min_seconds"]  # adaptive: regions are not tiny
+    # adaptive: regions are not tiny. The calibration region reached min_seconds; a timed region at
+    # the same calls may run faster once warm (seen: 4.8 ms against 10 ms for jax in a CI run), so
+    # the bound is a factor 10, which a calibration that stopped early (one call of microseconds)
+    # still fails by orders of magnitude
+    assert row["seconds_per_repeat"] * 10 >= row["min_seconds"]
     json.dumps(row)  # JSON-serialisable as is
 
 
