@@ -3,7 +3,7 @@
 call() steps all N environments K steps; state() -> (qpos, qvel); sync() waits for the work;
 close(). observe() -> the batch's observation and step_once(ctrl) -> one step of every environment:
 what engine_policy.closed_loop runs the study's MLP with, from Python, between one-step calls.
-MJX runs the policy inside its compiled call instead. Each ``_make_*`` takes (model record,
+MJX runs the policy inside its compiled call instead. Each ``make_*`` takes (model record,
 MjModel, qpos, qvel, ctrl, seed, policy_seed: None for open-loop controls).
 """
 
@@ -18,9 +18,9 @@ from .atari_engines import cores
 from .engine_policy import EnginePolicy, closed_loop
 
 
-
 class _HostEngine:
-    """call(): K steps of the given controls, or, with a policy, closed_loop's K one-step calls."""
+    """call(): K steps of the given controls (open_loop: K one-step calls, unless the engine runs K
+    steps in one), or, with a policy, closed_loop's K one-step calls."""
 
     compile_s = None
     policy: EnginePolicy | None = None
@@ -30,6 +30,14 @@ class _HostEngine:
             self.open_loop()
         else:
             closed_loop(self, self.policy, self.ctrl.shape[1])
+
+    def open_loop(self):
+        for k in range(self.ctrl.shape[1]):
+            self.step_once(self.ctrl[:, k])
+
+    def _policy_for(self, m, obs_width: int, policy_seed) -> None:
+        """The study's MLP for this engine's observation width, or none (open-loop controls)."""
+        self.policy = None if policy_seed is None else EnginePolicy.for_model(m, obs_width, policy_seed)
 
 
 class _PythonLoop(_HostEngine):
@@ -42,15 +50,7 @@ class _PythonLoop(_HostEngine):
         self.datas = [mujoco.MjData(m) for _ in range(len(qpos))]
         for d, q, v in zip(self.datas, qpos, qvel):
             d.qpos[:], d.qvel[:] = q, v
-        if policy_seed is not None:
-            self.policy = EnginePolicy.for_model(m, m.nq + m.nv, policy_seed)
-
-    def open_loop(self):
-        m, step = self.m, self.step
-        for k in range(self.ctrl.shape[1]):
-            for d, u in zip(self.datas, self.ctrl[:, k]):
-                d.ctrl[:] = u
-                step(m, d)
+        self._policy_for(m, m.nq + m.nv, policy_seed)
 
     def observe(self):
         return np.array([np.concatenate([d.qpos, d.qvel]) for d in self.datas])
@@ -93,8 +93,7 @@ class _Rollout(_HostEngine):
         steps = 1 if policy_seed is not None else ctrl.shape[1]  # a policy: one step a call
         self.out = np.empty((n, steps, self.x0.shape[1]))
         self.sensors = np.empty((n, steps, m.nsensordata))
-        if policy_seed is not None:
-            self.policy = EnginePolicy.for_model(m, m.nq + m.nv, policy_seed)
+        self._policy_for(m, m.nq + m.nv, policy_seed)
 
     def open_loop(self):
         self.pool.rollout(self.m, self.datas, self.x0, self.ctrl, state=self.out, sensordata=self.sensors)
@@ -119,7 +118,7 @@ class _Rollout(_HostEngine):
         self.pool.close()
 
 
-_MJX_CACHE: dict = {}  # (model name, N, K) -> compiled step and its compile seconds: one compile per shape
+_MJX_CACHE: dict = {}  # (model name, N, K, policy seed) -> (init, compiled step, compile seconds, policy)
 
 
 def _mjx_compiled(name, m, n, steps, policy_seed=None):
@@ -143,7 +142,7 @@ def _mjx_compiled(name, m, n, steps, policy_seed=None):
         data = init(np.zeros((n, m.nq), np.float32), np.zeros((n, m.nv), np.float32))
         t0 = time.perf_counter()
         step = jax.jit(jax.vmap(rollout)).lower(data, np.zeros((n, steps, m.nu), np.float32)).compile()
-        _MJX_CACHE[key] = (init, step, time.perf_counter() - t0)
+        _MJX_CACHE[key] = (init, step, time.perf_counter() - t0, policy)
         return (*_MJX_CACHE[key], True)
     return (*_MJX_CACHE[key], False)
 
@@ -156,8 +155,8 @@ class _Mjx:
     def __init__(self, m, qpos, qvel, ctrl, name, policy_seed=None):
         import jax
 
-        init, self.fn, self.compile_s, self.compiled_now = _mjx_compiled(name, m, len(qpos), ctrl.shape[1], policy_seed)
-        self.policy = None if policy_seed is None else EnginePolicy.for_model(m, m.nq + m.nv, policy_seed)
+        init, self.fn, self.compile_s, self.policy, self.compiled_now = _mjx_compiled(name, m, len(qpos), ctrl.shape[1],
+                                                                                      policy_seed)
         self.data = init(qpos.astype(np.float32), qvel.astype(np.float32))
         self.ctrl = jax.numpy.asarray(ctrl, np.float32)
 
@@ -189,12 +188,7 @@ class _Envpool(_HostEngine):
                                           frame_skip=1, **extra)
         self.obs = self.env.reset()[0]
         self.ctrl = ctrl
-        if policy_seed is not None:
-            self.policy = EnginePolicy.for_model(m, self.obs.shape[1], policy_seed)
-
-    def open_loop(self):
-        for k in range(self.ctrl.shape[1]):
-            self.env.step(self.ctrl[:, k])
+        self._policy_for(m, self.obs.shape[1], policy_seed)
 
     def observe(self):
         return self.obs
@@ -239,8 +233,7 @@ class _GymnasiumAsync(_Envpool):
                                       **_no_early_end(task))
         self.obs = self.env.reset(seed=seed)[0]
         self.ctrl = ctrl
-        if policy_seed is not None:
-            self.policy = EnginePolicy.for_model(m, self.obs.shape[1], policy_seed)
+        self._policy_for(m, self.obs.shape[1], policy_seed)
 
 
 # each: (model record, MjModel, qpos, qvel, ctrl, seed, policy_seed: None for open-loop controls) -> engine
