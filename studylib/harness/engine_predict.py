@@ -25,10 +25,11 @@ prediction (the row says why).
 from __future__ import annotations
 
 from . import costmodel
-from .engine_models import controls, initial_state, load
+from .engine_models import load
 from .engine_policy import EnginePolicy
-from .engine_study import COLUMNS, EngineItem
-from .engines import c_reference, engine_record
+from .engine_study import KEYING as ROW_KEYING
+from .engine_study import EngineItem
+from .engines import engine_record, reference_run
 from .sweep import Keying, run
 
 PREDICTIONS = "engine_predictions"
@@ -36,18 +37,13 @@ POLICY_OPS = 11  # three matmuls, three bias adds, three tanh, the range's scale
 TIMER_STEPS = 1000
 
 
-def _key(row: dict) -> tuple:
-    return tuple(row.get(c) for c in COLUMNS)
-
-
-KEYING = Keying(EngineItem.columns, _key, EngineItem.describe, "prediction")
+KEYING = Keying(EngineItem.columns, ROW_KEYING.row_key, EngineItem.describe, "prediction")  # as the rows'
 
 
 def mj_step_seconds(model: str, seed: int = 0) -> float:
-    """MuJoCo's own timer of one ``mj_step`` of ``model`` (seconds), from MuJoCo C's reference loop."""
-    m = load(model)
-    qpos, qvel = initial_state(m, 1, seed)
-    return c_reference(m, qpos, qvel, controls(m, 1, 1, seed), TIMER_STEPS)[3]
+    """MuJoCo's own timer of one ``mj_step`` of ``model`` (seconds; its MJCF's solver, random
+    controls, K = 1), from MuJoCo C's reference run (engines.reference_run)."""
+    return reference_run(load(model), model, "xml", seed, "random", 1, TIMER_STEPS)[1]
 
 
 def predict_item(item: EngineItem, machine: costmodel.Machine, step_s: float, threads: int) -> dict:

@@ -180,7 +180,7 @@ def c_reference(m, qpos, qvel, ctrl, steps: int):
 _REFERENCE_RUNS: dict = {}  # (model, solver, seed, pattern, K, steps) -> (contacts per step, mj_step_s)
 
 
-def _reference_run(m, model, solver, seed, pattern, k, steps) -> tuple[float, float]:
+def reference_run(m, model, solver, seed, pattern, k, steps) -> tuple[float, float]:
     """``c_reference``'s contacts per step and MuJoCo's timer for environment 0 under the first
     environment's K controls, run once per process for the same arguments: the rows of one model,
     K and seed share it (it is the model's, whichever engine is timed)."""
@@ -218,7 +218,7 @@ def measure_engine(engine: str, model: str, num_envs: int, steps: int, repeats: 
         inst.close()
     s = t.summary(num_envs * steps)
     pol = inst.policy
-    contacts, step_s = _reference_run(m, model, solver or rec.solver, seed, pattern, steps, contact_steps)
+    contacts, step_s = reference_run(m, model, solver or rec.solver, seed, pattern, steps, contact_steps)
     return {**row, "reason": None, "solver": describe_solver(m), "samples_per_s": s["median"],
             "samples_per_s_min": s["min"], "samples_per_s_max": s["max"], "compile_s": compile_s,
             "setup_s": setup_s, "warmup_s": t.warmup_s, "calls_per_region": t.calls,
