@@ -67,6 +67,38 @@ def test_kernel_mlp_matches_the_float64_reference():
     np.testing.assert_array_equal(np.argmax(logits, axis=1)[sure], actions[sure])
 
 
+def _tanh_probe():
+    """Weights whose logit 0 is one tanh of the first layer's (x) and logit 1 one of the second's
+    (1000 x / 1000 through a near-linear tanh), each to ~1e-7: the kernel's mlp_tanh on its own."""
+    w = mlp_weights(0)
+    for arr in (w.w1, w.b1, w.w2, w.b2, w.w3, w.b3):
+        arr[...] = 0
+    w.w1[0, 0] = 1.0  # h1[0] = tanh(x)
+    w.w2[0, 0] = 1e-3  # h2[0] = tanh(1e-3 tanh(x)), ~linear
+    w.w3[0, 0] = 1e3
+    w.w1[0, 1] = 1e-3  # h1[1] = tanh(1e-3 x), ~linear
+    w.w2[1, 1] = 1e3  # h2[1] = tanh(1e3 tanh(1e-3 x)) ~ tanh(x)
+    w.w3[1, 1] = 1.0
+    return w
+
+
+def test_kernel_tanh_is_within_its_stated_error():
+    """mlp.cuh's rational tanh: 4.9e-7 from float64 tanh, as its comment says, over [-12, 12] (the
+    clamp included), in both layers; the probe's own float32 rounding adds ~1e-7, and logit 0 reads
+    the second layer's tanh at ~1e-3 x 1000, so a slope at 0 off by 1e-6 fails it."""
+    env = studylib.make("fused", 4, device="cpu")
+    w = _tanh_probe()
+    env.set_policy_weights(w)
+    x = np.linspace(-12, 12, 200001).astype(np.float32)
+    obs = np.zeros((x.size, 4), np.float32)
+    obs[:, 0] = x
+    logits = env.mlp_logits(obs).astype(np.float64)
+    ref = mlp_logits([(a.astype(np.float64), b.astype(np.float64)) for a, b in w.layers()], obs.astype(np.float64))
+    err = np.abs(logits - ref).max(axis=0)
+    assert err.max() < 6e-7, err
+    assert np.abs(ref[:, 0] - np.tanh(x.astype(np.float64))).max() < 1e-6  # the probe is tanh(x)
+
+
 def test_ties_go_to_action_0():
     env = studylib.make("fused", 4, device="cpu")
     zero = mlp_weights(0)
