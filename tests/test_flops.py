@@ -73,6 +73,39 @@ def test_fma_ceiling_is_the_larger_of_now_and_the_saved_one(monkeypatch, tmp_pat
     assert roofline.fma_ceiling(tmp_path) == (4e11, "measured now")
 
 
+def test_another_isa_is_its_own_build_and_ceiling(monkeypatch, tmp_path):
+    """$STUDYLIB_NATIVE_ARCH builds for another -march (the AVX2 build on an AVX-512 host): its own
+    flags and cache key, its own FMA ceiling measured now (the saved ones are the native build's)."""
+    monkeypatch.delenv(build.ARCH_ENV, raising=False)
+    native_flags, native_key = build.cxxflags(), build._build_key("g++")
+    assert build.native_arch() == "native" and "-march=native" in native_flags
+    monkeypatch.setenv(build.ARCH_ENV, "x86-64-v3")
+    assert build.native_arch() == "x86-64-v3"
+    assert "-march=x86-64-v3" in build.cxxflags() and "-march=native" not in build.cxxflags()
+    assert build._build_key("g++") != native_key
+    monkeypatch.setattr(roofline, "fma_flops_per_s", lambda: 1e11)
+    _saved_fma_ceiling(tmp_path, 3e11)  # larger, but another build's
+    assert roofline.fma_ceiling(tmp_path) == (1e11, "measured now, built with -march=x86-64-v3")
+    monkeypatch.setenv(build.ARCH_ENV, "x86-64-v3; rm -rf /")
+    with pytest.raises(build.NativeBuildError, match="not a -march value"):
+        build.cxxflags()
+
+
+def test_rows_are_measured_with_the_native_build_only(monkeypatch, tmp_path):
+    """A data file's rows name this CPU: under another ISA's build, sweep and measure refuse before
+    measuring (exit status 2 from the CLI), and nothing is written."""
+    from studylib.harness.sweep import sweep
+    from studylib.settings import EnvSettings, MeasurePoint
+
+    monkeypatch.setenv(build.ARCH_ENV, "x86-64-v3")
+    point = MeasurePoint(EnvSettings(impl="cpp", num_envs=8), steps=1, repeats=1, min_seconds=0.001)
+    with pytest.raises(build.NativeBuildError, match="native build only"):
+        sweep("arch_probe", [point], data_dir=tmp_path, progress=False)
+    assert not list(tmp_path.rglob("*.json"))
+    assert main(["measure", "--chapters", "beyond", "--data-dir", str(tmp_path), "--no-progress"]) == 2
+    assert not list(tmp_path.rglob("*.json"))
+
+
 def test_bench_prints_the_mlp_flops_against_the_fma_ceiling(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(roofline, "fma_flops_per_s", lambda: 1e11)  # the ceiling: measured by test_fma_peak
     monkeypatch.setenv("STUDYLIB_DATA_DIR", str(tmp_path))  # no saved ceiling

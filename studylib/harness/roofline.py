@@ -87,12 +87,17 @@ def fma_ceiling(data_dir=None) -> tuple[float, str]:
     """(flops/s, where from) of this machine's FMA ceiling for a report: ``fma_flops_per_s`` measured
     now, or the one this machine's data folder saved (``saved_ceilings``), whichever is larger. A
     ceiling is the best the machine does; measured while another process holds a core it reads
-    low, and a share of it high."""
+    low, and a share of it high. Under $STUDYLIB_NATIVE_ARCH (``native.build.native_arch``) the
+    ceiling of that build, measured now: the saved ones are the native build's."""
     from . import store
     from .presets import resolve_data_dir
     from .provenance import machine_key
 
+    from ..native.build import native_arch
+
     live = fma_flops_per_s()
+    if native_arch() != "native":  # the saved ceilings are the native build's: another ISA's is its own
+        return live, f"measured now, built with -march={native_arch()}"
     folder = store.machine_folder(resolve_data_dir(data_dir), machine_key())
     try:
         saved = saved_ceilings(folder)["fma_flops_per_s"] or 0.0

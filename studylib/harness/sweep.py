@@ -31,6 +31,7 @@ from .. import sims
 from ..errors import ConfigError, DeviceUnavailableError, InsufficientMemoryError
 from ..settings import MeasurePoint, point_key
 from .measure import measure
+from ..native.build import check_measuring_native
 from .provenance import machine_key
 from .semantics import stamp
 from .store import DataFile
@@ -170,6 +171,7 @@ def run(name: str, items, measure_one, keying: Keying, *, data_dir="data", progr
     if machine is not None and machine != machine_key():
         result = read_saved(name, items, keying, data_dir=data_dir, machine=machine)
     elif current.engine is not None:
+        check_measuring_native()
         result = current.engine.run(name, items, measure_one, keying, data_dir=data_dir, progress=progress, log=log)
     else:
         result = _run_here(name, items, measure_one, keying, data_dir=data_dir, progress=progress, log=log)
@@ -192,6 +194,7 @@ def _run_here(name, items, measure_one, keying: Keying, *, data_dir, progress, l
     stale = [f.stale[k] for k in dict.fromkeys(keys) if k in f.stale]
     measured = 0
     if any(k not in f.rows for k in keys):
+        check_measuring_native()  # rows are the native build's (a reused row needs no build)
         bar = progress_bar(len(items), name, progress)
         try:
             with f.locked(run_parameters(items, keying)):

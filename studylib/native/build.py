@@ -8,6 +8,7 @@ import ctypes
 import hashlib
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sysconfig
@@ -34,6 +35,36 @@ CXXFLAGS = [
 
 class NativeBuildError(RuntimeError):
     """The C++ build of a cuda/*_cpu.cpp failed or no compiler was found."""
+
+
+# The instruction set the libraries are built for: this CPU's own (-march=native) unless
+# $STUDYLIB_NATIVE_ARCH names another -march value that this CPU runs, e.g. x86-64-v3 (AVX2 and
+# FMA, 16 vector registers) on an AVX-512 host, to measure the AVX2 build of the kernels and its
+# FMA ceiling there. A diagnostic for `bench`: rows are measured for the native build only
+# (``check_measuring_native``). Read when a library is first built in a process.
+ARCH_ENV = "STUDYLIB_NATIVE_ARCH"
+
+
+def native_arch() -> str:
+    """The -march value the libraries are built with ("native" unless $STUDYLIB_NATIVE_ARCH says)."""
+    value = os.environ.get(ARCH_ENV, "").strip() or "native"
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", value):
+        raise NativeBuildError(f"${ARCH_ENV}={value!r} is not a -march value (e.g. native, x86-64-v3, skylake-avx512)")
+    return value
+
+
+def cxxflags() -> list[str]:
+    """CXXFLAGS with -march as ``native_arch`` says."""
+    return [f"-march={native_arch()}" if f == "-march=native" else f for f in CXXFLAGS]
+
+
+def check_measuring_native() -> None:
+    """Refuse to measure rows for a data file from a build for another instruction set than the CPU's
+    own: a row's machine key names this CPU, whose kernels are the -march=native build."""
+    if native_arch() != "native":
+        raise NativeBuildError(f"${ARCH_ENV}={native_arch()} builds the kernels for another instruction set than "
+                               "this CPU's: rows are measured with the native build only (unset it; `bench` prints "
+                               "figures under it)")
 
 
 @dataclass(frozen=True)
@@ -108,7 +139,7 @@ def _build_key(cxx: str, files=(HEADER, CPU_SOURCE), extra_flags=()) -> str:
     h = hashlib.sha256()
     for path in files:
         h.update(path.read_bytes())
-    h.update(" ".join([cxx, *CXXFLAGS, *extra_flags]).encode())
+    h.update(" ".join([cxx, *cxxflags(), *extra_flags]).encode())
     h.update(platform.machine().encode() + platform.processor().encode())
     try:  # -march=native: a build is only valid on the same kind of CPU
         with open("/proc/cpuinfo") as f:
@@ -128,7 +159,7 @@ def build_info(name: str = DEFAULT_LIBRARY) -> dict:
         raise NativeBuildError(f"kernel source not found at {missing[0]}: the installed package lacks "
                                "its studylib/_cuda sources (reinstall studylib)")
     cxx = _compiler()
-    flags = [*CXXFLAGS, *spec.extra_flags]
+    flags = [*cxxflags(), *spec.extra_flags]
     target = _cache_dir() / f"{spec.name}-{_build_key(cxx, spec.files, spec.extra_flags)}.so"
     info = {"name": spec.name, "path": str(target), "compiler": cxx, "flags": flags}
     if target.exists():
