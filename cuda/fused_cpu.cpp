@@ -29,10 +29,20 @@
 // it: a third of the FMA peak). So the logits do not depend on the tile, the block or the vector
 // width (the AVX-512 and AVX2 builds give the same bits); they agree with the host build of the
 // CUDA kernel to float rounding (~1e-7: its scalar code is contracted differently).
-// The MLP's tanh costs a division per neuron, which the divider serves at one zmm per ~10 cycles
-// (~40% of the MLP's time on the Xeon with AVX-512 this was tuned on, where layer 2's loop alone
-// runs at ~97% of the FMA peak): that work, which the flop count leaves out, keeps the kernel well
-// below the FMA peak.
+// What keeps the kernel below the FMA peak is the MLP's tanh, work the flop count leaves out: 128
+// per sample of mlp.cuh's 11 operations (a division among them) beside the MLP's 4480 FMAs. With
+// the FMA ports busy on nothing else the counted flops reach at most 75.5% of the peak on AVX2 (its
+// clamp is two operations) and 74.0% on AVX-512 (its division three uops on those ports)
+// (studylib.costs.fma_port_bound). On the 2-core AVX-512 Xeon this was tuned on (N = 2^16,
+// K = 1000, benchmarks/fused_fma_share.py, 3 alternating rounds): 58% of the AVX-512 ceiling, 68%
+// of the AVX2 one for the x86-64-v3 build, and 82% with the tanh replaced by one clamp (a
+// diagnostic build, FUSED_TANH_CLAMP_ONLY below). The AVX2 build runs at 90% of its operation
+// bound, the AVX-512 one at 79%: AVX-512's divisions come in bursts (layer 1, each tile's end)
+// that the divider, one zmm per ~10 cycles, serves slower than the FMA ports would. Measured here
+// and not kept: each tile's tanh
+// software-pipelined into the next tile's k loop (slower on both ISAs), a layer's 64 tanh as one
+// pass after its sums (slower on AVX-512, even on AVX2), a reciprocal estimate with Newton steps
+// in place of vdivps and AVX2's clamp as an abs, a min and a sign (no faster).
 // The physics and the MLP alternate by step within a block (a step's forces need its MLP, the next
 // step's MLP needs its physics): per block and step the MLP (~95% of the time at S = C = 1), then
 // the physics of the block's CartPoles (sin/cos from libmvec), termination and resets.
@@ -159,6 +169,18 @@ struct MlpLane<Tile<E>> {
         return x;
     }
 };
+
+#if defined(FUSED_TANH_CLAMP_ONLY)
+namespace {
+// A diagnostic build only (benchmarks/fused_fma_share.py): the MLP's tanh replaced by its clamp to
+// [-1, 1], one operation instead of mlp.cuh's eleven, to measure what the tanh costs the kernel.
+// Its logits are wrong; the library is never built with it.
+template <int E>
+TILE_ALWAYS Tile<E> mlp_tanh(Tile<E> x) {
+    return MlpLane<Tile<E>>::clamp(x, -1.0f, 1.0f);
+}
+}  // namespace
+#endif
 
 namespace {
 // Neuron j of layer 1 on the E vectors of environments: tanh(obs . w1[:, j] + b1[j]).

@@ -53,6 +53,20 @@ def mlp_flops(layer_sizes=None) -> int:
 MLP_FLOPS = mlp_flops()  # 9090
 MLP_TANH = sum(LAYER_SIZES[1:-1])  # 128
 MLP_ACTIVATION_BYTES = 2 * 4 * sum(LAYER_SIZES[1:])  # 1040: each layer's float32 output written, read back
+# What the fused kernel issues for one forward pass (cuda/fused_cpu.cpp, cuda/mlp.cuh): one multiply-add
+# per weight, each sum starting from its bias (4480), and per tanh the operations of mlp.cuh's
+# mlp_tanh as written: 4 + 3 FMAs, the clamp, the square, a multiply and the division (11; tested
+# against the source). An ISA may split one into several (AVX2's clamp is a max and a min,
+# AVX-512's division three uops on the FMA ports).
+MLP_FMAS = sum(a * b for a, b in zip(LAYER_SIZES[:-1], LAYER_SIZES[1:]))
+MLP_TANH_OPERATIONS = 11
+
+
+def fma_port_bound(tanh_operations: int = MLP_TANH_OPERATIONS) -> float:
+    """The largest share of the FMA ceiling (2 flops per multiply-add) the MLP's counted flops can
+    reach when the FMA ports execute its multiply-adds and its tanh's ``tanh_operations`` each, and
+    nothing else, every cycle: MLP_FLOPS / 2 / (MLP_FMAS + MLP_TANH * tanh_operations)."""
+    return MLP_FLOPS / 2 / (MLP_FMAS + MLP_TANH * tanh_operations)
 
 
 def physics_flops(state_factor: int = 1, compute_factor: int = 1) -> int:

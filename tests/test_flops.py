@@ -46,6 +46,22 @@ def test_mlp_flops_rejects_a_shape_that_is_no_mlp(sizes):
         costs.mlp_flops(sizes)
 
 
+def test_the_kernels_operation_counts_follow_the_source():
+    """costs.MLP_FMAS and MLP_TANH_OPERATIONS as cuda/mlp.cuh writes them: one FMA per weight, and
+    mlp_tanh's FMAs (Horner steps), clamp, square, multiply and division."""
+    import re
+
+    assert costs.MLP_FMAS == 4 * 64 + 64 * 64 + 64 * 2 == 4480
+    src = native.MLP_HEADER.read_text()
+    body = src[src.index("MLP_HD T mlp_tanh(T x) {"):]
+    body = body[:body.index("\n}\n")]
+    fmas = len(re.findall(r"^\s*(?:T )?[pq] = \w+ \* [\w.+-]+ \+ ", body, flags=re.M))
+    ops = (fmas + body.count("clamp(") + body.count("x * x;") + body.count("return x * p / q;") * 2)
+    assert fmas == 7 and ops == costs.MLP_TANH_OPERATIONS == 11
+    assert costs.fma_port_bound() == pytest.approx(4545 / (4480 + 128 * 11))
+    assert costs.fma_port_bound(1) > costs.fma_port_bound(12) > costs.fma_port_bound(13)
+
+
 def test_mlp_share_of_the_ceiling():
     share = roofline.mlp_share(1e7, 2e11)
     assert share == {"mlp_flop_per_sample": 9090, "mlp_gflop_per_s": pytest.approx(90.9),

@@ -1,0 +1,117 @@
+"""The fused kernel with the MLP against the FMA ceiling and against XLA, per instruction set,
+alternated in one run: how close to the multiply-add peak does simulation+inference fusion get,
+and what keeps it from the peak?
+
+    python benchmarks/fused_fma_share.py                       # N = 2^16, K = 1000, 3 rounds
+    python benchmarks/fused_fma_share.py --num-envs 4096 --steps 300 --rounds 5
+
+Each round runs ``python -m studylib bench --json --policy mlp`` once per variant, in an order
+that alternates from round to round, so machine noise falls on all alike:
+
+* ``jax``: the JAX/XLA implementation (K steps per call), the baseline of the ratios;
+* ``fused``: the fused kernel as the library builds it (``-march=native``);
+* ``fused AVX2``: the same source built for x86-64-v3 (AVX2 and FMA, 16 vector registers) through
+  ``$STUDYLIB_NATIVE_ARCH``, with its own FMA ceiling (``cuda/fma_peak.cpp`` built alike), on an
+  x86 CPU with AVX-512 only (on an AVX2 CPU it is the native build);
+* ``fused, tanh as clamp``: a diagnostic build (``-DFUSED_TANH_CLAMP_ONLY``, cuda/fused_cpu.cpp)
+  with the MLP's tanh replaced by one clamp: what the kernel would reach if the 128 tanh per
+  sample cost one operation each. Its logits are wrong; it measures the tanh's cost only.
+
+Printed per variant: the median samples/s over rounds, the MLP's GFLOP/s (9090 flops per sample,
+counted from its shape), the share of its build's FMA ceiling (median, min-max over rounds) and
+its rate over jax's in the same round (median, min-max). Also the bound the operation count puts
+on the share: the MLP's multiply-adds against those plus its tanh's vector operations.
+Figures only: nothing is saved, nothing here is a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parents[1]
+AVX2_ARCH = "x86-64-v3"
+
+# Runs `python -m studylib bench` with the fused library built with extra flags (the diagnostic).
+_WITH_FLAGS = """
+import dataclasses, sys
+from studylib.native import build
+spec = build.LIBRARIES["fused_cpu"]
+build.LIBRARIES["fused_cpu"] = dataclasses.replace(spec, extra_flags=spec.extra_flags + tuple(sys.argv[1].split()))
+from studylib.__main__ import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def _has_avx512() -> bool:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return "avx512f" in next((ln for ln in f if ln.startswith("flags")), "").split()
+    except OSError:
+        return False
+
+
+def variants() -> dict[str, tuple[str, dict, str]]:
+    """name -> (impl, extra environment, extra compiler flags of the fused library)."""
+    out = {"jax": ("jax", {}, ""), "fused": ("fused", {}, "")}
+    if _has_avx512():
+        out["fused AVX2"] = ("fused", {"STUDYLIB_NATIVE_ARCH": AVX2_ARCH}, "")
+    out["fused, tanh as clamp"] = ("fused", {}, "-DFUSED_TANH_CLAMP_ONLY")
+    return out
+
+
+def _bench(impl: str, env: dict, flags: str, n: int, k: int, repeats: int) -> dict:
+    args = ["bench", "--impl", impl, "--num-envs", str(n), "--steps", str(k), "--policy", "mlp",
+            "--repeats", str(repeats), "--json"]
+    cmd = [sys.executable, "-c", _WITH_FLAGS, flags, *args] if flags else [sys.executable, "-m", "studylib", *args]
+    proc = subprocess.run(cmd, cwd=HERE, env={**os.environ, **env}, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd[:2])} ... failed:\n{proc.stderr[-2000:]}")
+    rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    return rows[-1]
+
+
+def _spread(values) -> str:
+    return f"{statistics.median(values):.3g} ({min(values):.3g}-{max(values):.3g})"
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--num-envs", type=int, default=2**16)
+    ap.add_argument("--steps", type=int, default=1000)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=3, help="timed regions per bench call (median)")
+    a = ap.parse_args(argv)
+    todo = variants()
+    got = {name: [] for name in todo}
+    for r in range(a.rounds):
+        order = list(todo.items()) if r % 2 == 0 else list(todo.items())[::-1]
+        for name, (impl, env, flags) in order:
+            got[name].append(_bench(impl, env, flags, a.num_envs, a.steps, a.repeats))
+            print(f"round {r + 1}/{a.rounds}: {name} {got[name][-1]['samples_per_s']:.3g} samples/s", file=sys.stderr)
+    jax = [row["samples_per_s"] for row in got["jax"]]
+    print(f"N = {a.num_envs}, K = {a.steps}, MLP policy, {a.rounds} alternating rounds; median (min-max over rounds)")
+    for name, rows in got.items():
+        rate = [row["samples_per_s"] for row in rows]
+        line = f"{name:22s} {_spread(rate)} samples/s"
+        if "fma_share" in rows[0]:
+            line += (f", {_spread([row['mlp_gflop_per_s'] for row in rows])} GFLOP/s = "
+                     f"{_spread([100 * row['fma_share'] for row in rows])} % of its FMA ceiling "
+                     f"({_spread([row['fma_gflop_per_s'] for row in rows])} GFLOP/s, {rows[0]['fma_ceiling_from']})")
+        if name != "jax":
+            line += f"; over jax {_spread([x / j for x, j in zip(rate, jax)])}x"
+        print(line)
+    from studylib import costs
+
+    print(f"operation bound (studylib.costs.fma_port_bound): {costs.fma_port_bound(12):.1%} of the ceiling with "
+          f"12 FMA-port operations per tanh (AVX2: a two-operation clamp), {costs.fma_port_bound(13):.1%} with 13 "
+          f"(AVX-512: a three-uop division), {costs.fma_port_bound(1):.1%} with one (the diagnostic)")
+
+
+if __name__ == "__main__":
+    main()
