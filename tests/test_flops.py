@@ -143,10 +143,10 @@ def test_bench_prints_the_mlp_flops_against_the_fma_ceiling(monkeypatch, capsys,
 FMA = re.compile(r"^vfn?m(add|sub)\d+ps$")
 
 
-def _disassemble(isa: str, tmp_path) -> str:
-    obj = tmp_path / f"fused_cpu-{isa}.o"
+def _disassemble(isa: str, tmp_path, defines=()) -> str:
+    obj = tmp_path / f"fused_cpu-{isa}{''.join(defines)}.o"
     cmd = [_tool("g++"), *_BASE, *ISAS[isa], *build.LIBRARIES["fused_cpu"].extra_flags, f"-I{native.CUDA_SOURCE_DIR}",
-           "-c", str(native.FUSED_CPU_SOURCE), "-o", str(obj)]
+           *defines, "-c", str(native.FUSED_CPU_SOURCE), "-o", str(obj)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr}"
     return subprocess.run([_tool("objdump"), "-d", "--no-show-raw-insn", str(obj)], capture_output=True, text=True,
@@ -198,3 +198,18 @@ def test_mlp_micro_kernel_keeps_its_tile_in_registers(isa, tmp_path):
     expected = 24 if avx512 else 12
     assert len(accumulators) == expected, f"{isa}: {len(accumulators)} accumulators:\n{_listing(body)}"
     assert len(fmas) % expected == 0  # whole k steps of the tile per iteration
+
+
+def test_the_tanh_diagnostic_build_has_no_division_in_its_mlp(tmp_path):
+    """benchmarks/fused_fma_share.py's diagnostic (-DFUSED_TANH_CLAMP_ONLY) measures the kernel with
+    the tanh replaced by one clamp: its MLP tiles hold no division, where the library's hold the
+    tanh's (so what it measures is the tanh's cost, not another kernel's)."""
+    _x86_64_only()
+
+    def divisions(text: str) -> int:
+        tiles = {name: insns for name, insns in _functions(text).items() if "mlp_tile" in name}
+        assert tiles, "no mlp_tile function in fused_cpu.o"
+        return sum(m.startswith("vdivps") or m.startswith("divps") for insns in tiles.values() for _, m, _ in insns)
+
+    assert divisions(_disassemble("native", tmp_path)) > 0
+    assert divisions(_disassemble("native", tmp_path, ("-DFUSED_TANH_CLAMP_ONLY",))) == 0
