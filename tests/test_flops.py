@@ -120,6 +120,10 @@ def test_rows_are_measured_with_the_native_build_only(monkeypatch, tmp_path):
     assert not list(tmp_path.rglob("*.json"))
     assert main(["measure", "--chapters", "beyond", "--data-dir", str(tmp_path), "--no-progress"]) == 2
     assert not list(tmp_path.rglob("*.json"))
+    from studylib.harness.sweep import READ_ONLY, session
+
+    with session(engine=READ_ONLY):  # reading what is saved measures nothing: allowed
+        assert sweep("arch_probe", [point], data_dir=tmp_path, progress=False).empty
 
 
 def test_bench_prints_the_mlp_flops_against_the_fma_ceiling(monkeypatch, capsys, tmp_path):

@@ -29,6 +29,7 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ..errors import StudyError
+from ..native.build import check_measuring_native
 from .store import DataFile
 from .sweep import SKIP_ERRORS, Keying, Result, progress_bar, run_parameters, save_skipped
 
@@ -145,6 +146,7 @@ class RayEngine:
                 pending[key] = item
         measured, lost = 0, []
         if pending:
+            check_measuring_native()  # rows are the native build's (a reused row needs no build)
             bar = progress_bar(len(items), name, progress)
             bar.update(len(items) - len(pending))
             parameters = run_parameters(items, keying)

@@ -171,7 +171,6 @@ def run(name: str, items, measure_one, keying: Keying, *, data_dir="data", progr
     if machine is not None and machine != machine_key():
         result = read_saved(name, items, keying, data_dir=data_dir, machine=machine)
     elif current.engine is not None:
-        check_measuring_native()
         result = current.engine.run(name, items, measure_one, keying, data_dir=data_dir, progress=progress, log=log)
     else:
         result = _run_here(name, items, measure_one, keying, data_dir=data_dir, progress=progress, log=log)
