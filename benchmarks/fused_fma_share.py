@@ -48,18 +48,12 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
-def _has_avx512() -> bool:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return "avx512f" in next((ln for ln in f if ln.startswith("flags")), "").split()
-    except OSError:
-        return False
-
-
 def variants() -> dict[str, tuple[str, dict, str]]:
     """name -> (impl, extra environment, extra compiler flags of the fused library)."""
+    from studylib.harness.provenance import machine_identity
+
     out = {"jax": ("jax", {}, ""), "fused": ("fused", {}, "")}
-    if _has_avx512():
+    if machine_identity()["isa"] == "avx512":  # the ISA level the machine key names
         out["fused AVX2"] = ("fused", {"STUDYLIB_NATIVE_ARCH": AVX2_ARCH}, "")
     out["fused, tanh as clamp"] = ("fused", {}, "-DFUSED_TANH_CLAMP_ONLY")
     return out

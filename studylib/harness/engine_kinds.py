@@ -39,6 +39,12 @@ class _HostEngine:
         """The study's MLP for this engine's observation width, or none (open-loop controls)."""
         self.policy = None if policy_seed is None else EnginePolicy.for_model(m, obs_width, policy_seed)
 
+    def sync(self):
+        pass  # every call returns with its work done
+
+    def close(self):
+        pass
+
 
 class _PythonLoop(_HostEngine):
     """mujoco-python: one MjData per environment, ``mj_step`` from Python, controls written each step."""
@@ -63,12 +69,6 @@ class _PythonLoop(_HostEngine):
 
     def state(self):
         return np.array([d.qpos for d in self.datas]), np.array([d.qvel for d in self.datas])
-
-    def sync(self):
-        pass
-
-    def close(self):
-        pass
 
 
 class _Rollout(_HostEngine):
@@ -110,9 +110,6 @@ class _Rollout(_HostEngine):
     def state(self):
         nq, nv = self.m.nq, self.m.nv  # FULLPHYSICS begins: time (1), qpos (nq), qvel (nv)
         return self.x0[:, 1:1 + nq].copy(), self.x0[:, 1 + nq:1 + nq + nv].copy()
-
-    def sync(self):
-        pass
 
     def close(self):
         self.pool.close()
@@ -198,9 +195,6 @@ class _Envpool(_HostEngine):
 
     def state(self):
         raise ConfigError("envpool does not expose its MuJoCo state")
-
-    def sync(self):
-        pass
 
     def close(self):
         self.env.close()

@@ -42,7 +42,8 @@ class EnginePolicy:
         return cls(w.layers(), low, high)
 
     def flops_per_sample(self) -> int:
-        """Multiply-adds counted as 2 flops, the MLP's layers only (as studylib.costs counts CartPole's)."""
+        """The layers' multiply-adds, 2 flops each; the bias adds are left out (studylib.costs.mlp_flops,
+        CartPole's count, includes them)."""
         return sum(2 * w.shape[0] * w.shape[1] for w, _ in self.weights)
 
     def __call__(self, obs, xp=np):

@@ -35,7 +35,6 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-
 from ..errors import ConfigError
 from .atari_engines import cores
 from .engine_kinds import make_envpool, make_gymnasium_async, make_mjx, make_python, make_rollout
@@ -159,10 +158,11 @@ def build(engine: str, model: str, num_envs: int, steps: int, seed: int = 0, pat
 def c_reference(m, qpos, qvel, ctrl, steps: int):
     """MuJoCo C, float64: environment 0 from (qpos[0], qvel[0]) stepped ``steps`` times by
     ``mujoco.mj_step``, step j with ``ctrl[0, j % K]`` (the engines repeat their K controls every
-    call). Returns (qpos, qvel, mean ``d.ncon`` per step: what a contact-rich model costs, whichever
-    engine is timed, mean seconds per step by MuJoCo's own ``mjTIMER_STEP`` after the first tenth of
-    the steps: C time inside ``mj_step``, Python's call overhead excluded; MuJoCo's timers are its own instrumentation, on
-    in every build, a clock read per timed stage)."""
+    call). Returns (qpos, qvel, contacts, step_s): contacts, the mean ``d.ncon`` per step (what a
+    contact-rich model costs, whichever engine is timed); step_s, the mean seconds per step by
+    MuJoCo's own ``mjTIMER_STEP`` after the first tenth of the steps (C time inside ``mj_step``,
+    Python's call overhead excluded; MuJoCo's timers are its own instrumentation, on in every
+    build, a clock read per timed stage)."""
     import mujoco
 
     d = mujoco.MjData(m)
