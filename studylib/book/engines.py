@@ -53,7 +53,7 @@ def engine_data(P: EnginesParams) -> pd.DataFrame:
     df = pd.DataFrame(result.rows)
     if len(df):
         df["env_steps_per_s"] = df["samples_per_s"] / df["frame_skip"]
-        df["policy"] = df["policy"].fillna("none") if "policy" in df else "none"  # rows saved before: open loop
+        df = engine_study.with_policy(df)
     skipped = [{"engine": e, "model": m, "reason": why} for e, m, why in unsupported] + list(result.skipped)
     df.attrs.update(skipped=skipped, dropped=dropped, measured=result.measured, reused=result.reused,
                     stale=result.stale)
@@ -167,7 +167,7 @@ def prediction_errors(predicted: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFra
     if predicted.empty or rows.empty:
         return pd.DataFrame(columns=cols)
     p = predicted[predicted["predicted_samples_per_s"].notna()]
-    p = p.assign(policy=p["policy"].fillna("none") if "policy" in p else "none")
+    p = engine_study.with_policy(p)
     d = p[[*engine_study.COLUMNS, "predicted_samples_per_s", "dominant"]].merge(
         rows[[*engine_study.COLUMNS, "samples_per_s"]], on=list(engine_study.COLUMNS))
     d = d.rename(columns={"predicted_samples_per_s": "predicted", "samples_per_s": "measured"})
@@ -198,7 +198,7 @@ def beyond_the_plan(P: EnginesParams, rows: pd.DataFrame) -> pd.DataFrame:
         saved = store.load(engine_study.FILE, data_dir=P.data_dir, machine=P.machine or machine_key())
     except ConfigError:
         return pd.DataFrame()
-    saved = saved.assign(policy=saved["policy"].fillna("none") if "policy" in saved else "none")
+    saved = engine_study.with_policy(saved)
     shown = set(map(tuple, rows[list(engine_study.COLUMNS)].itertuples(index=False))) if len(rows) else set()
     extra = saved[[tuple(r) not in shown for r in saved[list(engine_study.COLUMNS)].itertuples(index=False)]]
     return extra.sort_values(["engine", "model", "policy", "num_envs", "steps"]).reset_index(drop=True)

@@ -41,9 +41,17 @@ class EngineItem:
         return f"{self.engine} {self.model} N={self.num_envs} K={self.steps} policy={self.policy}"
 
 
+OPEN_LOOP = "none"  # the policy of a row saved before rows named theirs: they all ran open loop
+
+
 def _row_key(row: dict) -> tuple:
-    """The columns' values; a row saved before rows named their policy ran open loop ("none")."""
-    return keyed_by(*COLUMNS)({"policy": "none", **row})
+    """The columns' values; a row without a policy ran open loop (OPEN_LOOP)."""
+    return keyed_by(*COLUMNS)({"policy": OPEN_LOOP, **row})
+
+
+def with_policy(frame):
+    """``frame`` (rows or predictions as a DataFrame) with every row's policy: OPEN_LOOP where it has none."""
+    return frame.assign(policy=frame["policy"].fillna(OPEN_LOOP) if "policy" in frame else OPEN_LOOP)
 
 
 KEYING = Keying(EngineItem.columns, _row_key, EngineItem.describe, "engine")
