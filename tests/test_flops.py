@@ -107,6 +107,39 @@ def test_another_isa_is_its_own_build_and_ceiling(monkeypatch, tmp_path):
         build.cxxflags()
 
 
+def _arches_gcc_knows(cxx: str) -> list[str]:
+    """The -march values the compiler lists in its error for an unknown one."""
+    proc = subprocess.run([cxx, "-march=none-such", "-E", "-x", "c++", "-"], input="", capture_output=True, text=True)
+    listed = re.search(r"valid arguments to .-march=. switch are: ([^\n;]+)", proc.stderr)
+    return listed.group(1).split() if listed else []
+
+
+def test_a_build_this_cpu_cannot_run_is_refused_before_it_is_built(monkeypatch, tmp_path):
+    """Under a -march that enables vector instructions this CPU lacks, the build is refused with
+    their names (instead of a library that dies of SIGILL on its first call); one this CPU runs,
+    and the native build, are not."""
+    cxx = build._compiler()
+    assert build.foreign_features(cxx, "native") == []
+    foreign = {a: build.foreign_features(cxx, a) for a in _arches_gcc_knows(cxx) if a != "native"}
+    runs_here = [a for a, missing in foreign.items() if not missing]
+    lacking = [a for a, missing in foreign.items() if missing]
+    if not lacking:
+        pytest.skip("this CPU runs every -march the compiler knows")
+    arch = lacking[-1]  # the newest, as gcc lists them per family
+    monkeypatch.setenv("STUDYLIB_CACHE", str(tmp_path))
+    monkeypatch.setenv(build.ARCH_ENV, arch)
+    build.build_info.cache_clear()
+    try:
+        with pytest.raises(build.NativeBuildError, match=re.escape(foreign[arch][0])):
+            build.build_info("fma_peak")
+        assert not list(tmp_path.glob("*.so"))
+        if runs_here:  # an older -march this CPU runs is built
+            monkeypatch.setenv(build.ARCH_ENV, runs_here[0])
+            assert build.build_info("fma_peak")["flags"][1] == f"-march={runs_here[0]}"
+    finally:
+        build.build_info.cache_clear()
+
+
 def test_rows_are_measured_with_the_native_build_only(monkeypatch, tmp_path):
     """A data file's rows name this CPU: under another ISA's build, sweep and measure refuse before
     measuring (exit status 2 from the CLI), and nothing is written."""

@@ -58,6 +58,41 @@ def cxxflags() -> list[str]:
     return [f"-march={native_arch()}" if f == "-march=native" else f for f in CXXFLAGS]
 
 
+# Instruction families GCC emits from ordinary arithmetic code (vectorized loops, bit tricks): a
+# build for a -march that enables one this CPU lacks dies of SIGILL on its first call. Features
+# the kernels never use (PKU, SGX, ... that a VM may hide) are not checked.
+_EMITTED_FEATURE = re.compile(r"__(SSE|AVX|FMA|F16C|BMI|LZCNT|POPCNT|MOVBE|ABM|TBM|XOP|ARM_FEATURE|ARM_NEON)\w*__")
+
+
+@lru_cache(maxsize=None)
+def _feature_macros(cxx: str, arch: str) -> frozenset[str]:
+    """The instruction-set macros the compiler defines for -march=arch (__AVX512F__, __SSE4A__, ...)."""
+    proc = subprocess.run([cxx, f"-march={arch}", "-dM", "-E", "-x", "c++", "-"], input="", capture_output=True,
+                          text=True)
+    if proc.returncode != 0:
+        raise NativeBuildError(f"{cxx} refuses -march={arch} (${ARCH_ENV}):\n{proc.stderr[-1500:]}")
+    return frozenset(re.findall(r"^#define (__[A-Z0-9_]+__) ", proc.stdout, flags=re.M))
+
+
+def foreign_features(cxx: str, arch: str) -> list[str]:
+    """The instruction families -march=arch enables that this CPU (-march=native) lacks, of those the
+    compiler emits from plain code: empty when the build for ``arch`` runs here."""
+    if arch == "native":
+        return []
+    extra = _feature_macros(cxx, arch) - _feature_macros(cxx, "native")
+    return sorted(m.strip("_") for m in extra if _EMITTED_FEATURE.fullmatch(m))
+
+
+@lru_cache(maxsize=None)
+def check_arch_runs_here(cxx: str, arch: str) -> None:
+    """Refuse a build whose instructions this CPU cannot run (once per compiler and -march)."""
+    missing = foreign_features(cxx, arch)
+    if missing:
+        raise NativeBuildError(f"${ARCH_ENV}={arch} enables instructions this CPU lacks ({', '.join(missing)}): "
+                               "its kernels may use them and die of SIGILL; name a -march this CPU runs "
+                               "(x86-64-v3 on an AVX-512 host, for the AVX2 build)")
+
+
 def check_measuring_native() -> None:
     """Refuse to measure rows for a data file from a build for another instruction set than the CPU's
     own: a row's machine key names this CPU, whose kernels are the -march=native build."""
@@ -159,6 +194,7 @@ def build_info(name: str = DEFAULT_LIBRARY) -> dict:
         raise NativeBuildError(f"kernel source not found at {missing[0]}: the installed package lacks "
                                "its studylib/_cuda sources (reinstall studylib)")
     cxx = _compiler()
+    check_arch_runs_here(cxx, native_arch())
     flags = [*cxxflags(), *spec.extra_flags]
     target = _cache_dir() / f"{spec.name}-{_build_key(cxx, spec.files, spec.extra_flags)}.so"
     info = {"name": spec.name, "path": str(target), "compiler": cxx, "flags": flags}
