@@ -37,11 +37,11 @@
 // K = 1000, benchmarks/fused_fma_share.py, 3 alternating rounds): 58% of the AVX-512 ceiling, 68%
 // of the AVX2 one for the x86-64-v3 build, and 82% with the tanh replaced by one clamp (a
 // diagnostic build, FUSED_TANH_CLAMP_ONLY below). The AVX2 build runs at 90% of its operation
-// bound, the AVX-512 one at 79%: AVX-512's divisions come in bursts (layer 1, each tile's end)
-// that the divider, one zmm per ~10 cycles, serves slower than the FMA ports would. Measured here
-// and not kept: each tile's tanh
-// software-pipelined into the next tile's k loop (slower on both ISAs), a layer's 64 tanh as one
-// pass after its sums (slower on AVX-512, even on AVX2), a reciprocal estimate with Newton steps
+// bound, the AVX-512 one at 79%, and the diagnostic at 84% of its own (98.6%): most of the
+// distance from the bound is the loop's (loads, tile ends, physics), the rest on AVX-512 its
+// divisions, which the divider serves one zmm per ~10 cycles. Measured here and not kept: each
+// tile's tanh software-pipelined into the next tile's k loop (slower on both ISAs), a layer's 64
+// tanh as one pass after its sums (slower on AVX-512, even on AVX2), a reciprocal estimate with Newton steps
 // in place of vdivps and AVX2's clamp as an abs, a min and a sign (no faster), and each tile's
 // divisions deferred through L1 into the next tile's k loop, three per eighth of it, with layer 3
 // as a pass of its own (3-9% slower on AVX-512, also written so that the k loop keeps every
