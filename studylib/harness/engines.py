@@ -107,6 +107,10 @@ class RoboticsEngine:
     def threads(self) -> int | None:
         return cores() if self.threaded else None
 
+    def solver_for(self, requested: str | None) -> str:
+        """The solver setting it runs for ``requested`` (None: its own): MJX's "newton" whatever is asked."""
+        return self.solver if self.solver == "newton" else (requested or self.solver)
+
 
 ENGINES = {e.name: e for e in (
     RoboticsEngine("mujoco-python", "mj_step in a Python loop", "gym", make_python, ("mujoco",), vectorized=False),
@@ -149,7 +153,7 @@ def build(engine: str, model: str, num_envs: int, steps: int, seed: int = 0, pat
     reason = rec.unavailable(model)
     if reason is not None:
         raise ConfigError(f"engine {rec.name} cannot run {model}: {reason}")
-    m = load(model, "newton" if rec.solver == "newton" else (solver or rec.solver))
+    m = load(model, rec.solver_for(solver))
     qpos, qvel = state if state is not None else initial_state(m, num_envs, seed)
     ctrl = controls(m, num_envs, steps, seed, pattern)
     return rec.make(model_record(model), m, qpos, qvel, ctrl, seed, seed if policy == "mlp" else None), m, ctrl
@@ -218,7 +222,7 @@ def measure_engine(engine: str, model: str, num_envs: int, steps: int, repeats: 
         inst.close()
     s = t.summary(num_envs * steps)
     pol = inst.policy
-    contacts, step_s = reference_run(m, model, solver or rec.solver, seed, pattern, steps, contact_steps)
+    contacts, step_s = reference_run(m, model, rec.solver_for(solver), seed, pattern, steps, contact_steps)
     return {**row, "reason": None, "solver": describe_solver(m), "samples_per_s": s["median"],
             "samples_per_s_min": s["min"], "samples_per_s_max": s["max"], "compile_s": compile_s,
             "setup_s": setup_s, "warmup_s": t.warmup_s, "calls_per_region": t.calls,
