@@ -49,8 +49,6 @@ def test_mlp_flops_rejects_a_shape_that_is_no_mlp(sizes):
 def test_the_kernels_operation_counts_follow_the_source():
     """costs.MLP_FMAS and MLP_TANH_OPERATIONS as cuda/mlp.cuh writes them: one FMA per weight, and
     mlp_tanh's FMAs (Horner steps), clamp, square, multiply and division."""
-    import re
-
     assert costs.MLP_FMAS == 4 * 64 + 64 * 64 + 64 * 2 == 4480
     src = native.MLP_HEADER.read_text()
     body = src[src.index("MLP_HD T mlp_tanh(T x) {"):]
