@@ -107,28 +107,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _cmd_bench(args, out) -> int:
     from .harness.measure import check_feasible, measure
-    from .harness.roofline import fma_ceiling, mlp_share
-    from .harness.table import format_table
+    from .harness.roofline import CeilingShares
+    from .harness.table import format_roofline_report, format_table
 
     points = points_of(args, positive("--repeats", args.repeats), positive_float("--min-seconds", args.min_seconds))
     for p in points:  # everything checkable is checked before the first measurement
         check_feasible(p)
-    fma = None
-
-    def with_share(row: dict) -> dict:
-        nonlocal fma
-        if row["policy"] == "mlp" and row["device"] == "cpu":  # the MLP's flops against the CPU's FMA ceiling
-            fma = fma or fma_ceiling()  # measured once, at the first such row
-            row.update(mlp_share(row["samples_per_s"], fma[0]), fma_ceiling_from=fma[1])
-        return row
-
-    rows = collected((with_share(measure(p)) for p in points), out, args.json)
+    shares = CeilingShares()
+    rows = collected((shares.add(measure(p)) for p in points), out, args.json)
     if not args.json:
-        out.write(format_table(rows) + "\n")
-        for r in (r for r in rows if "fma_share" in r):
-            out.write(f"{r['impl']} N={r['num_envs']} K={r['steps']}: MLP {r['mlp_flop_per_sample']} flop/sample, "
-                      f"{r['mlp_gflop_per_s']:.1f} GFLOP/s = {r['fma_share']:.1%} of the FMA ceiling "
-                      f"({r['fma_gflop_per_s']:.1f} GFLOP/s, cuda/fma_peak.cpp on this CPU, {r['fma_ceiling_from']})\n")
+        out.write(format_table(rows) + "\n" + format_roofline_report(rows))
     return 0
 
 

@@ -157,20 +157,56 @@ def test_rows_are_measured_with_the_native_build_only(monkeypatch, tmp_path):
         assert sweep("arch_probe", [point], data_dir=tmp_path, progress=False).empty
 
 
-def test_bench_prints_the_mlp_flops_against_the_fma_ceiling(monkeypatch, capsys, tmp_path):
-    monkeypatch.setattr(roofline, "fma_flops_per_s", lambda: 1e11)  # the ceiling: measured by test_fma_peak
+def test_bench_prints_each_row_against_the_ceilings(monkeypatch, capsys, tmp_path):
+    """The bench places every CartPole row on the CPU against the ceiling that binds it, and the MLP's
+    flops against the FMA ceiling; the table's figures follow from the printed ceilings."""
+    monkeypatch.setattr(roofline, "fma_flops_per_s", lambda: 1e11)  # the ceilings: measured by their own tests
+    monkeypatch.setattr(roofline, "memory_bandwidth", lambda: 4.8e9)
     monkeypatch.setenv("STUDYLIB_DATA_DIR", str(tmp_path))  # no saved ceiling
-    rc = main(["bench", "--impl", "fused", "--policy", "mlp,none", "--num-envs", "40", "--steps", "2",
+    rc = main(["bench", "--impl", "fused", "--policy", "mlp,none", "--num-envs", "40", "--steps", "1,100",
                "--repeats", "1", "--min-seconds", "0.01"])
     out = capsys.readouterr().out
     assert rc == 0
-    lines = [line for line in out.splitlines() if "of the FMA ceiling" in line]
-    assert len(lines) == 1  # the MLP row only
-    m = re.match(r"fused N=40 K=2: MLP 9090 flop/sample, ([\d.]+) GFLOP/s = ([\d.]+)% of the FMA ceiling "
-                 r"\(100\.0 GFLOP/s, cuda/fma_peak.cpp on this CPU, measured now\)", lines[0])
-    assert m, lines[0]
-    assert float(m.group(2)) == pytest.approx(float(m.group(1)), abs=0.06)  # GFLOP/s over 100 GFLOP/s
-    assert float(m.group(1)) > 0
+    assert ("FMA 100.0 GFLOP/s (cuda/fma_peak.cpp, measured now), memory 4.8 GB/s (a stream copy, measured now)"
+            in out)
+    rows = {}
+    for line in out.split("binding ceiling")[1].splitlines()[1:5]:
+        impl, n, k, s, c, policy, rate, size, unit, bound, bound_rate, share, gflops, fma_share = line.split()
+        assert (impl, n, s, c, size, unit) == ("fused", "40", "1", "1", "1.88", "KiB")  # 40 x 48 bytes
+        rows[policy, int(k)] = (float(rate), bound, float(bound_rate), float(share.rstrip("%")), gflops, fma_share)
+    assert set(rows) == {("mlp", 1), ("mlp", 100), ("none", 1), ("none", 100)}
+    for (policy, k), (rate, bound, bound_rate, share, gflops, fma_share) in rows.items():
+        flops = costs.step_flops(1, 1, policy)
+        expected = {"compute": 1e11 / flops, "memory": 4.8e9 * (k if k > 1 else 1) / 48}
+        assert bound == min(expected, key=expected.get)  # K = 100 keeps the state in cache: memory x 100
+        assert bound_rate == pytest.approx(expected[bound], rel=5e-3)
+        assert share == pytest.approx(100 * rate / expected[bound], rel=5e-3, abs=0.06)
+        if policy == "mlp":
+            assert float(gflops) == pytest.approx(rate * 9090 / 1e9, rel=5e-3, abs=0.06)
+            assert float(fma_share.rstrip("%")) == pytest.approx(float(gflops), abs=0.06)  # over 100 GFLOP/s
+        else:
+            assert gflops == fma_share == "-"
+    assert rows["none", 1][1] == "memory" and rows["none", 100][1] == "compute" and rows["mlp", 1][1] == "compute"
+
+
+def test_ceiling_shares_place_cartpole_cpu_rows_only(monkeypatch, tmp_path):
+    monkeypatch.setattr(roofline, "fma_flops_per_s", lambda: 1e11)
+    monkeypatch.setattr(roofline, "memory_bandwidth", lambda: 4.8e9)
+    shares = roofline.CeilingShares(tmp_path)
+    row = {"impl": "cpp", "num_envs": 2**20, "steps": 1, "state_factor": 2, "compute_factor": 1, "policy": "none",
+           "device": "cpu", "sim": "cartpole", "samples_per_s": 1.2e8}
+    placed = shares.add(dict(row))
+    assert placed["bound"] == "memory" and placed["state_bytes"] == 2**20 * 80  # S = 2: 32 x 2 + 16 bytes
+    assert placed["bound_share"] == pytest.approx(1.2e8 / (4.8e9 / 80))  # 2.0: the caches served it
+    assert "fma_share" not in placed and placed["memory_ceiling_from"] == "measured now"
+    for other in ({"sim": "chain"}, {"device": "cuda"}):
+        assert shares.add({**row, **other}) == {**row, **other}
+    saved = tmp_path / machine_key()
+    saved.mkdir()
+    (saved / "beyond_roofline.json").write_text(json.dumps({"format": store.FORMAT, "rows": [
+        {"ceiling": "memory", "value": 9.6e9, "semantics": stamp("ceiling")}]}))
+    value, source = roofline.memory_ceiling(tmp_path)  # the saved one is larger: it wins, named
+    assert value == 9.6e9 and source.endswith("beyond_roofline.json")
 
 
 # ---- the micro-kernel that runs them -------------------------------------------------------------

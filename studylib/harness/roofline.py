@@ -89,18 +89,28 @@ def fma_ceiling(data_dir=None) -> tuple[float, str]:
     ceiling is the best the machine does; measured while another process holds a core it reads
     low, and a share of it high. Under $STUDYLIB_NATIVE_ARCH (``native.build.native_arch``) the
     ceiling of that build, measured now: the saved ones are the native build's."""
-    from . import store
-    from .presets import resolve_data_dir
-    from .provenance import machine_key
-
     from ..native.build import native_arch
 
     live = fma_flops_per_s()
     if native_arch() != "native":  # the saved ceilings are the native build's: another ISA's is its own
         return live, f"measured now, built with -march={native_arch()}"
+    return _larger_of_now_and_saved(live, "fma_flops_per_s", data_dir)
+
+
+def memory_ceiling(data_dir=None) -> tuple[float, str]:
+    """(bytes/s, where from) of this machine's stream bandwidth for a report: ``memory_bandwidth``
+    measured now, or the one its data folder saved, whichever is larger (as ``fma_ceiling``)."""
+    return _larger_of_now_and_saved(memory_bandwidth(), "memory_bytes_per_s", data_dir)
+
+
+def _larger_of_now_and_saved(live: float, key: str, data_dir) -> tuple[float, str]:
+    from . import store
+    from .presets import resolve_data_dir
+    from .provenance import machine_key
+
     folder = store.machine_folder(resolve_data_dir(data_dir), machine_key())
     try:
-        saved = saved_ceilings(folder)["fma_flops_per_s"] or 0.0
+        saved = saved_ceilings(folder)[key] or 0.0
     except store.DataDirError:  # not a data file: the measurement alone
         saved = 0.0
     return (live, "measured now") if live >= saved else (saved, f"saved in {folder / CEILINGS_FILE}")
@@ -191,3 +201,40 @@ def bound_for(row: dict, ceil: dict) -> tuple[str, float]:
     """(name, steps/s) of the ceiling that binds one measurement row: the smaller that applies."""
     name, value = min(ceilings_for(row, ceil).items(), key=lambda kv: kv[1])
     return name, value
+
+
+def bound_share(row: dict, ceil: dict) -> dict:
+    """A CartPole measurement row against the ceiling that binds it (``bound_for``): that ceiling's
+    name and steps/s, the share of it the row's samples/s reach, and the bytes of state the row's
+    N environments hold (a row above the memory ceiling is one whose state the caches serve)."""
+    name, value = bound_for(row, ceil)
+    state = int(row["num_envs"]) * costs.unfused_bytes(int(row["state_factor"]))
+    return {"bound": name, "bound_steps_per_s": value, "bound_share": row["samples_per_s"] / value,
+            "state_bytes": state}
+
+
+class CeilingShares:
+    """Measurement rows against this CPU's ceilings, for a report (``python -m studylib bench``): the
+    ceilings (``fma_ceiling``, ``memory_ceiling``) measured once, at the first CartPole row on the
+    CPU, and added to each such row with its shares of them: the row against the ceiling that
+    binds it (``bound_share``) and, with the MLP, the MLP's flops against the FMA ceiling
+    (``mlp_share``). The roofline counts CartPole's step: rows of other simulators, and rows on a
+    GPU, are left as they are."""
+
+    def __init__(self, data_dir=None):
+        self.data_dir = data_dir
+        self.columns = None  # the ceilings and where each is from, as every placed row carries them
+
+    def add(self, row: dict) -> dict:
+        if row["device"] != "cpu" or row.get("sim") != "cartpole":
+            return row
+        if self.columns is None:
+            (fma, fma_from), (memory, memory_from) = fma_ceiling(self.data_dir), memory_ceiling(self.data_dir)
+            self.columns = {"fma_gflop_per_s": fma / 1e9, "fma_ceiling_from": fma_from,
+                            "memory_gb_per_s": memory / 1e9, "memory_ceiling_from": memory_from}
+        ceil = {"fma_flops_per_s": self.columns["fma_gflop_per_s"] * 1e9,
+                "memory_bytes_per_s": self.columns["memory_gb_per_s"] * 1e9}
+        if row["policy"] == "mlp":
+            row.update(mlp_share(row["samples_per_s"], ceil["fma_flops_per_s"]))
+        row.update(bound_share(row, ceil), **self.columns)
+        return row

@@ -10,6 +10,13 @@ def _render(header: list[str], lines: list[list[str]]) -> str:
     return "\n".join(out)
 
 
+def _binary_size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.3g} {unit}"
+        n /= 1024
+
+
 def format_table(rows) -> str:
     """Throughput rows (``harness.measure``)."""
     header = ["impl", "N", "K", "S", "C", "policy", "device", "samples/s", "min..max", "calls", "compile_s", "episodes"]
@@ -19,6 +26,38 @@ def format_table(rows) -> str:
         f"{r['samples_per_s_min']:.3g}..{r['samples_per_s_max']:.3g}", str(r["calls_per_repeat"]),
         f"{r['compile_s']:.3f}", str(r["episodes_finished"]),
     ] for r in rows])
+
+
+def format_roofline_table(rows) -> str:
+    """Throughput rows placed against the ceilings (``roofline.bound_share``, ``roofline.mlp_share``)."""
+    header = ["impl", "N", "K", "S", "C", "policy", "samples/s", "state", "binding ceiling", "its steps/s", "share",
+              "MLP GFLOP/s", "of FMA ceiling"]
+    return _render(header, [[
+        r["impl"], str(r["num_envs"]), str(r["steps"]), str(r["state_factor"]), str(r["compute_factor"]), r["policy"],
+        f"{r['samples_per_s']:.3g}", _binary_size(r["state_bytes"]), r["bound"],
+        f"{r['bound_steps_per_s']:.3g}", f"{r['bound_share']:.1%}",
+        f"{r['mlp_gflop_per_s']:.1f}" if "mlp_gflop_per_s" in r else "-",
+        f"{r['fma_share']:.1%}" if "fma_share" in r else "-",
+    ] for r in rows])
+
+
+def format_roofline_report(rows) -> str:
+    """The rows that ``roofline.CeilingShares`` placed, as a table under the ceilings they were
+    placed against, with what each column means ("" when none was placed)."""
+    from .. import costs
+
+    placed = [r for r in rows if "bound" in r]
+    if not placed:
+        return ""
+    r = placed[0]
+    return (f"\nAgainst this CPU's ceilings (studylib.harness.roofline): FMA {r['fma_gflop_per_s']:.1f} GFLOP/s "
+            f"(cuda/fma_peak.cpp, {r['fma_ceiling_from']}), memory {r['memory_gb_per_s']:.1f} GB/s (a stream copy, "
+            f"{r['memory_ceiling_from']})\n" + format_roofline_table(placed) + "\n"
+            "compute: the FMA ceiling over the step's counted flops (sin, cos and tanh are not counted, so no step "
+            "reaches it). memory: the bandwidth over the bytes of state a step moves, once per call for a kernel that "
+            "keeps its block of environments in cache for its K steps; above 100%, the caches serve the state. "
+            f"MLP: its {costs.MLP_FLOPS} flops a sample (2 x fan_in x fan_out + fan_out; the tanh apart) against "
+            "the FMA ceiling.\n")
 
 
 def format_profile_table(rows) -> str:
