@@ -34,10 +34,11 @@
 // the FMA ports busy on nothing else the counted flops reach at most 75.5% of the peak on AVX2 (its
 // clamp is two operations) and 74.0% on AVX-512 (its division three uops on those ports)
 // (studylib.costs.fma_port_bound). On the 2-core AVX-512 Xeon this was tuned on (N = 2^16,
-// K = 1000, benchmarks/fused_fma_share.py, 3 alternating rounds): 58% of the AVX-512 ceiling, 68%
-// of the AVX2 one for the x86-64-v3 build, and 82% with the tanh replaced by one clamp (a
-// diagnostic build, FUSED_TANH_CLAMP_ONLY below). The AVX2 build runs at 90% of its operation
-// bound, the AVX-512 one at 79%, and the diagnostic at 84% of its own (98.6%): most of the
+// K = 1000, benchmarks/fused_fma_share.py, 3 alternating rounds, two runs on different days):
+// 56-58% of the AVX-512 ceiling, 67-68% of the AVX2 one for the x86-64-v3 build, and 77-82% with
+// the tanh replaced by one clamp (a diagnostic build, FUSED_TANH_CLAMP_ONLY below). The AVX2 build
+// runs at 89-90% of its operation bound, the AVX-512 one at 75-78%, and the diagnostic at 78-84%
+// of its own (98.6%): most of the
 // distance from the bound is the loop's (loads, tile ends, physics), the rest on AVX-512 its
 // divisions, which the divider serves one zmm per ~10 cycles. Measured here and not kept: each
 // tile's tanh software-pipelined into the next tile's k loop (slower on both ISAs), a layer's 64

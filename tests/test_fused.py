@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import studylib
+import studylib.dynamics  # studylib.dynamics.reference_step below: a submodule the package does not import
 from studylib import native
 from studylib.episodes import reset_values_numpy
 from studylib.policy import mlp_logits, mlp_weights, reference_actions
