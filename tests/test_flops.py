@@ -66,11 +66,11 @@ def test_mlp_share_of_the_ceiling():
                      "fma_gflop_per_s": pytest.approx(200.0), "fma_share": pytest.approx(0.4545)}
 
 
-def _saved_fma_ceiling(data_dir, value):
+def _saved_ceiling(data_dir, value, ceiling="fma"):
     folder = data_dir / machine_key()
     folder.mkdir(parents=True)
-    rows = [{"ceiling": "fma", "value": value, "semantics": stamp("ceiling")},
-            {"ceiling": "fma", "value": 10 * value, "semantics": "ceiling/0"}]  # stale: not read
+    rows = [{"ceiling": ceiling, "value": value, "semantics": stamp("ceiling")},
+            {"ceiling": ceiling, "value": 10 * value, "semantics": "ceiling/0"}]  # stale: not read
     (folder / "beyond_roofline.json").write_text(json.dumps({"format": store.FORMAT, "rows": rows}))
 
 
@@ -78,7 +78,7 @@ def test_fma_ceiling_is_the_larger_of_now_and_the_saved_one(monkeypatch, tmp_pat
     """Measured while another process holds a core, the ceiling reads low: a saved, larger one wins."""
     monkeypatch.setattr(roofline, "fma_flops_per_s", lambda: 1e11)
     assert roofline.fma_ceiling(tmp_path) == (1e11, "measured now")  # nothing saved
-    _saved_fma_ceiling(tmp_path, 3e11)
+    _saved_ceiling(tmp_path, 3e11)
     value, source = roofline.fma_ceiling(tmp_path)
     assert value == 3e11 and source.startswith("saved in ") and source.endswith("beyond_roofline.json")
     monkeypatch.setattr(roofline, "fma_flops_per_s", lambda: 4e11)
@@ -98,7 +98,7 @@ def test_another_isa_is_its_own_build_and_ceiling(monkeypatch, tmp_path):
     assert "-march=x86-64-v3" in build.cxxflags() and "-march=native" not in build.cxxflags()
     assert build._build_key("g++") != native_key
     monkeypatch.setattr(roofline, "fma_flops_per_s", lambda: 1e11)
-    _saved_fma_ceiling(tmp_path, 3e11)  # larger, but another build's
+    _saved_ceiling(tmp_path, 3e11)  # larger, but another build's
     assert roofline.fma_ceiling(tmp_path) == (1e11, "measured now, built with -march=x86-64-v3")
     monkeypatch.setenv(build.ARCH_ENV, "x86-64-v3; rm -rf /")
     with pytest.raises(build.NativeBuildError, match="not a -march value"):
@@ -201,10 +201,7 @@ def test_ceiling_shares_place_cartpole_cpu_rows_only(monkeypatch, tmp_path):
     assert "fma_share" not in placed and placed["memory_ceiling_from"] == "measured now"
     for other in ({"sim": "chain"}, {"device": "cuda"}):
         assert shares.add({**row, **other}) == {**row, **other}
-    saved = tmp_path / machine_key()
-    saved.mkdir()
-    (saved / "beyond_roofline.json").write_text(json.dumps({"format": store.FORMAT, "rows": [
-        {"ceiling": "memory", "value": 9.6e9, "semantics": stamp("ceiling")}]}))
+    _saved_ceiling(tmp_path, 9.6e9, "memory")
     value, source = roofline.memory_ceiling(tmp_path)  # the saved one is larger: it wins, named
     assert value == 9.6e9 and source.endswith("beyond_roofline.json")
 

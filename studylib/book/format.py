@@ -7,6 +7,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..harness.table import fmt_bytes  # noqa: F401  (the command line's, re-exported for the chapters)
+
 
 def pow2_label(n) -> str:
     n = float(n)
@@ -44,14 +46,6 @@ def fmt_time(seconds) -> str:
         if abs(seconds) >= scale:
             return f"{seconds / scale:.3g} {unit}"
     return f"{seconds / 1e-9:.3g} ns"
-
-
-def fmt_bytes(n) -> str:
-    """A size in KiB, MiB or GiB (binary units, as caches are sized)."""
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:.3g} {unit}"
-    return f"{n:.0f} B"
 
 
 def fmt_rate(v) -> str:

@@ -223,18 +223,18 @@ class CeilingShares:
 
     def __init__(self, data_dir=None):
         self.data_dir = data_dir
-        self.columns = None  # the ceilings and where each is from, as every placed row carries them
+        self.ceil = None  # the ceilings as ``bound_for`` reads them
+        self.columns = None  # the same in GFLOP/s and GB/s with where each is from, as every placed row carries them
 
     def add(self, row: dict) -> dict:
         if row["device"] != "cpu" or row.get("sim") != "cartpole":
             return row
-        if self.columns is None:
+        if self.ceil is None:
             (fma, fma_from), (memory, memory_from) = fma_ceiling(self.data_dir), memory_ceiling(self.data_dir)
+            self.ceil = {"fma_flops_per_s": fma, "memory_bytes_per_s": memory}
             self.columns = {"fma_gflop_per_s": fma / 1e9, "fma_ceiling_from": fma_from,
                             "memory_gb_per_s": memory / 1e9, "memory_ceiling_from": memory_from}
-        ceil = {"fma_flops_per_s": self.columns["fma_gflop_per_s"] * 1e9,
-                "memory_bytes_per_s": self.columns["memory_gb_per_s"] * 1e9}
         if row["policy"] == "mlp":
-            row.update(mlp_share(row["samples_per_s"], ceil["fma_flops_per_s"]))
-        row.update(bound_share(row, ceil), **self.columns)
+            row.update(mlp_share(row["samples_per_s"], self.ceil["fma_flops_per_s"]))
+        row.update(bound_share(row, self.ceil), **self.columns)
         return row

@@ -10,11 +10,12 @@ def _render(header: list[str], lines: list[list[str]]) -> str:
     return "\n".join(out)
 
 
-def _binary_size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.3g} {unit}"
-        n /= 1024
+def fmt_bytes(n) -> str:
+    """A size in KiB, MiB or GiB (binary units, as caches are sized)."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n:.0f} B"
 
 
 def format_table(rows) -> str:
@@ -34,7 +35,7 @@ def format_roofline_table(rows) -> str:
               "MLP GFLOP/s", "of FMA ceiling"]
     return _render(header, [[
         r["impl"], str(r["num_envs"]), str(r["steps"]), str(r["state_factor"]), str(r["compute_factor"]), r["policy"],
-        f"{r['samples_per_s']:.3g}", _binary_size(r["state_bytes"]), r["bound"],
+        f"{r['samples_per_s']:.3g}", fmt_bytes(r["state_bytes"]), r["bound"],
         f"{r['bound_steps_per_s']:.3g}", f"{r['bound_share']:.1%}",
         f"{r['mlp_gflop_per_s']:.1f}" if "mlp_gflop_per_s" in r else "-",
         f"{r['fma_share']:.1%}" if "fma_share" in r else "-",
