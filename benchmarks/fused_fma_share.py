@@ -113,9 +113,11 @@ def main(argv=None) -> None:
         print(line)
     from studylib import costs
 
-    print(f"operation bound (studylib.costs.fma_port_bound): {costs.fma_port_bound(12):.1%} of the ceiling with "
-          f"12 FMA-port operations per tanh (AVX2: a two-operation clamp), {costs.fma_port_bound(13):.1%} with 13 "
-          f"(AVX-512: a three-uop division), {costs.fma_port_bound(1):.1%} with one (the diagnostic)")
+    ops = {isa: t.operations for isa, t in costs.MLP_TANH_ON_ISA.items()}
+    print(f"operation bound (studylib.costs.fma_port_bound): {costs.fma_port_bound(ops['avx2']):.1%} of the ceiling "
+          f"with {ops['avx2']} FMA-port operations per tanh (AVX2: a two-operation clamp), "
+          f"{costs.fma_port_bound(ops['avx512']):.1%} with {ops['avx512']} (AVX-512: a three-uop division), "
+          f"{costs.fma_port_bound(1):.1%} with one (the diagnostic)")
 
 
 if __name__ == "__main__":

@@ -34,6 +34,8 @@ Transcendentals (``step_transcendentals``): sin and cos per physics sub-step cou
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from . import policy
 from .policy import LAYER_SIZES
 from .sims.cartpole import (COUNTER_BYTES, PHYSICS_FLOPS_PER_SUBSTEP,  # noqa: F401  (CartPole's, re-exported)
@@ -60,6 +62,29 @@ MLP_ACTIVATION_BYTES = 2 * 4 * sum(LAYER_SIZES[1:])  # 1040: each layer's float3
 # AVX-512's division three uops on the FMA ports).
 MLP_FMAS = sum(a * b for a, b in zip(LAYER_SIZES[:-1], LAYER_SIZES[1:]))
 MLP_TANH_OPERATIONS = 11
+# The same tanh as the CPU build (cuda/fused_cpu.cpp) executes it on the FMA ports, by the vector ISA
+# the machine records (provenance's "isa"); other ISAs: the operations as written.
+
+
+@dataclass(frozen=True)
+class TanhOnIsa:
+    label: str  # the ISA's name in prose
+    operations: int  # FMA-port operations (uops) of one tanh
+    why: str  # how the ISA splits the operations as written
+
+
+MLP_TANH_ON_ISA = {
+    "avx512": TanhOnIsa("AVX-512", MLP_TANH_OPERATIONS + 2,
+                        "its clamp is one vrangeps, but its division, a vdivps on zmm registers, is three uops"),
+    "avx2": TanhOnIsa("AVX2", MLP_TANH_OPERATIONS + 1, "its clamp is two operations, a vmaxps and a vminps"),
+}
+
+
+def tanh_port_operations(isa: str | None) -> int:
+    """FMA-port operations per tanh of the CPU kernel on a machine whose vector ISA is ``isa``
+    (``MLP_TANH_ON_ISA``; ``MLP_TANH_OPERATIONS``, as written, for any other or unknown)."""
+    known = MLP_TANH_ON_ISA.get(isa or "")
+    return known.operations if known else MLP_TANH_OPERATIONS
 
 
 def fma_port_bound(tanh_operations: int = MLP_TANH_OPERATIONS) -> float:

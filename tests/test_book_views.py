@@ -163,6 +163,30 @@ def test_against_ceilings_divides_by_the_smaller_ceiling_and_fusion_bound_is_bal
                                                 "compile_s": [1.5, 4.0, 9.0]})) == 4.0
 
 
+def test_mlp_port_bound_sets_the_best_fused_cpu_row_with_the_mlp_beside_its_isas_cap():
+    """Only rows that run the MLP in a kernel holding their block in cache on the CPU count: not the
+    unfused ones, not the fused kernel without the MLP, not a GPU's."""
+    from studylib import costs
+    from studylib.book import beyond
+
+    ceil = {"fma_flops_per_s": 1e11, "memory_bytes_per_s": 1e10, "gemm_steps_per_s": {}}
+    compute = 1e11 / costs.step_flops(1, 1, "mlp")  # the compute ceiling of a step with the MLP (steps/s)
+    d = pd.DataFrame([{"impl": i, "policy": pol, "device": dev, "num_envs": 2**16, "steps": k, "state_factor": 1,
+                       "compute_factor": 1, "samples_per_s": f * compute}
+                      for i, pol, dev, k, f in [("fused", "mlp", "cpu", 100, 0.5), ("fused", "mlp", "cpu", 1000, 0.6),
+                                                ("fused", "none", "cpu", 100, 0.9), ("jax", "mlp", "cpu", 100, 0.7),
+                                                ("fused", "mlp", "cuda", 100, 0.8)]])
+    roof = beyond.against_ceilings(d, ceil)
+    m = beyond.mlp_port_bound(roof, "avx512")
+    assert (m.operations, m.bound) == (13, pytest.approx(costs.fma_port_bound(13)))
+    assert m.best == pytest.approx(0.6) and m.share_of_bound == pytest.approx(0.6 / costs.fma_port_bound(13))
+    assert m.isa.label == "AVX-512"
+    unknown = beyond.mlp_port_bound(roof, None)
+    assert unknown.isa is None and unknown.operations == costs.MLP_TANH_OPERATIONS
+    unfused = beyond.mlp_port_bound(roof[roof["impl"] == "jax"], "avx2")
+    assert unfused.best is None and unfused.share_of_bound is None and unfused.operations == 12
+
+
 def _profile(impl="jax", total=2.0, unprofiled=1.0, python=0.8, backend=0.4, device=0.8):
     return {"impl": impl, "steps": 1, "total_s": total, "total_s_unprofiled": unprofiled, "python_s": python,
             "backend_s": backend, "device_s": device}

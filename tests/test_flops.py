@@ -60,6 +60,16 @@ def test_the_kernels_operation_counts_follow_the_source():
     assert costs.fma_port_bound(1) > costs.fma_port_bound(12) > costs.fma_port_bound(13)
 
 
+@pytest.mark.parametrize("isa, operations, bound", [("avx512", 13, 0.740), ("avx2", 12, 0.755), ("neon", 11, 0.772),
+                                                    (None, 11, 0.772)])
+def test_the_tanh_costs_each_isa_its_own_port_operations(isa, operations, bound):
+    """AVX-512 splits mlp_tanh's division into three FMA-port uops (its clamp stays one vrangeps),
+    AVX2 its clamp into a max and a min; an ISA the table does not know counts the operations as
+    written. The caps the README and the Beyond chapter quote follow."""
+    assert costs.tanh_port_operations(isa) == operations
+    assert costs.fma_port_bound(costs.tanh_port_operations(isa)) == pytest.approx(bound, abs=5e-4)
+
+
 def test_mlp_share_of_the_ceiling():
     share = roofline.mlp_share(1e7, 2e11)
     assert share == {"mlp_flop_per_sample": 9090, "mlp_gflop_per_s": pytest.approx(90.9),

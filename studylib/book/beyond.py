@@ -5,6 +5,7 @@
     top = beyond.largest_n(ratios, "peer")       # each peer's ratio at the largest N measured with it
     roof = beyond.against_ceilings(df, ceil)     # each row against the ceiling that binds it
     b = beyond.fusion_bound(ceil, PAPER_GPU)     # balances, intensities, the bound on fusion's gain
+    m = beyond.mlp_port_bound(roof, isa)         # the MLP's operation bound on this ISA, the fused kernel's best
 
 Each ratio is the ratio of medians (``analysis.rates_by_n``), with ``low`` / ``high`` the ratios the
 repeats allow (a's slowest over b's fastest, a's fastest over b's slowest: ``analysis.ratio_by_n``).
@@ -134,6 +135,31 @@ def best_in_cache(roof: pd.DataFrame) -> float | None:
     (None where none was measured)."""
     rows = roof[roof["in_cache"]] if len(roof) else roof
     return float(rows["fraction"].max()) if len(rows) else None
+
+
+@dataclass(frozen=True)
+class MlpPortBound:
+    """How close the MLP's counted flops can come to the FMA ceiling on a CPU (``costs.fma_port_bound``)
+    and how close the fused kernel came: its best measurement with the MLP on the CPU, state in cache."""
+
+    isa: costs.TanhOnIsa | None  # how the machine's vector ISA runs the tanh (None: not one costs knows)
+    operations: int  # FMA-port operations per tanh on that ISA (``costs.tanh_port_operations``)
+    bound: float  # the share of the ceiling those operations allow, every port busy on them alone
+    best: float | None  # the fused kernel's largest fraction of its compute ceiling with the MLP
+
+    @property
+    def share_of_bound(self) -> float | None:
+        """``best`` as a share of ``bound``: how much of what the operations allow the loop reaches."""
+        return None if self.best is None else self.best / self.bound
+
+
+def mlp_port_bound(roof: pd.DataFrame, isa: str | None) -> MlpPortBound:
+    """The MLP's operation bound on ``isa`` (a machine's provenance "isa": "avx512", "avx2", ...) beside the best CPU row that runs the MLP in a kernel
+    holding its block in cache (``against_ceilings``' ``in_cache``, with ``policy == "mlp"``)."""
+    ops = costs.tanh_port_operations(isa)
+    rows = roof[roof["in_cache"] & (roof["policy"] == "mlp") & (roof["device"] == "cpu")] if len(roof) else roof
+    return MlpPortBound(costs.MLP_TANH_ON_ISA.get(isa or ""), ops, costs.fma_port_bound(ops),
+                        float(rows["fraction"].max()) if len(rows) else None)
 
 
 @dataclass(frozen=True)
