@@ -17,9 +17,16 @@ that alternates from round to round, so machine noise falls on all alike:
   with the MLP's tanh replaced by one clamp: what the kernel would reach if the 128 tanh per
   sample cost one operation each. Its logits are wrong; it measures the tanh's cost only.
 
+and, for each fused build, ``MLP alone``: the same library's forward pass on N observations
+(``fused_mlp_logits``: the rollout's MLP tiles, no simulation, no resets), so that the distance from
+the operation bound splits into the MLP's own loop and the simulation around it. It is one call per
+N observations (threads started, observations transposed in and out each call): on the 2-core
+AVX-512 Xeon it runs at its plateau from N = 2^14, 14% below it at N = 4096.
+
 Printed per variant: the median samples/s over rounds, the MLP's GFLOP/s (9090 flops per sample,
 counted from its shape), the share of its build's FMA ceiling (median, min-max over rounds) and
-its rate over jax's in the same round (median, min-max). Each build's ceiling is the best of the
+its rate over jax's in the same round (median, min-max); for an MLP alone, the share of its rate the
+build's rollout keeps in the same round instead. Each build's ceiling is the best of the
 readings its bench processes took (every process measures it again). Also the bound the operation count puts
 on the share: the MLP's multiply-adds against those plus its tanh's vector operations.
 Figures only: nothing is saved, nothing here is a test.
@@ -49,21 +56,58 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
+# The fused library's MLP alone (built as above): fused_mlp_logits on N observations, the median of
+# `repeats` timed regions of at least 0.3 s each, and an FMA ceiling read in the same process, as bench's.
+_MLP_ALONE = """
+import dataclasses, json, statistics, sys, time
+import numpy as np
+from studylib import costs
+from studylib.harness import roofline
+from studylib.native import build, library, pack_weights
+from studylib.policy import mlp_weights
+spec = build.LIBRARIES["fused_cpu"]
+build.LIBRARIES["fused_cpu"] = dataclasses.replace(spec, extra_flags=spec.extra_flags + tuple(sys.argv[1].split()))
+n, repeats = int(sys.argv[2]), int(sys.argv[3])
+lib, weights = library("fused_cpu"), pack_weights(mlp_weights(0))
+obs = np.random.default_rng(0).normal(size=(n, 4)).astype(np.float32)
+logits = np.empty((n, 2), np.float32)
+call = lambda: lib.fused_mlp_logits(obs.ctypes.data, logits.ctypes.data, weights.ctypes.data, n)
+call()
+rates = []
+for _ in range(repeats):
+    calls, start = 0, time.perf_counter()
+    while time.perf_counter() - start < 0.3:
+        call()
+        calls += 1
+    rates.append(calls * n / (time.perf_counter() - start))
+rate = statistics.median(rates)
+print(json.dumps({"samples_per_s": rate, "mlp_gflop_per_s": rate * costs.MLP_FLOPS / 1e9,
+                  "fma_gflop_per_s": roofline.fma_flops_per_s() / 1e9}))
+"""
+MLP_ALONE = " MLP alone"  # the suffix of a build's MLP-alone variant
+
+
 def variants() -> dict[str, tuple[str, dict, str]]:
-    """name -> (impl, extra environment, extra compiler flags of the fused library)."""
+    """name -> (impl, extra environment, extra compiler flags of the fused library); a name ending in
+    ``MLP_ALONE`` times that build's MLP on its own instead of a rollout."""
     from studylib.harness.provenance import machine_identity
 
     out = {"jax": ("jax", {}, ""), "fused": ("fused", {}, "")}
     if machine_identity()["isa"] == "avx512":  # the ISA level the machine key names
         out["fused AVX2"] = ("fused", {"STUDYLIB_NATIVE_ARCH": AVX2_ARCH}, "")
     out["fused, tanh as clamp"] = ("fused", {}, "-DFUSED_TANH_CLAMP_ONLY")
+    for name, build in list(out.items())[1:]:
+        out[name + MLP_ALONE] = build
     return out
 
 
-def _bench(impl: str, env: dict, flags: str, n: int, k: int, repeats: int) -> dict:
+def _bench(name: str, impl: str, env: dict, flags: str, n: int, k: int, repeats: int) -> dict:
     args = ["bench", "--impl", impl, "--num-envs", str(n), "--steps", str(k), "--policy", "mlp",
             "--repeats", str(repeats), "--json"]
-    cmd = [sys.executable, "-c", _WITH_FLAGS, flags, *args] if flags else [sys.executable, "-m", "studylib", *args]
+    if name.endswith(MLP_ALONE):
+        cmd = [sys.executable, "-c", _MLP_ALONE, flags, str(n), str(repeats)]
+    else:
+        cmd = [sys.executable, "-c", _WITH_FLAGS, flags, *args] if flags else [sys.executable, "-m", "studylib", *args]
     proc = subprocess.run(cmd, cwd=HERE, env={**os.environ, **env}, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd[:2])} ... failed:\n{proc.stderr[-2000:]}")
@@ -87,7 +131,7 @@ def main(argv=None) -> None:
     for r in range(a.rounds):
         order = list(todo.items()) if r % 2 == 0 else list(todo.items())[::-1]
         for name, (impl, env, flags) in order:
-            got[name].append(_bench(impl, env, flags, a.num_envs, a.steps, a.repeats))
+            got[name].append(_bench(name, impl, env, flags, a.num_envs, a.steps, a.repeats))
             print(f"round {r + 1}/{a.rounds}: {name} {got[name][-1]['samples_per_s']:.3g} samples/s", file=sys.stderr)
     jax = [row["samples_per_s"] for row in got["jax"]]
     # Each build's ceiling: the best of every bench process's (one per variant and round). A ceiling
@@ -102,13 +146,16 @@ def main(argv=None) -> None:
     for name, rows in got.items():
         rate = [row["samples_per_s"] for row in rows]
         line = f"{name:22s} {_spread(rate)} samples/s"
-        if "fma_share" in rows[0]:
+        if "mlp_gflop_per_s" in rows[0]:
             top, seen = ceiling[build_of[name]], readings[build_of[name]]
             line += (f", {_spread([row['mlp_gflop_per_s'] for row in rows])} GFLOP/s = "
                      f"{_spread([100 * row['mlp_gflop_per_s'] / top for row in rows])} % of its build's FMA ceiling "
                      f"({top:.3g} GFLOP/s, -march={build_of[name]}: the best of {len(seen)} readings, the lowest "
                      f"{min(seen):.3g})")
-        if name != "jax":
+        if name.endswith(MLP_ALONE):  # no simulation: its rate is not comparable with jax's
+            rollout = [row["samples_per_s"] for row in got[name[:-len(MLP_ALONE)]]]
+            line += f"; the rollout keeps {_spread([100 * r / m for r, m in zip(rollout, rate)])} % of it"
+        elif name != "jax":
             line += f"; over jax {_spread([x / j for x, j in zip(rate, jax)])}x"
         print(line)
     from studylib import costs
