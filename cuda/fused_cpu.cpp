@@ -47,7 +47,13 @@
 // divisions deferred through L1 into the next tile's k loop, three per eighth of it, with layer 3
 // as a pass of its own (3-9% slower on AVX-512, also written so that the k loop keeps every
 // accumulator in a register). Alone, a zmm vdivps costs the FMA ports its 3 uops (1.5 cycles)
-// while the divider keeps up, one per ~10 cycles (measured with 24 FMA chains beside it).
+// while the divider keeps up, one per ~10 cycles (measured with 24 FMA chains beside it). Also not kept:
+// one division for two tanh (x_a P_a (Q_b r) and x_b P_b (Q_a r) with r = 1 / (Q_a Q_b): half the
+// divider's work for one more operation per tanh): the MLP alone 2% faster, the rollout no faster.
+// Where the rest goes, in one run of benchmarks/fused_fma_share.py: the MLP alone (fused_mlp_logits,
+// no simulation) reaches 60.5% of the AVX-512 ceiling, 82% of its bound (its k loop is 56% of the
+// samples perf takes in mlp_tile, layer 1 21%, the tiles' tanh 23%), and the rollout keeps 93.5% of
+// its rate; for the AVX2 build 67.5%, 89% of its bound, and 98.5%.
 // The physics and the MLP alternate by step within a block (a step's forces need its MLP, the next
 // step's MLP needs its physics): per block and step the MLP (~95% of the time at S = C = 1), then
 // the physics of the block's CartPoles (sin/cos from libmvec), termination and resets.
