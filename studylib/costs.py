@@ -62,12 +62,14 @@ MLP_ACTIVATION_BYTES = 2 * 4 * sum(LAYER_SIZES[1:])  # 1040: each layer's float3
 # AVX-512's division three uops on the FMA ports).
 MLP_FMAS = sum(a * b for a, b in zip(LAYER_SIZES[:-1], LAYER_SIZES[1:]))
 MLP_TANH_OPERATIONS = 11
-# The same tanh as the CPU build (cuda/fused_cpu.cpp) executes it on the FMA ports, by the vector ISA
-# the machine records (provenance's "isa"); other ISAs: the operations as written.
 
 
 @dataclass(frozen=True)
 class TanhOnIsa:
+    """mlp_tanh as the CPU build (cuda/fused_cpu.cpp) executes it on the FMA ports of one vector ISA
+    (a machine's provenance "isa": ``MLP_TANH_ON_ISA``'s keys); other ISAs count the operations as
+    written (``tanh_port_operations``)."""
+
     label: str  # the ISA's name in prose
     operations: int  # FMA-port operations (uops) of one tanh
     why: str  # how the ISA splits the operations as written

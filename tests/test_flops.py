@@ -278,6 +278,27 @@ def test_mlp_micro_kernel_keeps_its_tile_in_registers(isa, tmp_path):
     assert len(fmas) % expected == 0  # whole k steps of the tile per iteration
 
 
+@pytest.mark.parametrize("isa", ["avx2", "native"])
+def test_each_isa_clamps_the_tanh_as_costs_counts_it(isa, tmp_path):
+    """costs.MLP_TANH_ON_ISA's clamp, read from the MLP tiles' disassembly: one vrangeps per tanh on
+    AVX-512, a vmaxps and a vminps on AVX2 (the extra operation AVX2's count adds), each beside the
+    tanh's one vdivps."""
+    _x86_64_only()
+    avx512 = isa == "native" and "avx512f" in _host_flags()
+    if isa == "native" and not avx512:
+        pytest.skip("the native build is checked on AVX-512 hosts (AVX2's by the avx2 build)")
+    tiles = [insns for name, insns in _functions(_disassemble(isa, tmp_path)).items() if "mlp_tile" in name]
+    assert tiles, "no mlp_tile function in fused_cpu.o"
+    count = {op: sum(m == op for insns in tiles for _, m, _ in insns)
+             for op in ("vdivps", "vrangeps", "vmaxps", "vminps")}
+    assert count["vdivps"] > 0, count
+    if avx512:
+        assert count["vrangeps"] == count["vdivps"] and count["vmaxps"] == count["vminps"] == 0, count
+    else:
+        assert count["vmaxps"] == count["vminps"] == count["vdivps"] and count["vrangeps"] == 0, count
+    assert costs.tanh_port_operations("avx512" if avx512 else "avx2") - costs.MLP_TANH_OPERATIONS == (2 if avx512 else 1)
+
+
 def test_the_tanh_diagnostic_build_has_no_division_in_its_mlp(tmp_path):
     """benchmarks/fused_fma_share.py's diagnostic (-DFUSED_TANH_CLAMP_ONLY) measures the kernel with
     the tanh replaced by one clamp: its MLP tiles hold no division, where the library's hold the

@@ -63,7 +63,8 @@ from .presets import (IMPL_ORDER, PRESETS, ChapterParams, available_impls, displ
 __all__ = [
     "BORDERLINE", "BRAX_CARTPOLE", "CHAPTERS", "Chapter", "IMPL_COLORS", "IMPL_ORDER", "PAPER", "PAPER_GPU", "POW2_LABEL",
     "PRESETS", "RULES", "VERDICTS", "ChapterParams", "Finding", "PaperValue", "atari_breakdown_data", "atari_data",
-    "available_impls", "beyond_data", "machine_facts", "cache_multiple", "brax_available", "brax_data", "brax_gap", "cartpole_fig2_data",
+    "available_impls", "beyond_data", "cache_multiple", "brax_available", "brax_data", "brax_gap", "cartpole_fig2_data",
+    "machine_facts",
     "fig6_pattern", "finding_records", "findings_frame", "fusion_grid", "memory_traffic", "judge", "k_speedup_spread", "verdict_text",
     "complexity_data", "complexity_rows", "coverage_note", "display_path", "findings", "findings_md", "finish",
     "fmt_bytes", "fmt_list", "fmt_rate", "fmt_time", "fmt_x", "fmt_x_range", "fusion_data", "fusion_impl", "fusion_rows",

@@ -154,8 +154,9 @@ class MlpPortBound:
 
 
 def mlp_port_bound(roof: pd.DataFrame, isa: str | None) -> MlpPortBound:
-    """The MLP's operation bound on ``isa`` (a machine's provenance "isa": "avx512", "avx2", ...) beside the best CPU row that runs the MLP in a kernel
-    holding its block in cache (``against_ceilings``' ``in_cache``, with ``policy == "mlp"``)."""
+    """The MLP's operation bound on ``isa`` (a machine's provenance "isa": "avx512", "avx2", ...)
+    beside the best CPU row that runs the MLP in a kernel holding its block in cache
+    (``against_ceilings``' ``in_cache``, with ``policy == "mlp"``)."""
     ops = costs.tanh_port_operations(isa)
     rows = roof[roof["in_cache"] & (roof["policy"] == "mlp") & (roof["device"] == "cpu")] if len(roof) else roof
     return MlpPortBound(costs.MLP_TANH_ON_ISA.get(isa or ""), ops, costs.fma_port_bound(ops),
