@@ -41,32 +41,33 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 HERE = Path(__file__).resolve().parents[1]
 AVX2_ARCH = "x86-64-v3"
 
-# Runs `python -m studylib bench` with the fused library built with extra flags (the diagnostic).
-_WITH_FLAGS = """
+# The start of each variant's process: the fused library built with extra compiler flags (argv[1]:
+# the diagnostic's; none for the library as it is).
+_FLAGGED_BUILD = """
 import dataclasses, sys
 from studylib.native import build
 spec = build.LIBRARIES["fused_cpu"]
 build.LIBRARIES["fused_cpu"] = dataclasses.replace(spec, extra_flags=spec.extra_flags + tuple(sys.argv[1].split()))
+"""
+# A rollout: `python -m studylib bench` on that build (argv[2:]: its arguments).
+_ROLLOUT = _FLAGGED_BUILD + """
 from studylib.__main__ import main
 sys.exit(main(sys.argv[2:]))
 """
-
-
-# The fused library's MLP alone (built as above): fused_mlp_logits on N observations, the median of
-# `repeats` timed regions of at least 0.3 s each, and an FMA ceiling read in the same process, as bench's.
-_MLP_ALONE = """
-import dataclasses, json, statistics, sys, time
+# Its MLP alone: fused_mlp_logits on N observations, the median of `repeats` timed regions of at
+# least 0.3 s each, and an FMA ceiling read in the same process, as bench's.
+_MLP_ALONE = _FLAGGED_BUILD + """
+import json, statistics, time
 import numpy as np
 from studylib import costs
 from studylib.harness import roofline
-from studylib.native import build, library, pack_weights
+from studylib.native import library, pack_weights
 from studylib.policy import mlp_weights
-spec = build.LIBRARIES["fused_cpu"]
-build.LIBRARIES["fused_cpu"] = dataclasses.replace(spec, extra_flags=spec.extra_flags + tuple(sys.argv[1].split()))
 n, repeats = int(sys.argv[2]), int(sys.argv[3])
 lib, weights = library("fused_cpu"), pack_weights(mlp_weights(0))
 obs = np.random.default_rng(0).normal(size=(n, 4)).astype(np.float32)
@@ -84,31 +85,39 @@ rate = statistics.median(rates)
 print(json.dumps({"samples_per_s": rate, "mlp_gflop_per_s": rate * costs.MLP_FLOPS / 1e9,
                   "fma_gflop_per_s": roofline.fma_flops_per_s() / 1e9}))
 """
-MLP_ALONE = " MLP alone"  # the suffix of a build's MLP-alone variant
 
 
-def variants() -> dict[str, tuple[str, dict, str]]:
-    """name -> (impl, extra environment, extra compiler flags of the fused library); a name ending in
-    ``MLP_ALONE`` times that build's MLP on its own instead of a rollout."""
+class Variant(NamedTuple):
+    impl: str
+    env: dict  # extra environment (the -march of the build)
+    flags: str  # extra compiler flags of the fused library
+    mlp_alone_of: str | None = None  # the variant whose build's MLP this one times alone (None: a rollout)
+
+    @property
+    def build(self) -> str:
+        return self.env.get("STUDYLIB_NATIVE_ARCH", "native")
+
+
+def variants() -> dict[str, Variant]:
+    """name -> Variant: jax, the fused builds, then each fused build's MLP alone."""
     from studylib.harness.provenance import machine_identity
 
-    out = {"jax": ("jax", {}, ""), "fused": ("fused", {}, "")}
+    out = {"jax": Variant("jax", {}, ""), "fused": Variant("fused", {}, "")}
     if machine_identity()["isa"] == "avx512":  # the ISA level the machine key names
-        out["fused AVX2"] = ("fused", {"STUDYLIB_NATIVE_ARCH": AVX2_ARCH}, "")
-    out["fused, tanh as clamp"] = ("fused", {}, "-DFUSED_TANH_CLAMP_ONLY")
-    for name, build in list(out.items())[1:]:
-        out[name + MLP_ALONE] = build
+        out["fused AVX2"] = Variant("fused", {"STUDYLIB_NATIVE_ARCH": AVX2_ARCH}, "")
+    out["fused, tanh as clamp"] = Variant("fused", {}, "-DFUSED_TANH_CLAMP_ONLY")
+    for name, v in list(out.items())[1:]:
+        out[f"{name} MLP alone"] = v._replace(mlp_alone_of=name)
     return out
 
 
-def _bench(name: str, impl: str, env: dict, flags: str, n: int, k: int, repeats: int) -> dict:
-    args = ["bench", "--impl", impl, "--num-envs", str(n), "--steps", str(k), "--policy", "mlp",
-            "--repeats", str(repeats), "--json"]
-    if name.endswith(MLP_ALONE):
-        cmd = [sys.executable, "-c", _MLP_ALONE, flags, str(n), str(repeats)]
+def _bench(v: Variant, n: int, k: int, repeats: int) -> dict:
+    if v.mlp_alone_of is not None:
+        cmd = [sys.executable, "-c", _MLP_ALONE, v.flags, str(n), str(repeats)]
     else:
-        cmd = [sys.executable, "-c", _WITH_FLAGS, flags, *args] if flags else [sys.executable, "-m", "studylib", *args]
-    proc = subprocess.run(cmd, cwd=HERE, env={**os.environ, **env}, capture_output=True, text=True)
+        cmd = [sys.executable, "-c", _ROLLOUT, v.flags, "bench", "--impl", v.impl, "--num-envs", str(n),
+               "--steps", str(k), "--policy", "mlp", "--repeats", str(repeats), "--json"]
+    proc = subprocess.run(cmd, cwd=HERE, env={**os.environ, **v.env}, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd[:2])} ... failed:\n{proc.stderr[-2000:]}")
     rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
@@ -130,14 +139,14 @@ def main(argv=None) -> None:
     got = {name: [] for name in todo}
     for r in range(a.rounds):
         order = list(todo.items()) if r % 2 == 0 else list(todo.items())[::-1]
-        for name, (impl, env, flags) in order:
-            got[name].append(_bench(name, impl, env, flags, a.num_envs, a.steps, a.repeats))
+        for name, v in order:
+            got[name].append(_bench(v, a.num_envs, a.steps, a.repeats))
             print(f"round {r + 1}/{a.rounds}: {name} {got[name][-1]['samples_per_s']:.3g} samples/s", file=sys.stderr)
     jax = [row["samples_per_s"] for row in got["jax"]]
     # Each build's ceiling: the best of every bench process's (one per variant and round). A ceiling
     # is the best the machine does; one read low while the other core was busy would lift that
     # round's share.
-    build_of = {name: env.get("STUDYLIB_NATIVE_ARCH", "native") for name, (_, env, _) in todo.items()}
+    build_of = {name: v.build for name, v in todo.items()}
     readings = {}
     for name, rows in got.items():
         readings.setdefault(build_of[name], []).extend(row["fma_gflop_per_s"] for row in rows if "fma_gflop_per_s" in row)
@@ -152,8 +161,8 @@ def main(argv=None) -> None:
                      f"{_spread([100 * row['mlp_gflop_per_s'] / top for row in rows])} % of its build's FMA ceiling "
                      f"({top:.3g} GFLOP/s, -march={build_of[name]}: the best of {len(seen)} readings, the lowest "
                      f"{min(seen):.3g})")
-        if name.endswith(MLP_ALONE):  # no simulation: its rate is not comparable with jax's
-            rollout = [row["samples_per_s"] for row in got[name[:-len(MLP_ALONE)]]]
+        if todo[name].mlp_alone_of is not None:  # no simulation: its rate is not comparable with jax's
+            rollout = [row["samples_per_s"] for row in got[todo[name].mlp_alone_of]]
             line += f"; the rollout keeps {_spread([100 * r / m for r, m in zip(rollout, rate)])} % of it"
         elif name != "jax":
             line += f"; over jax {_spread([x / j for x, j in zip(rate, jax)])}x"

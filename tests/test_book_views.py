@@ -180,9 +180,9 @@ def test_mlp_port_bound_sets_the_best_fused_cpu_row_with_the_mlp_beside_its_isas
     m = beyond.mlp_port_bound(roof, "avx512")
     assert (m.operations, m.bound) == (13, pytest.approx(costs.fma_port_bound(13)))
     assert m.best == pytest.approx(0.6) and m.share_of_bound == pytest.approx(0.6 / costs.fma_port_bound(13))
-    assert m.isa.label == "AVX-512"
+    assert m.tanh.label == "AVX-512"
     unknown = beyond.mlp_port_bound(roof, None)
-    assert unknown.isa is None and unknown.operations == costs.MLP_TANH_OPERATIONS
+    assert unknown.tanh is None and unknown.operations == costs.MLP_TANH_OPERATIONS
     unfused = beyond.mlp_port_bound(roof[roof["impl"] == "jax"], "avx2")
     assert unfused.best is None and unfused.share_of_bound is None and unfused.operations == 12
 

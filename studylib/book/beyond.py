@@ -142,10 +142,23 @@ class MlpPortBound:
     """How close the MLP's counted flops can come to the FMA ceiling on a CPU (``costs.fma_port_bound``)
     and how close the fused kernel came: its best measurement with the MLP on the CPU, state in cache."""
 
-    isa: costs.TanhOnIsa | None  # how the machine's vector ISA runs the tanh (None: not one costs knows)
-    operations: int  # FMA-port operations per tanh on that ISA (``costs.tanh_port_operations``)
-    bound: float  # the share of the ceiling those operations allow, every port busy on them alone
+    isa: str | None  # the machine's vector ISA (its provenance "isa": "avx512", "avx2", ...), None if not recorded
     best: float | None  # the fused kernel's largest fraction of its compute ceiling with the MLP
+
+    @property
+    def tanh(self) -> costs.TanhOnIsa | None:
+        """How that ISA runs the tanh (None: not one ``costs.MLP_TANH_ON_ISA`` knows)."""
+        return costs.MLP_TANH_ON_ISA.get(self.isa or "")
+
+    @property
+    def operations(self) -> int:
+        """FMA-port operations per tanh on that ISA (``costs.tanh_port_operations``)."""
+        return costs.tanh_port_operations(self.isa)
+
+    @property
+    def bound(self) -> float:
+        """The share of the ceiling those operations allow, every port busy on them alone."""
+        return costs.fma_port_bound(self.operations)
 
     @property
     def share_of_bound(self) -> float | None:
@@ -154,13 +167,10 @@ class MlpPortBound:
 
 
 def mlp_port_bound(roof: pd.DataFrame, isa: str | None) -> MlpPortBound:
-    """The MLP's operation bound on ``isa`` (a machine's provenance "isa": "avx512", "avx2", ...)
-    beside the best CPU row that runs the MLP in a kernel holding its block in cache
-    (``against_ceilings``' ``in_cache``, with ``policy == "mlp"``)."""
-    ops = costs.tanh_port_operations(isa)
+    """The MLP's operation bound on ``isa`` beside the best CPU row that runs the MLP in a kernel
+    holding its block in cache (``against_ceilings``' ``in_cache``, with ``policy == "mlp"``)."""
     rows = roof[roof["in_cache"] & (roof["policy"] == "mlp") & (roof["device"] == "cpu")] if len(roof) else roof
-    return MlpPortBound(costs.MLP_TANH_ON_ISA.get(isa or ""), ops, costs.fma_port_bound(ops),
-                        float(rows["fraction"].max()) if len(rows) else None)
+    return MlpPortBound(isa, float(rows["fraction"].max()) if len(rows) else None)
 
 
 @dataclass(frozen=True)
