@@ -104,42 +104,67 @@ CP_HD int mlp_sample(float logit0, float logit1, float u, float& logp) {
     return action;
 }
 
-// Forward pass: logits of obs (x, x_dot, theta, theta_dot). JB = neurons of layer 2 whose
-// accumulators are kept in registers while h1 is read once (must divide 64).
-template <int JB, class T>
-MLP_HD void mlp_forward(const T obs[MLP_IN], const float* __restrict__ w, T& logit0, T& logit1) {
+// Forward pass of an MLP in -> 64 -> 64 -> OUT (tanh hidden layers, a linear last layer) on the
+// packed weights w1 (in, 64), b1, w2 (64, 64), b2, w3 (64, OUT), b3 (the MLP_OFF_* layout for any
+// input width): out[o] = h2 . w3[:, o] + b3[o]. IN: the input width as a constant (loops unrolled),
+// or 0 for a width `in` known at run time (a plain loop; the n-link chain's generic build, whose
+// observation has 3n + 3 floats). JB = neurons of layer 2 whose accumulators are kept in registers
+// while h1 is read once (must divide 64). studylib.policy's MLP for every observation and action
+// width; the CartPole's is mlp_forward below, the chain's Gaussian mean cuda/chain_cpu.cpp's and
+// cuda/chain_kernel.cu's.
+template <int IN, int OUT, int JB, class T>
+MLP_HD void mlp_forward_sized(const T* obs, int in, const float* __restrict__ w, T* out) {
     static_assert(MLP_HIDDEN % JB == 0, "JB must divide the hidden width");
+    if (IN > 0) in = IN;
+    const int off_b1 = in * MLP_HIDDEN, off_w2 = off_b1 + MLP_HIDDEN, off_b2 = off_w2 + MLP_HIDDEN * MLP_HIDDEN;
+    const int off_w3 = off_b2 + MLP_HIDDEN, off_b3 = off_w3 + MLP_HIDDEN * OUT;
     T h1[MLP_HIDDEN];
     MLP_UNROLL
-    for (int j = 0; j < MLP_HIDDEN; ++j) {  // layer 1: 4 -> 64, tanh
-        T a = obs[0] * w[MLP_OFF_W1 + j] + w[MLP_OFF_B1 + j];
-        MLP_UNROLL
-        for (int i = 1; i < MLP_IN; ++i) a = a + obs[i] * w[MLP_OFF_W1 + i * MLP_HIDDEN + j];
+    for (int j = 0; j < MLP_HIDDEN; ++j) {  // layer 1: in -> 64, tanh
+        T a = obs[0] * w[j] + w[off_b1 + j];
+        if constexpr (IN > 0) {
+            MLP_UNROLL
+            for (int i = 1; i < IN; ++i) a = a + obs[i] * w[i * MLP_HIDDEN + j];
+        } else {
+            for (int i = 1; i < in; ++i) a = a + obs[i] * w[i * MLP_HIDDEN + j];
+        }
         h1[j] = mlp_tanh(a);
     }
-    T l0 = MlpLane<T>::splat(w[MLP_OFF_B3]);
-    T l1 = MlpLane<T>::splat(w[MLP_OFF_B3 + 1]);
+    T l[OUT];
+    MLP_UNROLL
+    for (int o = 0; o < OUT; ++o) l[o] = MlpLane<T>::splat(w[off_b3 + o]);
 #if defined(__CUDACC__)
 #pragma unroll 1
 #endif
     for (int j0 = 0; j0 < MLP_HIDDEN; j0 += JB) {  // layer 2: 64 -> 64, JB neurons at a time
         T acc[JB];
         MLP_UNROLL
-        for (int jj = 0; jj < JB; ++jj) acc[jj] = MlpLane<T>::splat(w[MLP_OFF_B2 + j0 + jj]);
+        for (int jj = 0; jj < JB; ++jj) acc[jj] = MlpLane<T>::splat(w[off_b2 + j0 + jj]);
         MLP_UNROLL
         for (int i = 0; i < MLP_HIDDEN; ++i) {
             const T h = h1[i];
-            const float* __restrict__ row = w + MLP_OFF_W2 + i * MLP_HIDDEN + j0;
+            const float* __restrict__ row = w + off_w2 + i * MLP_HIDDEN + j0;
             MLP_UNROLL
             for (int jj = 0; jj < JB; ++jj) acc[jj] = acc[jj] + h * row[jj];
         }
         MLP_UNROLL
-        for (int jj = 0; jj < JB; ++jj) {  // tanh, then layer 3 (64 -> 2) accumulates at once
+        for (int jj = 0; jj < JB; ++jj) {  // tanh, then layer 3 (64 -> OUT) accumulates at once
             const T h2 = mlp_tanh(acc[jj]);
-            l0 = l0 + h2 * w[MLP_OFF_W3 + (j0 + jj) * MLP_OUT];
-            l1 = l1 + h2 * w[MLP_OFF_W3 + (j0 + jj) * MLP_OUT + 1];
+            MLP_UNROLL
+            for (int o = 0; o < OUT; ++o) l[o] = l[o] + h2 * w[off_w3 + (j0 + jj) * OUT + o];
         }
     }
-    logit0 = l0;
-    logit1 = l1;
+    MLP_UNROLL
+    for (int o = 0; o < OUT; ++o) out[o] = l[o];
+}
+
+// Forward pass: logits of obs (x, x_dot, theta, theta_dot), the CartPole's 4 -> 64 -> 64 -> 2.
+// JB = neurons of layer 2 whose accumulators are kept in registers while h1 is read once (must
+// divide 64).
+template <int JB, class T>
+MLP_HD void mlp_forward(const T obs[MLP_IN], const float* __restrict__ w, T& logit0, T& logit1) {
+    T logits[MLP_OUT];
+    mlp_forward_sized<MLP_IN, MLP_OUT, JB, T>(obs, MLP_IN, w, logits);
+    logit0 = logits[0];
+    logit1 = logits[1];
 }

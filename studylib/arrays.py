@@ -38,6 +38,11 @@ def _range_error() -> ConfigError:
     return ConfigError("actions must be 0 (push left) or 1 (push right)")
 
 
+def _control_error(what: str) -> ConfigError:
+    return ConfigError(f"actions of a continuous simulator must be finite floats in [-1, 1] "
+                       f"(its Box(-1, 1) action space), got {what}")
+
+
 class NumpyKind:
     """numpy arrays on the host (``arrays="numpy"``)."""
 
@@ -56,6 +61,22 @@ class NumpyKind:
         if a.size and (a.min() < 0 or a.max() > 1):
             raise _range_error()
         return a.astype(np.int32, copy=False)
+
+    def check_controls(self, actions, n: int) -> np.ndarray:
+        """A continuous simulator's actions: (n,) or (n, 1) floats (or integers), finite, in [-1, 1]."""
+        a = np.asarray(actions)
+        if a.shape == (n, 1):
+            a = a[:, 0]
+        if a.shape != (n,):
+            raise _shape_error("actions", n, a.shape)
+        if not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
+            raise _control_error(f"dtype {a.dtype}")
+        a = a.astype(np.float32, copy=False)
+        if a.size and not np.all(np.isfinite(a)):
+            raise _control_error("a non-finite value")
+        if a.size and (a.min() < -1 or a.max() > 1):
+            raise _control_error(f"values in [{a.min():g}, {a.max():g}]")
+        return a
 
     def check_mask(self, mask, n: int) -> np.ndarray:
         if not (isinstance(mask, np.ndarray) and mask.dtype == bool):
@@ -112,6 +133,20 @@ class TorchKind:
                 raise _range_error()
         return actions
 
+    def check_controls(self, actions, n: int):
+        """A continuous simulator's actions: a floating tensor (n,) on the device; finite and in
+        [-1, 1], checked where the data is on the host (as the discrete actions' range)."""
+        self._check_tensor("actions", actions, n, "float")
+        if not actions.dtype.is_floating_point:
+            raise _control_error(f"dtype {actions.dtype}")
+        if self.on_host and n:
+            if not bool(self.xp.isfinite(actions).all()):
+                raise _control_error("a non-finite value")
+            low, high = self.xp.aminmax(actions)
+            if low < -1 or high > 1:
+                raise _control_error(f"values in [{float(low):g}, {float(high):g}]")
+        return actions
+
     def check_mask(self, mask, n: int):
         self._check_tensor("a reset mask", mask, n, "bool")
         if mask.dtype != self.xp.bool:
@@ -148,6 +183,7 @@ class JaxKind:
         self.device = device
         self.on_host = device.platform == "cpu"
         self._out_of_range = jax.jit(lambda a: jnp.any((a < 0) | (a > 1)))  # one dispatch
+        self._bad_controls = jax.jit(lambda a: jnp.any(~jnp.isfinite(a) | (a < -1) | (a > 1)))
 
     def _check_array(self, what: str, x, n: int, wanted: str) -> None:
         if not isinstance(x, self._jax.Array):
@@ -166,6 +202,16 @@ class JaxKind:
             raise ConfigError(f"actions must be integers 0 or 1, got dtype {actions.dtype}")
         if self.on_host and actions.dtype != jnp.bool_ and n and bool(self._out_of_range(actions)):
             raise _range_error()
+        return actions
+
+    def check_controls(self, actions, n: int):
+        """A continuous simulator's actions: a floating jax array (n,) on the device; finite and in
+        [-1, 1], checked on the host's device only."""
+        self._check_array("actions", actions, n, "float")
+        if not self.xp.issubdtype(actions.dtype, self.xp.floating):
+            raise _control_error(f"dtype {actions.dtype}")
+        if self.on_host and n and bool(self._bad_controls(actions)):
+            raise _control_error("a non-finite value or one outside [-1, 1]")
         return actions
 
     def check_mask(self, mask, n: int):

@@ -118,19 +118,21 @@ def arithmetic_intensity(state_factor: int = 1, compute_factor: int = 1, policy:
     return step_flops(state_factor, compute_factor, policy) / unfused_bytes(state_factor)
 
 
-def policy_flops(policy: str = "none") -> int:
-    """Flops of one step's inference (the MLP's forward pass; none without a policy)."""
-    return MLP_FLOPS if policy == "mlp" else 0
+def policy_flops(policy: str = "none", sizes=None) -> int:
+    """Flops of one step's inference (the MLP's forward pass of layer ``sizes``, default
+    CartPole's 4-64-64-2, e.g. a simulator record's ``policy_sizes``; none without a policy)."""
+    return mlp_flops(sizes) if policy == "mlp" else 0
 
 
-def policy_transcendentals(policy: str = "none") -> int:
-    """The MLP's tanh of one step's inference."""
-    return MLP_TANH if policy == "mlp" else 0
+def policy_transcendentals(policy: str = "none", sizes=None) -> int:
+    """The MLP's tanh of one step's inference (one per hidden unit)."""
+    return sum(tuple(LAYER_SIZES if sizes is None else sizes)[1:-1]) if policy == "mlp" else 0
 
 
-def policy_bytes(policy: str = "none") -> int:
-    """Bytes one environment step's inference adds to memory traffic in an unfused framework."""
-    return MLP_ACTIVATION_BYTES if policy == "mlp" else 0
+def policy_bytes(policy: str = "none", sizes=None) -> int:
+    """Bytes one environment step's inference adds to memory traffic in an unfused framework:
+    each layer's float32 output written and read back once."""
+    return 2 * 4 * sum(tuple(LAYER_SIZES if sizes is None else sizes)[1:]) if policy == "mlp" else 0
 
 
 def step_transcendentals(state_factor: int = 1, compute_factor: int = 1, policy: str = "none") -> int:

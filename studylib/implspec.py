@@ -55,10 +55,15 @@ class ImplSpec:
     dispatch: str | None = None  # how a call reaches the hardware (DISPATCHES), as harness.costmodel prices
     # it; None: the cost model does not price it (its calls are counted for no dispatch it knows)
     max_envs: int | None = None  # the largest N the study measures or projects it at (None: no limit)
-    sims: tuple[str, ...] = ("cartpole",)  # the simulators (studylib.sims) it implements
+    sims: tuple[str, ...] = ("cartpole",)  # the simulators (studylib.sims) it implements by name
     # The class of each simulator it implements with a class other than ``factory``'s: (sim,
-    # "module:Class") pairs (a sibling of the same shape: studylib.envs.chain_base for the chain).
+    # "module:Class") pairs (a sibling of the same shape, in the same implementation module: e.g.
+    # gym_env's GymChain beside GymCartPole).
     sim_factories: tuple[tuple[str, str], ...] = ()
+    # "module:Class" of its generic class, which runs ANY simulator whose record carries array-form
+    # episode rules (``SimSpec.episode``: the chain's, a new simulator's) with no code of its own
+    # (torch_env.TorchEnv, jax_env.JaxEnv, torch_compile_env.TorchCompileEnv); None: only ``sims``.
+    rules_factory: str | None = None
 
     def __post_init__(self):
         if not self.name or not isinstance(self.name, str):
@@ -83,9 +88,18 @@ class ImplSpec:
         if self.max_envs is not None and (not isinstance(self.max_envs, int) or self.max_envs < 1):
             raise ConfigError(f"{self.name}: max_envs must be a positive integer or None, got {self.max_envs!r}")
 
+    def implements(self, sim: str) -> bool:
+        """Whether it runs registered simulator ``sim``: one of ``sims``, or any simulator with
+        array-form episode rules where it has a ``rules_factory``."""
+        from . import sims
+
+        return sim in self.sims or (self.rules_factory is not None and sims.sim(sim).episode is not None)
+
     def factory_for(self, sim: str) -> str:
-        """The "module:Class" of its class for simulator ``sim`` (one of ``sims``)."""
-        return dict(self.sim_factories).get(sim, self.factory)
+        """The "module:Class" of its class for simulator ``sim`` (one it ``implements``)."""
+        if sim in dict(self.sim_factories):
+            return dict(self.sim_factories)[sim]
+        return self.factory if sim in self.sims or self.rules_factory is None else self.rules_factory
 
     @property
     def gpu_only(self) -> bool:
@@ -147,21 +161,22 @@ for _record in (
     # gym: Python objects, one call per environment-step; past 2^16 environments a point takes minutes
     ImplSpec("gym", ".gym_env:GymCartPole", "python", ("cuda", "cpu"), "torch", label="gym", color="#7f7f7f",
              order=0, in_paper=True, native_arrays=False, dispatch="python-loop", max_envs=2**16,
-             sims=CHAIN_TOO, sim_factories=(("chain", ".chain_envs:LoopChain"),)),
+             sims=CHAIN_TOO, sim_factories=(("chain", ".gym_env:GymChain"),)),
     ImplSpec("cpp", ".cpp_env:CppCartPole", "kernel", ("cpu",), None, label="cpp", color="#d62728", order=1,
              in_paper=True, native_library="cartpole_cpu", fused_policies=("none",), dispatch="native",
-            sims=CHAIN_TOO, sim_factories=(("chain", ".chain_envs:CppChain"),)),
+            sims=CHAIN_TOO, sim_factories=(("chain", ".cpp_env:CppChain"),)),
     ImplSpec("torch", ".torch_env:TorchCartPole", "torch", ("cuda", "cpu"), "torch", label="torch",
-             color="#ff7f0e", order=2, in_paper=True, dispatch="eager",
-             sims=CHAIN_TOO, sim_factories=(("chain", ".chain_envs:TorchChain"),)),
+             color="#ff7f0e", order=2, in_paper=True, dispatch="eager", rules_factory=".torch_env:TorchEnv"),
     ImplSpec("jax", ".jax_env:JaxCartPole", "xla", ("cuda", "cpu"), "jax", label="jax", color="#1f77b4", order=3,
-             in_paper=True, profiler="jax", dispatch="compiled", sims=CHAIN_TOO, sim_factories=(("chain", ".chain_envs:JaxChain"),)),
+             in_paper=True, profiler="jax", dispatch="compiled", rules_factory=".jax_env:JaxEnv"),
     ImplSpec("cuda", ".cuda_env:CudaCartPole", "kernel", ("cuda",), "cupy", label="cuda", color="#2ca02c",
              order=4, in_paper=True, fused_policies=("none",), dispatch="native"),
     ImplSpec("torch-compile", ".torch_compile_env:TorchCompileCartPole", "torch", ("cuda", "cpu"), "torch",
-             label="torch-compile", color="#9467bd", order=5, in_paper=False),
+             label="torch-compile", color="#9467bd", order=5, in_paper=False,
+             rules_factory=".torch_compile_env:TorchCompileEnv"),
     ImplSpec("fused", ".fused_env:FusedCartPole", "kernel", ("cuda", "cpu"), "cupy", label="fused",
              color="#8c564b", order=6, in_paper=False, native_library="fused_cpu",
-             fused_policies=("none", "mlp"), samples_in_kernel=True, dispatch="native"),
+             fused_policies=("none", "mlp"), samples_in_kernel=True, dispatch="native",
+             sims=CHAIN_TOO, sim_factories=(("chain", ".fused_env:FusedChain"),)),
 ):
     register(_record)

@@ -1,4 +1,5 @@
-"""The policy of the data-collection loop: an MLP 4 -> 64 -> 64 -> 2 with tanh, acting greedily.
+"""The policy of the data-collection loop: an MLP 4 -> 64 -> 64 -> 2 with tanh, acting greedily (CartPole),
+and its continuous sibling for the chain (observation -> 64 -> 64 -> 1, a Gaussian sample: ``gaussian_actions``).
 
 Weights come from a seed (numpy, PyTorch's default ``nn.Linear`` init bounds) and are the same
 float32 numbers in every implementation, so all implementations pick the same action from the
@@ -97,3 +98,21 @@ class TorchGreedyMLP:
         torch.addmm(b2, h1, w2, out=h2).tanh_()
         torch.addmm(b3, h2, w3, out=logits)
         return torch.argmax(logits, dim=1, out=actions)
+
+
+# ---- the continuous-control policy (the chain): a Gaussian around the MLP's output ----------------
+# cleanrl's ppo_continuous_action.py: "actor_mean = nn.Sequential(layer_init(nn.Linear(obs, 64)),
+# nn.Tanh(), layer_init(nn.Linear(64, 64)), nn.Tanh(), layer_init(nn.Linear(64, action_dim), std=0.01))"
+# and "self.actor_logstd = nn.Parameter(torch.zeros(1, np.prod(envs.single_action_space.shape)))":
+# a state-independent log-std, 0 at initialization (sigma = 1). The data-collection benchmark's
+# policy is that network at initialization (weights from a seed, as CartPole's MLP), its action a
+# sample clipped to the Box(-1, 1) action space (as cleanrl's ClipAction wrapper does before a step).
+GAUSSIAN_LOG_STD = 0.0
+
+
+def gaussian_actions(weights, obs, noise, log_std: float = GAUSSIAN_LOG_STD, xp=np):
+    """clip(mean + exp(log_std) * noise, -1, 1) with mean the MLP's one output on ``obs`` (N, D)
+    and ``noise`` (N,) standard normals (the chain's hashed ``episode.policy_noise``): the
+    continuous policy's actions (N,), with any array module; weights already in ``xp``."""
+    mean = mlp_logits(weights, obs, xp)[:, 0]
+    return xp.clip(mean + float(np.exp(log_std)) * noise, -1.0, 1.0)

@@ -69,7 +69,7 @@ def check_impl(impl, *, peers: bool = False) -> str:
 def check_sim(name, impl: str) -> str:
     """A registered simulator (studylib.sims) that ``impl`` implements (a peer: CartPole only)."""
     record = sims.sim(name)
-    implemented = spec(impl).sims if impl in IMPLEMENTATIONS else (sims.DEFAULT,)
+    implemented = [s for s in sims.names() if spec(impl).implements(s)] if impl in IMPLEMENTATIONS else [sims.DEFAULT]
     if record.name not in implemented:
         raise ConfigError(f"{impl!r} does not implement simulator {record.name!r}; it implements "
                           f"{', '.join(implemented)}")

@@ -84,10 +84,15 @@ def test_committed_data_resumes_without_measuring(tmp_path, monkeypatch):
     }
     from studylib.book import chain, engines
 
-    predicted, measured = chain.chain_data(P["chain"])
+    # The snapshot's chain rows are of the physics alone (no episode_rules column: measured before
+    # the chain was an environment), so they stand for none of today's points, which a build on the
+    # snapshot's machine measures (into data/.local, the checkout left as it was); said, not skipped.
+    stale = [r for r in saved["chain"]["rows"] if r.get("episode_rules") is None]
+    assert len(stale) == len(saved["chain"]["rows"]) and not chain.chain_points(P["chain"])[0] == []
+    del saved["chain"], saved["chain_predictions"]
     planned = engines.engine_data(P["engines"])
     beyond = engines.beyond_the_plan(P["engines"], planned)
-    counts.update(chain_predictions=len(predicted), chain=len(measured), engines=len(planned) + len(beyond))
+    counts.update(engines=len(planned) + len(beyond))
     # every saved point is one the plans ask for (the engines' others: measured by a rerun, shown as such) ...
     assert counts == {name: len(saved[name]["rows"]) for name in counts}
     key = lambda r: tuple(r.get(c, "none") for c in ("engine", "model", "num_envs", "steps", "policy"))  # noqa: E731

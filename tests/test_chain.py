@@ -233,9 +233,14 @@ def test_the_record():
     assert c is chain.CHAIN and c.params_type is chain.ChainParams and c.default_params.links == 2
     assert (c.state_size, c.observation_size, c.num_actions, c.knobs) == (6, 9, 0, ())
     assert c.dynamics == {"python": "studylib.sims.chain", "c": "cuda/chain.cuh"}
-    assert (c.physics_flops(1), c.transcendentals(1), c.unfused_bytes(1)) == (1760, 120, 64)
     p = c.default_params
+    assert (c.physics_flops(p, 1), c.transcendentals(p, 1), c.unfused_bytes(p, 1)) == (1760, 120, 64)
     assert (p.max_episode_steps, p.frame_skip, p.length) == (1000, 5, 1.2)
+    # the work of a step is of the chain's parameters (its n and the timestep rule's frame_skip)
+    p32 = c.params_of({"links": 32})
+    assert c.physics_flops(p32, 1) == 25 * chain.rk4_flops(32) and c.unfused_bytes(p32, 1) == 2 * (8 * 33 + 8)
+    assert c.sizes(p32) == (66, 99) and c.policy_sizes(p32) == (99, 64, 64, 1) and c.continuous
+    assert c.variant(p32) == {"links": 32, "episode_rules": "v5"}
 
 
 # ---- an environment step at n = 2 is InvertedDoublePendulum-v5's ----

@@ -1,9 +1,10 @@
-"""The n-link chain's C/CUDA builds (cuda/chain.cuh; studylib.native.chain) against its reference,
+"""The n-link chain's C/CUDA builds (cuda/chain.cuh; studylib.sims.chain.native) against its reference,
 studylib.sims.chain (numpy float64), which tests/test_chain.py checks against MuJoCo's mj_step: the
 CPU build (chain_cpu: SIMD block loop and scalar path), the CUDA kernel built for and launched on
 the CPU (chain_kernel_host), and the kernel compiled by NVRTC as CuPy compiles it (sm_80, sm_90: no
 spills, a register budget). The states and controls are tests/test_chain.py's (1000 random
-states per n, cart x in ±1, angles in ±0.5, velocities in ±2, controls in ±1)."""
+states per n, cart x in ±1, angles in ±0.5, velocities in ±2, controls in ±1). The episodes
+(observation, reward, termination, resets, the fused MLP policy) are tests/test_chain_native_episodes.py's."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 
 from studylib import native
 from studylib.errors import ConfigError, StudyError
-from studylib.native import chain as nc
+from studylib.sims.chain import native as nc
 from studylib.sims import chain
 from tests.test_chain import mujoco_trajectories, random_inputs, relative_error
 
@@ -39,8 +40,9 @@ def test_the_library_is_registered_and_its_struct_has_the_ctypes_layout():
     assert len(nc.library_layout()) == 1 + len(nc.ChainArgs._fields_)
 
 
-def test_the_instantiated_links_are_the_tested_ones():
-    assert set(LINKS) <= set(nc.instantiated_links())
+def test_every_n_up_to_32_is_stepped_and_1_to_8_are_unrolled():
+    assert nc.unrolled_links() == tuple(range(1, 9)) and set(LINKS) <= set(nc.unrolled_links())
+    assert nc.instantiated_links() == tuple(range(1, 33)) and nc.max_links() == chain.model.MAX_LINKS
 
 
 @pytest.mark.parametrize("n", LINKS)
@@ -57,7 +59,7 @@ def test_the_hashed_controls_are_reproduced_bit_for_bit():
     lib = native.library("chain_cpu")
     env, step = np.arange(300) * 7919, np.arange(300) % 37
     ours = nc.hash_ctrl(12345, env, step)
-    theirs = np.array([lib.chain_hash_ctrl(12345, int(e), int(s)) for e, s in zip(env, step)], np.float32)
+    theirs = np.array([lib.chain_hash_ctrl(12345, int(e), 0, int(s)) for e, s in zip(env, step)], np.float32)
     np.testing.assert_array_equal(ours, theirs)
     assert ours.min() >= -1 and ours.max() < 1 and ours.std() > 0.5
 
@@ -155,12 +157,30 @@ def test_the_cuda_kernels_host_build_is_the_cpu_builds(n, count):
 
 # ---- bad input: a clear error, never a crash ----
 
-def test_a_chain_the_build_does_not_instantiate_is_refused():
-    states, ctrl = random_inputs(5, 4)
-    with pytest.raises(ConfigError, match=r"no n = 5 .*CH_FOR_EACH_LINKS"):
-        nc.rollout(states, 1, _params(5), ctrl=ctrl)
-    with pytest.raises(ConfigError, match="no n = 5"):
-        nc.host_rollout(states, 1, _params(5), ctrl=ctrl)
+@pytest.mark.parametrize("n", (5, 12, 32))
+def test_the_run_time_n_build_steps_the_other_chains(n):
+    """n = 5 is unrolled; 12 and 32 take the run-time-n build (CH_GENERIC), whose block loop and
+    kernel are the unrolled ones' code with loops of run-time length; and the generic build at an
+    unrolled n is that n's. One environment step against numpy float64: float32's bound grows with
+    n (measured 2e-6, 2e-5, 5e-4 at n = 5, 12, 32 from these random states)."""
+    p = _params(n)
+    states, ctrl = random_inputs(n, 64, seed=2)
+    ref = chain.physics_step(states, ctrl, p, steps=p.frame_skip)
+    ours = nc.rollout(states, 1, p, ctrl=ctrl)
+    tol = {5: TOL32, 12: 1e-3, 32: 5e-3}[n]
+    assert relative_error(ours, ref).max() <= tol
+    assert relative_error(nc.host_rollout(states, 1, p, ctrl=ctrl), ours).max() <= tol
+    assert relative_error(nc.physics_step(states, ctrl, p, mj_steps=p.frame_skip), ours).max() <= tol
+    generic = nc.rollout(states, 1, p, ctrl=ctrl, generic=True)
+    assert relative_error(generic, ours).max() <= tol
+
+
+def test_a_chain_longer_than_32_is_refused():
+    with pytest.raises(ConfigError):
+        _params(33)
+    args, keep = _raw_args(links=33)
+    with pytest.raises(StudyError, match="not one this build steps"):
+        nc.call_rollout(args)
 
 
 def _raw_args(n_envs=4, links=2, **fields):
@@ -174,16 +194,16 @@ def _raw_args(n_envs=4, links=2, **fields):
 
 @pytest.mark.parametrize("fields, message", [
     ({"n_envs": -1}, "number of environments is negative"),
-    ({"links": 5}, "number of links is not one this build instantiates"),
-    ({"links": 0}, "number of links is not one this build instantiates"),
-    ({"links": -5}, "number of links is not one this build instantiates"),
+    ({"links": 33}, "number of links is not one this build steps"),
+    ({"links": 0}, "number of links is not one this build steps"),
+    ({"links": -5}, "number of links is not one this build steps"),
     ({"num_steps": -2}, "number of steps is negative"),
     ({"policy": 7}, "unknown policy"),
     ({"policy": nc.POLICY_CTRL}, "required array is null"),  # no ctrl given
 ])
 def test_bad_arguments_raise_at_the_c_entry_points(fields, message):
     """The C entry points check their arguments themselves (ch_check_args), whatever Python passes:
-    negative N, an n not instantiated, negative K, an unknown policy, a missing array."""
+    negative N, an n outside 1 .. 32, negative K, an unknown policy, a missing array."""
     args, keep = _raw_args(**fields)
     with pytest.raises(StudyError, match=message):
         nc.call_rollout(args)
@@ -216,22 +236,41 @@ def test_bad_shapes_and_counts_raise_in_python():
 
 # ---- the kernel compiled as CuPy compiles it ----
 
-# Registers per thread, above what NVRTC 13.0 gives today (sm_80 / sm_90 in brackets), low enough
-# that a spill-prone regression (the RK4 stages all kept live, say) fails.
+# Registers per thread, above what NVRTC 13 gives today (sm_80 / sm_90 in brackets), low enough
+# that a spill-prone regression (the RK4 stages all kept live, say) fails: the physics-only kernels
+# and the episode kernels (CTRL/HASH) of the unrolled n. Neither spills at any n (measured sm_80:
+# chain_episodes_<n> 56, 64, 79, 92, 105, 121, 146, 162 registers for n = 1 .. 8); the MLP kernels
+# (chain_episodes_mlp_<n>) call the policy's forward pass as one function and are held to no spills
+# only, the run-time-n kernels (_generic) keep their arrays in local memory (a stack of ~7.5 KB).
 REGISTER_BUDGET = {"chain_rollout_1": 48, "chain_rollout_2": 56, "chain_rollout_3": 64,  # [40/40], [48/48], [56/56]
-                   "chain_rollout_4": 80, "chain_rollout_6": 112, "chain_rollout_8": 160}  # [71/71], [99/102], [143/148]
+                   "chain_rollout_4": 80, "chain_rollout_5": 96, "chain_rollout_6": 112,  # [71/71], [88], [99/102]
+                   "chain_rollout_7": 136, "chain_rollout_8": 160,  # [121], [143/148]
+                   "chain_episodes_1": 64, "chain_episodes_2": 72, "chain_episodes_3": 88, "chain_episodes_4": 104,
+                   "chain_episodes_5": 120, "chain_episodes_6": 136, "chain_episodes_7": 164, "chain_episodes_8": 184}
 
 
-@pytest.mark.parametrize("arch", ("80", "90"))
-def test_nvrtc_compiles_the_kernel_without_spills(arch):
+SUBSET = (1, 8)  # the unrolled n compiled under CH_KERNEL_SUBSET (cuda/chain_kernel.cu)
+
+
+def _kernel_names(links=SUBSET):
+    names = {"chain_reset_generic"}
+    for n in (*links, "generic"):
+        names |= {f"chain_rollout_{n}", f"chain_episodes_{n}", f"chain_episodes_mlp_{n}"}
+    return names
+
+
+def nvrtc_report(arch: str, subset: bool = True) -> dict:
+    """ptxas's registers and spills of every kernel of chain_kernel.cu as CuPy compiles it for
+    ``arch`` (with ``subset``, CH_KERNEL_SUBSET's n only: n = 1 and 8 bracket the others)."""
     from tests.test_nvrtc import _nvrtc, cupy_options, ptxas_report
 
     nvrtc = _nvrtc()
     source = native.sources.CHAIN_KERNEL_SOURCE
     prog = nvrtc.createProgram(native.source_with_header_digest(source), source.name, (), ())
+    options = [*cupy_options(arch), "-Xptxas=-v", *(["-DCH_KERNEL_SUBSET"] if subset else [])]
     try:
         try:
-            nvrtc.compileProgram(prog, [*cupy_options(arch), "-Xptxas=-v"])
+            nvrtc.compileProgram(prog, options)
         except nvrtc.NVRTCError:
             pytest.fail(nvrtc.getProgramLog(prog))
         log, cubin = nvrtc.getProgramLog(prog), nvrtc.getCUBIN(prog)
@@ -239,20 +278,38 @@ def test_nvrtc_compiles_the_kernel_without_spills(arch):
         nvrtc.destroyProgram(prog)
     assert cubin[:4] == b"\x7fELF"
     report = ptxas_report(log)
-    assert set(report) == {f"chain_rollout_{n}" for n in nc.instantiated_links()}, log
-    for entry, usage in report.items():
+    assert _kernel_names(SUBSET if subset else nc.unrolled_links()) <= set(report), log
+    return report
+
+
+def test_nvrtc_compiles_the_kernel_without_spills():
+    """n = 1, 8 and the run-time-n build, at sm_80 as CuPy compiles them (about 30 s here; every n at
+    sm_80 and sm_90: benchmarks/chain_kernels.py)."""
+    for entry, usage in nvrtc_report("80").items():
         assert usage["spill_stores"] == 0 and usage["spill_loads"] == 0, (entry, usage)
-        assert usage["registers"] <= REGISTER_BUDGET[entry], (entry, usage)
+        if entry in REGISTER_BUDGET:
+            assert usage["registers"] <= REGISTER_BUDGET[entry], (entry, usage)
 
 
 def test_each_kernel_takes_the_struct_by_value(tmp_path):
-    from tests.conftest import compile_ptx
+    """nvcc -ptx (sm_80, CH_KERNEL_SUBSET): the physics-only kernels take one ChainArgs, the
+    episode kernels a ChainArgs and the pointer to the episode count."""
+    import shutil
+    import subprocess
 
-    ptx = compile_ptx(native.sources.CHAIN_KERNEL_SOURCE, tmp_path)
-    for n in nc.instantiated_links():
-        entry = f"chain_rollout_{n}"
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc not installed: the kernels' PTX is not checked here")
+    source = native.sources.CHAIN_KERNEL_SOURCE
+    out = tmp_path / "chain_kernel.ptx"
+    subprocess.run([nvcc, "-ptx", "-arch=sm_80", "-DCH_KERNEL_SUBSET", f"-I{source.parent}", str(source), "-o",
+                    str(out)], check=True, capture_output=True)
+    ptx = out.read_text()
+    size = ctypes.sizeof(nc.ChainArgs)
+    for entry in _kernel_names():
         params = ptx.split(f".entry {entry}(")[1].split(")")[0]
-        assert params.count(".param") == 1 and f"{entry}_param_0[{ctypes.sizeof(nc.ChainArgs)}]" in params
+        episodes = entry.startswith("chain_episodes")
+        assert params.count(".param") == (2 if episodes else 1) and f"{entry}_param_0[{size}]" in params
 
 
 # ---- throughput (printed, not asserted) ----

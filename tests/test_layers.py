@@ -3,8 +3,9 @@ import cycle exists (imports inside functions count: a lazy import is still a de
 
 Layers follow the packages, lowest first; a module may import its own layer and the ones below it:
 
-  core         studylib/sims/ (one module per simulator: its record and array dynamics; studylib.dynamics
-               is CartPole's module there) and the modules at studylib/'s root: episodes, policy, settings, implspec,
+  core         studylib/sims/ (one module or folder per simulator: its record and array dynamics;
+               studylib.dynamics is CartPole's module there; a folder's ``native`` and ``backend``
+               modules, its C/CUDA binding, are environment layer) and the modules at studylib/'s root: episodes, policy, settings, implspec,
                devices, arrays, costs, errors (what the study is about)
   environment  studylib/envs/ (the seven implementations, their base, registry, backend_env),
                studylib/native/ (building and loading the C++ and CUDA sources, the backends),
@@ -29,7 +30,8 @@ LAYERS = ("core", "environment", "harness", "top")
 ENVIRONMENT = {"envs", "native", "adapters"}
 PUBLIC_ALIASES = {"gym_vector", "jax_functional"}  # studylib.<name> is studylib.adapters.<name>
 CORE = {"episodes", "policy", "settings", "implspec", "records", "devices", "arrays", "costs", "errors"}
-SIM_ALIASES = {"dynamics": "studylib.sims.cartpole"}  # studylib.dynamics is CartPole's module in sims/
+SIM_ALIASES = {"dynamics": "studylib.sims.cartpole"}
+NATIVE_BINDINGS = {"native", "backend"}  # a simulator folder's C/CUDA binding and its backend: environment layer  # studylib.dynamics is CartPole's module in sims/
 
 
 def _module_name(path: Path) -> str:
@@ -42,7 +44,7 @@ MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
 def layer(module: str) -> str:
     parts = module.split(".")[1:]
-    if not parts or parts[0] in ENVIRONMENT or parts[0] in PUBLIC_ALIASES:
+    if not parts or parts[0] in ENVIRONMENT or parts[0] in PUBLIC_ALIASES or parts[0] == "sims" and parts[-1] in NATIVE_BINDINGS:
         return "environment"  # studylib/__init__: make, the classes, the settings
     if parts[0] == "harness":
         return "harness"

@@ -24,8 +24,8 @@ class ToyParams:
 
 TOY = sims.SimSpec(name="toy", title="a toy", state_size=6, observation_size=6, num_actions=0, params_type=ToyParams,
                    default_params=ToyParams(), reward="none", termination="never", reference="none",
-                   dynamics={"python": "nowhere"}, knobs=("compute_factor",), physics_flops=lambda c: 1000 * c,
-                   transcendentals=lambda c: 0, unfused_bytes=lambda s: 56 * s)
+                   dynamics={"python": "nowhere"}, knobs=("compute_factor",),
+                   physics_flops=lambda p, c: 1000 * c, transcendentals=lambda p, c: 0, unfused_bytes=lambda p, s: 56 * s)
 
 
 @pytest.fixture
@@ -39,9 +39,11 @@ def test_cartpoles_record_is_what_the_package_counts():
     c = sims.sim("cartpole")
     assert c is sims.CARTPOLE and sims.DEFAULT == "cartpole" and c.dynamics["c"] == "cuda/cartpole.cuh"
     assert c.state_size == c.observation_size == 4 and c.num_actions == 2 and c.knobs == sims.KNOBS
-    assert [c.physics_flops(k) for k in (1, 4)] == [costs.physics_flops(1, 1), costs.physics_flops(1, 4)] == [26, 104]
-    assert c.unfused_bytes(8) == costs.unfused_bytes(8) == 272
-    assert c.transcendentals(3) == costs.step_transcendentals(1, 3)
+    p = c.default_params
+    assert [c.physics_flops(p, k) for k in (1, 4)] == [costs.physics_flops(1, 1), costs.physics_flops(1, 4)] == [26, 104]
+    assert c.unfused_bytes(p, 8) == costs.unfused_bytes(8) == 272
+    assert c.transcendentals(p, 3) == costs.step_transcendentals(1, 3)
+    assert c.sizes(p) == (4, 4) and c.policy_sizes(p) == (4, 64, 64, 2) and not c.continuous
 
 
 def test_settings_check_the_simulator_once(toy):
@@ -86,17 +88,20 @@ def test_a_cartpole_row_keys_the_same_with_or_without_its_sim():
 def test_the_command_line_takes_a_registered_simulator(capsys):
     from studylib.__main__ import main
 
-    base = ["bench", "--impl", "cpp", "--num-envs", "8", "--steps", "1"]
+    base = ["bench", "--impl", "torch", "--num-envs", "8", "--steps", "1"]
     assert main(base + ["--sim", "pendulum"]) == 2
     assert capsys.readouterr().err.strip().splitlines() == ["error: unknown --sim 'pendulum'; valid: cartpole, chain"]
-    assert main(["bench", "--impl", "fused", "--num-envs", "8", "--steps", "1", "--sim", "chain"]) == 2
+    assert main(["bench", "--impl", "gymnax", "--num-envs", "8", "--steps", "1", "--sim", "chain"]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
-        "error: 'fused' does not implement simulator 'chain'; it implements cartpole"]
-    assert main(base + ["--sim", "chain"]) == 2  # the chain has no policy: policy mlp is refused
-    assert capsys.readouterr().err.strip().splitlines() == ["error: simulator 'chain' runs policy none only, got 'mlp'"]
+        "error: 'gymnax' does not implement simulator 'chain'; it implements cartpole"]
     assert main(base + ["--links", "3"]) == 2
-    assert "--links is for one simulator with links" in capsys.readouterr().err
+    assert "--links is for one simulator that takes it" in capsys.readouterr().err
+    for bad in ("0", "-1", "abc", "33", "1000000", "2.5"):  # one line each, before anything is allocated
+        assert main(base + ["--sim", "chain", f"--links={bad}"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error: ") and ("--links" in err[0] or "links from 1 to 32" in err[0])
     fast = ["--repeats", "1", "--min-seconds", "0.01", "--json"]
-    assert main(base + ["--sim", "chain", "--links", "1,3", "--policy", "none", *fast]) == 0
+    assert main(base + ["--sim", "chain", "--links", "1,3", "--policy", "none,mlp", *fast]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert [(r["sim"], r["links"], r["impl"]) for r in rows] == [("chain", 1, "cpp"), ("chain", 3, "cpp")]
+    assert sorted((r["links"], r["policy"]) for r in rows) == [(1, "mlp"), (1, "none"), (3, "mlp"), (3, "none")]
+    assert all(r["sim"] == "chain" and r["episodes_finished"] >= 0 for r in rows)

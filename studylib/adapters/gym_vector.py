@@ -110,12 +110,13 @@ class StudylibVectorEnv(VectorEnv):
                  arrays: str = "numpy"):
         self.autoreset_mode = check_autoreset_mode(autoreset_mode)
         check_render_mode(render_mode, self.metadata["render_modes"])
-        params = CARTPOLE_V1
+        params = self._params()
         if max_episode_steps is not None:
             params = dataclasses.replace(params, max_episode_steps=positive_int("max_episode_steps", max_episode_steps))
         self.impl = impl
         self.env = make(impl, num_envs, seed=seed, device=device, state_factor=state_factor,
-                        compute_factor=compute_factor, policy_seed=policy_seed, params=params, arrays=arrays)
+                        compute_factor=compute_factor, policy_seed=policy_seed, params=params, arrays=arrays,
+                        sim=self.sim)
         self.arrays = self.env.arrays
         self._kind = self.env.array_kind  # checks and operations for the arrays the adapter returns
         self._xp = self._kind.xp
@@ -126,9 +127,8 @@ class StudylibVectorEnv(VectorEnv):
         self.num_envs = self.env.num_envs
         self.render_mode = render_mode
         self._renderer = None
-        self.single_observation_space = observation_space(params)
+        self.single_observation_space, self.single_action_space = self._spaces(params)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
-        self.single_action_space = spaces.Discrete(2)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         # NEXT_STEP / DISABLED: the envs that finished on the last step (restarted by the next
         # step, or by reset(reset_mask) when DISABLED), in the implementation's arrays.
@@ -150,6 +150,29 @@ class StudylibVectorEnv(VectorEnv):
             stepper.set_fallbacks(None, StudylibVectorEnv.step.__get__(self))
             stepper.set_guard(vars(self.env), self.env.step)  # steps aside if they are replaced
             self.step = stepper.next_step
+
+    # ---- what differs between simulators (StudylibChainVectorEnv overrides these) ----------------
+    sim = "cartpole"
+
+    def _params(self):
+        """The simulator's constants before ``max_episode_steps`` (CartPole-v1's)."""
+        return CARTPOLE_V1
+
+    def _spaces(self, params):
+        """(single observation space, single action space), gymnasium's CartPole-v1's."""
+        return observation_space(params), spaces.Discrete(2)
+
+    def _draw(self, rng: np.random.Generator, rows: int) -> np.ndarray:
+        """``rows`` new episodes' state rows (float64), as gymnasium's reset draws them."""
+        return _draw_rows(rng, (rows, self.env.row_len))
+
+    def _observations(self, rows: np.ndarray):
+        """The observations (in the implementation's arrays) of state rows (float64)."""
+        return self._kind.from_numpy(rows[:, :STATE_SIZE].astype(np.float32))
+
+    def _actions(self, actions):
+        """Actions as the implementation's ``step`` takes them (the chain's (N, 1) Box as (N,))."""
+        return actions
 
     def _set_finished(self, value) -> None:
         """The envs that finished on the last step; in place where the thin path reads them."""
@@ -201,9 +224,9 @@ class StudylibVectorEnv(VectorEnv):
         where a seed list gives one (CartPoleEnv.reset(seed=seeds[i]) draws the same), else from
         ``self.np_random``."""
         if seeds is None:
-            return _draw_rows(self.np_random, (len(index), self.env.row_len))
+            return self._draw(self.np_random, len(index))
         rngs = (self.np_random if seeds[i] is None else seeding.np_random(seeds[i])[0] for i in index)
-        return np.array([_draw_rows(rng, self.env.row_len) for rng in rngs]).reshape(len(index), -1)
+        return np.array([self._draw(rng, 1)[0] for rng in rngs]).reshape(len(index), -1)
 
     def _restart_masked(self, mask, seed, seeds):
         """Observations (N, 4) after new episodes start in the envs of ``mask``: the
@@ -215,7 +238,7 @@ class StudylibVectorEnv(VectorEnv):
         state = self.env.get_state()
         state[index] = self._fresh_rows(index, seeds)
         self.env.set_state(state)
-        return self._kind.from_numpy(state[:, :STATE_SIZE].astype(np.float32))
+        return self._observations(state)
 
     def reset(self, *, seed=None, options: dict | None = None):
         """Reset every env (or those of ``options["reset_mask"]``); returns (obs (N, 4) float32, {})."""
@@ -237,7 +260,7 @@ class StudylibVectorEnv(VectorEnv):
             if seeds:
                 rows = self._fresh_rows(np.arange(self.num_envs), seeds)
                 self.env.set_state(rows)
-                obs = self._kind.from_numpy(rows[:, :STATE_SIZE].astype(np.float32))
+                obs = self._observations(rows)
         self._remember_obs(obs)
         return obs, {}
 
@@ -249,7 +272,7 @@ class StudylibVectorEnv(VectorEnv):
             finished = np.flatnonzero(self._kind.to_numpy(self._finished)).tolist()
             raise ConfigError(f"envs {finished[:8]} finished their episodes; reset them with "
                               "reset(options={'reset_mask': mask}) before stepping (autoreset_mode DISABLED)")
-        obs, reward, terminated, truncated = self.env.step(actions)  # a ConfigError here steps nothing
+        obs, reward, terminated, truncated = self.env.step(self._actions(actions))  # a ConfigError steps nothing
         if self._env_views:  # the implementation's thin step returns views of its buffers
             obs, reward, terminated, truncated = obs.copy(), reward.copy(), terminated.copy(), truncated.copy()
         if self._same_step:

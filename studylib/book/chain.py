@@ -27,7 +27,7 @@ def chain_points(P: ChainParams):
     """(points, dropped): policy "none" points of the chain for the chapter's implementations whose
     records implement it, every n × N × K whose work per call N·K is within the cap."""
     record = sims.sim(chain_study.SIM)
-    impls = [i for i in P.impls if chain_study.SIM in spec(i).sims]
+    impls = [i for i in P.impls if spec(i).implements(chain_study.SIM)]
     return capped_points(P, impls, "none", sim=chain_study.SIM, params=[record.params_of({"links": n}) for n in P.links])
 
 
@@ -50,9 +50,8 @@ def chain_data(P: ChainParams) -> tuple[pd.DataFrame, pd.DataFrame]:
     return predicted, _measured(chain_study.MEASUREMENTS, P, points, dropped)
 
 
-# the page's agreement check: N and steps, taken as CHECK_STEPS calls of one step at the smallest N
-# the default preset measures, so jax reuses the program its K = 1 measurement compiled
-CHECK_ENVS, CHECK_STEPS = 16, 10
+# the page's agreement check: one environment step of CHECK_ENVS chains from v5's reset draws
+CHECK_ENVS = 16
 
 
 def _relative_error(a, b) -> float:
@@ -60,21 +59,29 @@ def _relative_error(a, b) -> float:
     return float((np.abs(np.asarray(a, np.float64) - b) / np.maximum(np.abs(b), 1.0)).max())
 
 
+def _start(links: int, num_envs: int, seed: int):
+    """(params, float64 states, float64 controls): v5's reset draws of episode 0 and the
+    no-policy controls of the first step, the hashed ones every implementation draws."""
+    from ..sims import chain
+    from ..sims.chain import episode
+
+    p = chain.ChainParams(links=links)
+    env, zero = np.arange(num_envs, dtype=np.uint32), np.zeros(num_envs, np.uint32)
+    states = episode.reset_states(seed, env, zero, p).astype(np.float64)
+    return p, states, episode.hash_controls(seed, env, zero, zero).astype(np.float64)
+
+
 def mujoco_agreement(links: int, num_envs: int = CHECK_ENVS, seed: int = 0) -> float:
     """The float64 reference against MuJoCo's own mj_step on ``chain_mjcf(links)``: one environment
     step (frame_skip mj_steps) from ``num_envs`` reset draws with the hashed controls."""
     import mujoco
 
-    from ..envs.chain_base import initial_states
-    from ..native.chain import hash_ctrl
     from ..sims import chain
-    from ..sims.chain_model import chain_mjcf
+    from ..sims.chain.model import chain_mjcf
 
-    p = chain.ChainParams(links=links)
+    p, states, ctrl = _start(links, num_envs, seed)
     m = mujoco.MjModel.from_xml_string(chain_mjcf(links))
     d = mujoco.MjData(m)
-    states = initial_states(num_envs, seed, links)
-    ctrl = hash_ctrl(seed, np.arange(num_envs), 0).astype(np.float64)
     ours = chain.physics_step(states, ctrl, p, steps=p.frame_skip)
     n1, theirs = links + 1, np.empty_like(states)
     for i in range(num_envs):
@@ -87,23 +94,24 @@ def mujoco_agreement(links: int, num_envs: int = CHECK_ENVS, seed: int = 0) -> f
 
 
 def conformance(P: ChainParams) -> pd.DataFrame:
-    """Per n: the reference against MuJoCo (one step), and each implementation against the
-    reference after K = CHECK_STEPS steps of CHECK_ENVS chains (float32 implementations: within
-    float32 rounding grown by the chain's chaos; gym's loop is the reference's own float64)."""
-    from ..envs.chain_base import reference_states
+    """Per n: the reference against MuJoCo (one step), and each implementation's environment step
+    (``set_state`` at v5's reset draws, then ``step`` with the hashed controls: its observation
+    and reward) against the float64 reference's (``studylib.sims.chain.dynamics.env_step``):
+    float32 implementations within float32 rounding of frame_skip RK4 steps; gym steps MuJoCo."""
     from ..envs.registry import make
+    from ..sims import chain
 
     rows = []
     for n in P.links:
         params = sims.sim(chain_study.SIM).params_of({"links": n})
-        ref = reference_states(n, CHECK_ENVS, CHECK_STEPS)
+        p, states, ctrl = _start(n, CHECK_ENVS, 0)
+        _, ref_obs, ref_reward, _ = chain.env_step(states, ctrl, p)
         row = {"links": n, "reference vs MuJoCo": mujoco_agreement(n)}
-        for impl in [i for i in P.impls if chain_study.SIM in spec(i).sims]:
+        for impl in [i for i in P.impls if spec(i).implements(chain_study.SIM)]:
             env = make(impl, CHECK_ENVS, sim=chain_study.SIM, params=params)
-            for _ in range(CHECK_STEPS):
-                env.rollout(1)
-            env.synchronize()
-            row[impl] = _relative_error(env.get_state(), ref)
+            env.set_state(states)
+            _, reward, _, _ = env.step(ctrl.astype(np.float32))
+            row[impl] = max(_relative_error(env.final_obs(), ref_obs), _relative_error(reward, ref_reward))
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -139,14 +147,20 @@ def error_summary(errors: pd.DataFrame) -> pd.DataFrame:
     return out.loc[book_order(out.index)].reset_index()
 
 
+def work_per_step(links: int) -> dict:
+    """The chain's counted work per environment step at n = ``links`` (its record's, with the
+    timestep rule's frame_skip): flops_per_step, transcendentals_per_step, bytes_per_step."""
+    return chain_study.work(sims.sim(chain_study.SIM).params_of({"links": links}))
+
+
 def flops_per_step(links: int) -> int:
-    return chain_study.work(links)["flops_per_step"]
+    return work_per_step(links)["flops_per_step"]
 
 
 def fused_and_xla() -> tuple[str | None, str | None]:
     """The chain's fused implementation (a native call of K steps: the record's dispatch "native"
     with policy "none" fused) and its XLA one (dispatch "compiled"), from their records."""
-    records = [spec(i) for i in book_order() if chain_study.SIM in spec(i).sims]
+    records = [spec(i) for i in book_order() if spec(i).implements(chain_study.SIM)]
     fused = next((r.name for r in records if r.dispatch == "native" and "none" in r.fused_policies), None)
     xla = next((r.name for r in records if r.dispatch == "compiled"), None)
     return fused, xla

@@ -117,7 +117,8 @@ def add_point_options(p: argparse.ArgumentParser, steps_required=True):
     p.add_argument("--device", default=None, help="cpu or cuda (default: the implementation's default)")
     p.add_argument("--seed", default="0", help="environment seed")
     p.add_argument("--sim", default=sims.DEFAULT, help=f"the simulator: {', '.join(sims.names())} (studylib.sims)")
-    p.add_argument("--links", default=None, help="the chain's links n (--sim chain; list allowed: 1,2,4,8)")
+    for column, text in dict(flag for name in sims.names() for flag in sims.sim(name).variant_flags).items():
+        p.add_argument(f"--{column.replace('_', '-')}", dest=column, default=None, help=text)
 
 
 def grid_of(args) -> dict:
@@ -135,15 +136,20 @@ def grid_of(args) -> dict:
 
 
 def params_of(args) -> list:
-    """The simulator's parameter sets the options name: --links for a simulator whose rows have a
-    links column (the chain); [None] (its reference constants) without it."""
-    if args.links is None:
-        return [None]
+    """The simulator's parameter sets the options name: its record's variant flags (the chain's
+    --links, a list allowed), each value checked by the parameters it makes; [None] (its reference
+    constants) without them."""
     names = parse_names("--sim", args.sim, sims.names())
+    given = {column: getattr(args, column) for name in sims.names() for column, _ in sims.sim(name).variant_flags
+             if getattr(args, column, None) is not None}
+    if not given:
+        return [None]
     records = [sims.sim(n) for n in names]
-    if len(records) != 1 or "links" not in records[0].variant_keys:
-        raise ConfigError(f"--links is for one simulator with links (the chain: --sim chain), got --sim {args.sim}")
-    return [records[0].params_of({"links": n}) for n in parse_ints("--links", args.links)]
+    flags = ", ".join(f"--{c.replace('_', '-')}" for c in given)
+    if len(records) != 1 or not set(given) <= {c for c, _ in records[0].variant_flags}:
+        raise ConfigError(f"{flags} is for one simulator that takes it, got --sim {args.sim}")
+    (column, text), = given.items()  # one variant flag per simulator today (the chain's --links)
+    return [records[0].params_of({column: v}) for v in parse_ints(f"--{column.replace('_', '-')}", text)]
 
 
 def points_of(args, repeats=5, min_seconds=0.2) -> list[MeasurePoint]:

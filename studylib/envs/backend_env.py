@@ -18,7 +18,9 @@ import numpy as np
 import torch
 
 from ..arrays import TorchKind
-from .base import VectorCartPole
+from .base import VectorCartPole, VectorEnv
+from ..errors import StudyError
+from ..policy import GAUSSIAN_LOG_STD, gaussian_actions
 from ..sims.cartpole import STATE_SIZE
 
 
@@ -113,3 +115,86 @@ class BackendCartPole(VectorCartPole):
 
     def synchronize(self):
         self.backend.synchronize()
+
+
+class NativeChainEnv(VectorEnv):
+    """What cpp and fused share for the n-link chain: the C build of cuda/chain.cuh with v5's
+    episode rules (``studylib.sims.chain.backend.ChainNativeBackend``: OpenMP across blocks of
+    environments, SIMD lanes within one, the state in L1 across the K steps of a call). A policy
+    in the record's ``fused_policies`` runs K steps in ONE native call ("none": the hashed
+    controls; fused's "mlp": the Gaussian MLP inside the same kernel); any other policy runs
+    between one-step native calls, in PyTorch on the batch (cpp's "mlp": the paper's C++ row).
+    With ``arrays="native"``: torch tensors over the backend's buffers (state, final observations)."""
+
+    @classmethod
+    def estimate_bytes(cls, num_envs, state_factor, params=None):
+        # the state, rewards, counters, flags, two observation buffers and the policy's activations
+        return num_envs * (4 * params.state_size + 8 * params.observation_size + 13 + 4 * 64 * 3)
+
+    def _resolve_device(self, device):
+        return "cpu"
+
+    def _native_kind(self):
+        return TorchKind("cpu")
+
+    def __init__(self, settings):
+        super().__init__(settings)
+        from ..implspec import spec
+        from ..sims.chain.episode import policy_noise
+        from ..sims.chain.backend import ChainNativeBackend
+
+        self._fused = spec(self.name).fused_policies
+        self._noise = policy_noise
+        self.log_std = GAUSSIAN_LOG_STD
+        self.backend = ChainNativeBackend(self.num_envs, self.params, self.policy_weights, self.log_std)
+        self._layers = [(torch.from_numpy(w), torch.from_numpy(b)) for w, b in self.policy_weights.layers()]
+        self._env_index = np.arange(self.num_envs, dtype=np.uint32)
+        self._reset()
+
+    def _out(self, array):
+        return torch.from_numpy(array) if self._native else array
+
+    def _reset(self):
+        self.backend.reset(self.seed)
+        self._stepped = False
+        return self._out(self.backend.obs())
+
+    def _step(self, actions):
+        controls = actions.numpy() if self._native else actions
+        self.backend.step(controls, self.seed)
+        self._stepped = True
+        flags = self.backend.flags_out
+        obs, reward = self.backend.obs(), self.backend.reward_out.copy()
+        if self._native:
+            flags = torch.from_numpy(flags.copy())
+            return torch.from_numpy(obs), torch.from_numpy(reward), (flags & 1) != 0, (flags & 2) != 0
+        return obs, reward, (flags & 1).astype(bool), (flags & 2).astype(bool)
+
+    def final_obs(self):
+        if not self._stepped:
+            raise StudyError("final_obs() needs a step first: none since the last reset or rollout")
+        return self._out(self.backend.final_obs_out.copy())
+
+    def _restart(self, mask):
+        self.backend.restart(mask.numpy() if self._native else mask, self.seed)
+        return self._out(self.backend.obs())
+
+    def _set_state(self, states):
+        self.backend.set_state(states)
+
+    def get_state(self):
+        return self.backend.get_state()
+
+    def policy_actions(self) -> np.ndarray:
+        """The Gaussian MLP's controls at the current observations, in PyTorch on the batch (the
+        policy of cpp's "mlp" rows: outside the native code, as the paper's C++ row)."""
+        b = self.backend
+        with torch.inference_mode():
+            noise = torch.from_numpy(self._noise(self.seed, self._env_index, b.episode, b.elapsed))
+            return gaussian_actions(self._layers, torch.from_numpy(b.obs()), noise, self.log_std, torch).numpy()
+
+    def _rollout(self, num_steps, policy):
+        self._stepped = False
+        if policy in self._fused:
+            return self.backend.rollout(num_steps, policy, self.seed)  # all K steps in one native call
+        return sum(self.backend.step(self.policy_actions(), self.seed) for _ in range(num_steps))

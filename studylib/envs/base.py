@@ -1,9 +1,11 @@
-"""The shape every implementation shares: make -> reset -> step -> rollout K steps.
+"""The shape every implementation of every simulator shares: make -> reset -> step -> rollout K steps.
 
-Subclasses, one per implementation (gym_env.py, cpp_env.py, torch_env.py, jax_env.py, cuda_env.py,
-torch_compile_env.py, fused_env.py; each named by its record in ``studylib.implspec``), implement
-the underscored hooks; argument checking (the requested device against the record's devices), the
-memory check and the public API live here once.
+Subclasses, one per implementation and simulator (gym_env.py, cpp_env.py, torch_env.py, jax_env.py,
+cuda_env.py, torch_compile_env.py, fused_env.py; each named by its record in ``studylib.implspec``,
+which lists the simulators it serves), implement the underscored hooks; argument checking (the
+requested device against the record's devices, actions against the simulator's action space), the
+sizes (from the simulator's record, ``studylib.sims``), the memory check and the public API live
+here once.
 """
 
 from __future__ import annotations
@@ -57,13 +59,15 @@ class RolloutResult:
         return self.num_envs * self.num_steps
 
 
-class VectorCartPole(abc.ABC):
-    """N CartPole-v1 environments (state factor S: rows of 4*S floats; C sub-steps) stepped together.
+class VectorEnv(abc.ABC):
+    """N environments of one simulator stepped together: CartPole-v1 (state factor S: rows of 4*S
+    floats; C sub-steps) or the n-link chain (rows of 2(n+1) floats, observations of 3n+3).
 
-    Public API (used by the harness, the book, the gymnasium adapter and the tests):
-      reset() -> obs (N, 4);  step(actions) -> (obs, reward, terminated, truncated);
-      final_obs() -> (N, 4);  restart(mask) -> obs (N, 4): new episodes for some envs;
-      set_state(states (N, 4S)); get_state() -> numpy (N, 4S);
+    Public API (used by the harness, the book, the gymnasium adapter and the tests), with D the
+    simulator's observation size (``observation_size``) and R its state row (``row_len``):
+      reset() -> obs (N, D);  step(actions) -> (obs, reward, terminated, truncated);
+      final_obs() -> (N, D);  restart(mask) -> obs (N, D): new episodes for some envs;
+      set_state(states (N, R)); get_state() -> numpy (N, R);
       rollout(K, policy="mlp"|"none") -> RolloutResult, in as few backend calls as possible;
       synchronize() waits for queued device work (timing).
 
@@ -94,12 +98,14 @@ class VectorCartPole(abc.ABC):
         self.seed = settings.seed  # reset() draws episode 0 from it (the gymnasium adapter re-seeds it)
         self.params = settings.params
         self.sim = sims.sim(settings.sim)  # the simulator's record (studylib.sims): what it is and what a step costs
-        self.row_len = STATE_SIZE * self.state_factor
+        self.state_size, self.observation_size = self.sim.sizes(self.params)
+        self.row_len = self.state_size * self.state_factor
         check_fits_in_memory(
-            f"{self.name} with N={self.num_envs}, S={self.state_factor}",
-            self.estimate_bytes(self.num_envs, self.state_factor),
+            f"{self.name} {self.sim.name} with N={self.num_envs}, S={self.state_factor}"
+            + "".join(f", {k}={v}" for k, v in self.sim.variant(self.params).items()),
+            self.estimate_bytes(self.num_envs, self.state_factor, self.params),
         )
-        self.policy_weights = mlp_weights(settings.policy_seed)
+        self.policy_weights = mlp_weights(settings.policy_seed, self.sim.policy_sizes(self.params))
         check_requested_device(self.name, settings.device)  # the record's devices (studylib.implspec)
         self.device = self._resolve_device(settings.device)
         self.arrays = settings.arrays
@@ -109,8 +115,9 @@ class VectorCartPole(abc.ABC):
     # ---- hooks -------------------------------------------------------------------------------
     @classmethod
     @abc.abstractmethod
-    def estimate_bytes(cls, num_envs: int, state_factor: int) -> int:
-        """Memory this implementation needs for N envs of factor S (checked before allocating)."""
+    def estimate_bytes(cls, num_envs: int, state_factor: int, params=None) -> int:
+        """Memory this implementation needs for N envs of factor S and the simulator's ``params``
+        (checked before allocating)."""
 
     def _resolve_device(self, device: str | None) -> str:
         """The device this implementation runs on, from the requested None / 'cpu' / 'cuda': the one
@@ -135,14 +142,14 @@ class VectorCartPole(abc.ABC):
     def _restart(self, mask):
         """Start the next episode of the envs of ``mask`` (checked): a fresh reset draw from this
         env's own generator, step counter 0, episode counter + 1, final_obs their new first
-        observation; return the observations (N, 4)."""
+        observation; return the observations (N, D)."""
 
     @abc.abstractmethod
     def _set_state(self, states: np.ndarray) -> None: ...
 
     @abc.abstractmethod
     def get_state(self) -> np.ndarray:
-        """The full state (N, 4S) as numpy (float32, or float64 for gym)."""
+        """The full state (N, R) as numpy (float32, or float64 for gym)."""
 
     @abc.abstractmethod
     def _rollout(self, num_steps: int, policy: str) -> int:
@@ -150,7 +157,7 @@ class VectorCartPole(abc.ABC):
 
     @abc.abstractmethod
     def final_obs(self):
-        """Observations (N, 4) at the end of the last ``step``, before its same-step reset: a
+        """Observations (N, D) at the end of the last ``step``, before its same-step reset: a
         finished env's terminal observation (gymnasium's ``final_obs``); equal to the returned
         observation for the others. A ``restart`` replaces the restarted envs' with their new first
         observation (the episode that ended there is over): after it, final_obs() is what
@@ -161,24 +168,26 @@ class VectorCartPole(abc.ABC):
 
     # ---- public API --------------------------------------------------------------------------
     def reset(self):
-        """Reset every env (episode 0 draws from this env's seed); return observations (N, 4)."""
+        """Reset every env (episode 0 draws from this env's seed); return observations (N, D)."""
         return self._reset()
 
     def step(self, actions):
-        """One step with actions (N,) in {0, 1}; finished envs are reset in the same step. Bad
-        actions (shape, dtype, type or device for arrays="native") raise ConfigError, nothing stepped."""
+        """One step with actions (N,): in {0, 1} for CartPole, floats in [-1, 1] for a continuous
+        simulator (the chain's control); finished envs are reset in the same step. Bad actions
+        (shape, dtype, range, non-finite, type or device for arrays="native") raise ConfigError,
+        nothing stepped."""
         return self._step(self.check_actions(actions))
 
     def restart(self, mask):
         """Start a new episode in the envs where ``mask`` (N,) bool is true: a fresh reset draw from
         this env's own generator (seeded by ``seed``), step counter 0, and their ``final_obs()``
         the new first observation; the others are left as they are. Returns the observations
-        (N, 4) of every env. One call, whatever the mask (the gymnasium adapter's restarts and
+        (N, D) of every env. One call, whatever the mask (the gymnasium adapter's restarts and
         masked resets)."""
         return self._restart(self.array_kind.check_mask(mask, self.num_envs))
 
     def set_state(self, states) -> None:
-        """Overwrite the physical state (N, 4S) of every env (CuLE-style seeding from a
+        """Overwrite the physical state (N, R) of every env (CuLE-style seeding from a
         reference); episode counters (steps into the episode) are left as they are."""
         self._set_state(checked_states(states, self.num_envs, self.row_len))
 
@@ -189,9 +198,15 @@ class VectorCartPole(abc.ABC):
         return RolloutResult(self.num_envs, num_steps, int(done))
 
     def check_actions(self, actions):
-        """``actions`` as ``_step`` takes them (numpy int32, or the native array unchanged)."""
+        """``actions`` as ``_step`` takes them (numpy int32 or float32, or the native array unchanged)."""
+        if self.sim.continuous:
+            return self.array_kind.check_controls(actions, self.num_envs)
         return self.array_kind.check_actions(actions, self.num_envs)
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}(num_envs={self.num_envs}, state_factor={self.state_factor}, "
+        variant = "".join(f"{k}={v}, " for k, v in self.sim.variant(self.params).items())
+        return (f"{type(self).__name__}({variant}num_envs={self.num_envs}, state_factor={self.state_factor}, "
                 f"compute_factor={self.compute_factor}, seed={self.seed}, device={self.device!r})")
+
+
+VectorCartPole = VectorEnv  # its name before it served every simulator

@@ -20,7 +20,7 @@ import torch
 
 from .. import native
 from ..native.backends import CpuLibraryBackend
-from .backend_env import BackendCartPole
+from .backend_env import BackendCartPole, NativeChainEnv
 from ..sims.cartpole import STATE_SIZE
 from ..policy import TorchGreedyMLP
 
@@ -29,7 +29,7 @@ class CppCartPole(BackendCartPole):
     name = "cpp"
 
     @classmethod
-    def estimate_bytes(cls, num_envs, state_factor):
+    def estimate_bytes(cls, num_envs, state_factor, params=None):
         # float32 state + final observations + elapsed/episode counters + flags + the policy's
         # activations (N x 64 x 3).
         return num_envs * (16 * state_factor + 16 + 9 + 4 * 64 * 3)
@@ -53,3 +53,11 @@ class CppCartPole(BackendCartPole):
         if policy == "none":
             return self.backend.rollout(None, num_steps, native.POLICY_HASH, self.seed)  # all K steps fused in one call
         return self.backend.rollout_actions(lambda: self.policy_actions().numpy(), num_steps, self.seed)
+
+
+class CppChain(NativeChainEnv):
+    """``cpp`` for the n-link chain: the C build of cuda/chain.cuh, K steps of the hashed controls
+    in one native call (policy "none"); with the MLP, one native step per call and the Gaussian
+    policy in PyTorch between them (``NativeChainEnv``)."""
+
+    name = "cpp"

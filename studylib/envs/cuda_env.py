@@ -23,7 +23,7 @@ class CudaCartPole(BackendCartPole):
     name = "cuda"
 
     @classmethod
-    def estimate_bytes(cls, num_envs, state_factor):
+    def estimate_bytes(cls, num_envs, state_factor, params=None):
         # Host-side staging only; device memory is checked by CUDA's allocator.
         return num_envs * 64
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from .. import native
 from ..native.backends import make_backend
-from .backend_env import BackendCartPole
+from .backend_env import BackendCartPole, NativeChainEnv
 from ..policy import MLPWeights
 
 _POLICY_CODES = {"mlp": native.POLICY_MLP, "none": native.POLICY_HASH}
@@ -37,7 +37,7 @@ class FusedCartPole(BackendCartPole):
     name = "fused"
 
     @classmethod
-    def estimate_bytes(cls, num_envs, state_factor):
+    def estimate_bytes(cls, num_envs, state_factor, params=None):
         # float32 state + final observations + elapsed/episode counters + flags; no activations
         # are ever stored.
         return num_envs * (16 * state_factor + 16 + 9)
@@ -69,3 +69,10 @@ class FusedCartPole(BackendCartPole):
     def mlp_logits(self, obs):
         """The kernel's own forward pass on observations (n, 4) -> logits (n, 2) (for tests)."""
         return self.backend.mlp_logits(obs)
+
+
+class FusedChain(NativeChainEnv):
+    """``fused`` for the n-link chain: simulation, v5's episode step and the Gaussian MLP policy in
+    ONE kernel, K steps per call (cuda/chain.cuh with cuda/mlp.cuh; ``NativeChainEnv``)."""
+
+    name = "fused"

@@ -1,5 +1,6 @@
 """``gym``: real gymnasium CartPole-v1 environments, one Python object per env, stepped in a
-Python loop on one core (the paper's status-quo baseline). Observations are batched into one
+Python loop on one core (the paper's status-quo baseline; ``GymChain`` below: gymnasium MujocoEnv
+objects of the n-link chain, the same way). Observations are batched into one
 tensor for PyTorch policy inference, on the CPU or a GPU.
 
 Each env is gymnasium's own ``CartPoleEnv`` class; the loop here adds what gymnasium's wrappers
@@ -16,10 +17,11 @@ import numpy as np
 import torch
 from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 
-from .base import VectorCartPole
+from .base import VectorCartPole, VectorEnv
 from ..sims.cartpole import RESET_HIGH, RESET_LOW, STATE_SIZE, carry
 from ..episodes import end_of_step, hash_actions_numpy
-from ..policy import TorchGreedyMLP
+from ..policy import GAUSSIAN_LOG_STD, TorchGreedyMLP, gaussian_actions
+from ..sims.chain import dynamics as chain_dynamics, episode as chain_episode
 from ..devices import resolve_torch_device
 
 
@@ -28,7 +30,7 @@ class GymCartPole(VectorCartPole):
     dtype = np.float64
 
     @classmethod
-    def estimate_bytes(cls, num_envs, state_factor):
+    def estimate_bytes(cls, num_envs, state_factor, params=None):
         # A CartPoleEnv with its spaces and RNG (a few KiB) and the carried floats (twice: a step's new array).
         return num_envs * (8192 + 2 * 8 * 4 * state_factor)
 
@@ -111,6 +113,107 @@ class GymCartPole(VectorCartPole):
         done = 0
         for _ in range(num_steps):
             actions = self.policy_actions() if policy == "mlp" else hash_actions_numpy(self.seed, self.episode, self.elapsed)
+            _, _, terminated, truncated = self._step(actions)
+            done += int(np.count_nonzero(terminated | truncated))
+        return done
+
+
+class GymChain(VectorEnv):
+    """``gym`` for the n-link chain: what RL users step today, one gymnasium ``MujocoEnv`` per
+    environment (``studylib.sims.chain.mujoco_env.ChainMujocoEnv`` on ``chain_mjcf(n)``: MuJoCo C's
+    float64 ``mj_step``, v5's observation, reward and termination), stepped in a Python loop on one
+    core as the paper's gym row, the policy batched in PyTorch. The loop adds what gymnasium's
+    wrappers would (the 1000-step TimeLimit, a same-step reset), and each episode starts from the
+    hashed reset draw every implementation starts from (``episode.reset_states``, set with
+    ``MujocoEnv.set_state``), so its rows count the same episodes as the others'."""
+
+    name = "gym"
+    dtype = np.float64
+
+    @classmethod
+    def estimate_bytes(cls, num_envs, state_factor, params=None):
+        # an MjModel and MjData per environment (tens of KiB at small n, growing with n^2)
+        return num_envs * (64 * 1024 + 512 * (params.links + 1) ** 2)
+
+    def _resolve_device(self, device):
+        return resolve_torch_device(device)  # where the policy runs; simulation is always CPU
+
+    def __init__(self, settings):
+        super().__init__(settings)
+        from ..sims.chain.mujoco_env import ChainMujocoEnv
+
+        self._envs = [ChainMujocoEnv(links=self.params.links) for _ in range(self.num_envs)]
+        self._layers = [(torch.from_numpy(w).to(self.device), torch.from_numpy(b).to(self.device))
+                        for w, b in self.policy_weights.layers()]
+        self.log_std = GAUSSIAN_LOG_STD
+        self._env_index = np.arange(self.num_envs, dtype=np.uint32)
+        self.elapsed = np.zeros(self.num_envs, np.int64)
+        self.episode = np.zeros(self.num_envs, np.int64)
+        self._reset()
+
+    def _start(self, rows, episodes) -> np.ndarray:
+        """Each env of ``rows`` at its hashed reset draw of ``episodes``; their observations."""
+        states = chain_episode.reset_states(self.seed, self._env_index[rows], episodes.astype(np.uint32),
+                                            self.params).astype(np.float64)
+        n1 = self.params.links + 1
+        for i, row in zip(rows, states):
+            self._envs[i].reset(seed=int(self.seed))
+            self._envs[i].set_state(row[:n1], row[n1:])
+        return chain_dynamics.observation(states, self.params).astype(np.float32)
+
+    def _reset(self):
+        self.elapsed[:] = 0
+        self.episode[:] = 0
+        self._obs = self._start(np.arange(self.num_envs), self.episode)
+        self._final_obs = self._obs.copy()
+        return self._obs.copy()
+
+    def _step(self, actions):
+        obs, reward = self._obs, np.empty(self.num_envs, np.float32)
+        terminated = np.zeros(self.num_envs, bool)
+        for i, (env, action) in enumerate(zip(self._envs, actions.tolist())):
+            o, r, term, _, _ = env.step(np.array([action]))
+            obs[i], reward[i], terminated[i] = o, r, term
+        truncated, done, self.elapsed, self.episode = end_of_step(terminated, self.elapsed, self.episode, self.params)
+        self._final_obs = obs.copy()
+        rows = np.flatnonzero(done)
+        if len(rows):  # same-step autoreset
+            obs[rows] = self._start(rows, self.episode[rows])
+        return obs.copy(), reward, terminated, truncated
+
+    def final_obs(self):
+        return self._final_obs.copy()
+
+    def _restart(self, mask):
+        rows = np.flatnonzero(mask)
+        self._obs[rows] = self._start(rows, self.episode[rows] + 1)
+        self._final_obs[mask] = self._obs[mask]
+        self.elapsed[mask] = 0
+        self.episode[mask] += 1
+        return self._obs.copy()
+
+    def _set_state(self, states):
+        n1 = self.params.links + 1
+        for env, row in zip(self._envs, states):
+            env.set_state(row[:n1], row[n1:])
+        self._obs = chain_dynamics.observation(states, self.params).astype(np.float32)
+
+    def get_state(self):
+        return np.array([np.concatenate([env.data.qpos, env.data.qvel]) for env in self._envs])
+
+    def _rollout(self, num_steps, policy):
+        done = 0
+        for _ in range(num_steps):
+            if policy == "mlp":  # one inference minibatch from all envs' observations, as CartPole's row
+                with torch.inference_mode():
+                    obs = torch.from_numpy(self._obs).to(self.device)
+                    noise = torch.from_numpy(chain_episode.policy_noise(
+                        self.seed, self._env_index, self.episode.astype(np.uint32),
+                        self.elapsed.astype(np.uint32))).to(self.device)
+                    actions = gaussian_actions(self._layers, obs, noise, self.log_std, torch).cpu().numpy()
+            else:
+                actions = chain_episode.hash_controls(self.seed, self._env_index, self.episode.astype(np.uint32),
+                                                      self.elapsed.astype(np.uint32))
             _, _, terminated, truncated = self._step(actions)
             done += int(np.count_nonzero(terminated | truncated))
         return done

@@ -22,18 +22,18 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..arrays import JaxKind
-from .base import VectorCartPole, restart_rows
+from .base import VectorCartPole, VectorEnv, restart_rows
 from ..sims.cartpole import RESET_HIGH, RESET_LOW, STATE_SIZE
 from ..episodes import RESET_SALT, advance, hash4, hash_actions
 from ..devices import resolve_jax_device
-from ..policy import mlp_logits
+from ..policy import GAUSSIAN_LOG_STD, mlp_logits
 
 
 class JaxCartPole(VectorCartPole):
     name = "jax"
 
     @classmethod
-    def estimate_bytes(cls, num_envs, state_factor):
+    def estimate_bytes(cls, num_envs, state_factor, params=None):
         # The carry's state and its next value (and a copy XLA may make), the CartPole's
         # temporaries, the policy's activations.
         return num_envs * (4 * 4 * state_factor * 4 + 4 * 4 * 16 + 4 * 64 * 4 + 64)
@@ -142,6 +142,115 @@ class JaxCartPole(VectorCartPole):
     def _rollout(self, num_steps, policy):
         self._carry, done = self._rollout_fn(self._carry, num_steps=num_steps, policy=policy)
         return int(done)  # int() waits for the result
+
+    def synchronize(self):
+        jax.block_until_ready(self._carry)
+
+
+class JaxEnv(VectorEnv):
+    """``jax`` for any simulator whose record names an array-form episode module (the n-link
+    chain's): K environment steps (the policy's controls, physics, observation, reward,
+    termination, truncation, the same-step reset to the hashed draws) in one jitted ``lax.scan``
+    call, as CartPole's; ``step`` one jitted call. The physics is the module's ``xla_step``: XLA's
+    fastest formulation of it (the chain's: ``dynamics_xla``)."""
+
+    name = "jax"
+
+    @classmethod
+    def estimate_bytes(cls, num_envs, state_factor, params=None):
+        state = params.state_size if hasattr(params, "state_size") else 8
+        return num_envs * 4 * (8 * state + 20 * state + state * state + 64 * 4)
+
+    def _resolve_device(self, device):
+        self._jax_device = resolve_jax_device(device)
+        return "cuda" if self._jax_device.platform == "gpu" else self._jax_device.platform
+
+    def _native_kind(self):
+        return JaxKind(self._jax_device)
+
+    def __init__(self, settings):
+        super().__init__(settings)
+        self.rules = self.sim.episode_rules()
+        self._put = partial(jax.device_put, device=self._jax_device)
+        self._layers = self._put([(jnp.asarray(w), jnp.asarray(b)) for w, b in self.policy_weights.layers()])
+        self._env_index = self._put(jnp.arange(self.num_envs, dtype=jnp.uint32))
+        self.log_std = GAUSSIAN_LOG_STD
+        self._physics = self.rules.xla_step(self.params)
+        self._rollout_fn = jax.jit(self._rollout_pure, static_argnames=("num_steps", "policy"))
+        self._step_fn = jax.jit(self._step_pure)
+        self._restart_fn = jax.jit(self._restart_pure)
+        self._reset()
+
+    # ---- pure functions (traced by XLA); carry = (state, elapsed, episode, obs, seed) -----------
+    def _advance(self, carry, actions):
+        state, elapsed, episode, _, seed = carry
+        out = self.rules.step_with_reset(state, elapsed, episode, actions, seed, self._env_index, self.params,
+                                         jnp, step=self._physics)
+        return (out.state, out.elapsed, out.episode, out.observation, seed), out
+
+    def _step_pure(self, carry, actions):
+        carry, out = self._advance(carry, actions.astype(jnp.float32))
+        return carry, (out.observation, out.reward.astype(jnp.float32), out.terminated, out.truncated, out.final_obs)
+
+    def _rollout_pure(self, carry, *, num_steps, policy):
+        def body(c, _):
+            state, elapsed, episode, obs, seed = c
+            actions = self.rules.controls(policy, obs, seed, self._env_index, episode, elapsed.astype(jnp.uint32),
+                                          self._layers, self.log_std, jnp)
+            c, out = self._advance(c, actions)
+            return c, jnp.sum(out.done, dtype=jnp.int32)
+
+        carry, done_per_step = jax.lax.scan(body, carry, None, length=num_steps)
+        return carry, jnp.sum(done_per_step, dtype=jnp.int32)
+
+    def _restart_pure(self, carry, final_obs, mask):
+        state, elapsed, episode, obs, seed = carry
+        fresh = self.rules.reset_states(seed, self._env_index, episode + 1, self.params, jnp)
+        state = jnp.where(mask[:, None], fresh, state)
+        obs = self.rules.observation(state, self.params, jnp)
+        carry = (state, jnp.where(mask, 0, elapsed), episode + mask, obs, seed)
+        return carry, obs, jnp.where(mask[:, None], obs, final_obs)
+
+    # ---- API ------------------------------------------------------------------------------------
+    def _reset(self):
+        zeros = jnp.zeros(self.num_envs, jnp.int32)
+        seed = jnp.uint32(self.seed)
+        state = self.rules.reset_states(seed, self._env_index, zeros.astype(jnp.uint32), self.params, jnp)
+        obs = self.rules.observation(state, self.params, jnp)
+        self._carry = self._put((state, zeros, zeros.astype(jnp.uint32), obs, seed))
+        self._final_obs = obs
+        return self._host(obs)
+
+    def _host(self, array):
+        return array if self._native else np.array(array)
+
+    def _step(self, actions):
+        actions = actions if self._native else self._put(actions)
+        self._carry, (obs, reward, terminated, truncated, self._final_obs) = self._step_fn(self._carry, actions)
+        return self._host(obs), self._host(reward), self._host(terminated), self._host(truncated)
+
+    def final_obs(self):
+        return self._final_obs if self._native else np.array(self._final_obs)
+
+    def _restart(self, mask):
+        mask = mask if self._native else self._put(mask)
+        self._carry, obs, self._final_obs = self._restart_fn(self._carry, self._final_obs, mask)
+        return self._host(obs)
+
+    def _set_state(self, states):
+        state = self._put(jnp.asarray(states, dtype=jnp.float32))
+        self._carry = (state, *self._carry[1:3], self.rules.observation(state, self.params, jnp), self._carry[4])
+
+    def get_state(self):
+        return np.array(self._carry[0])
+
+    def compile(self, num_steps: int, policy: str = "mlp"):
+        """Compile the rollout for (K, policy) ahead of time (the harness times this separately)."""
+        return self._rollout_fn.lower(self._carry, num_steps=num_steps, policy=policy).compile()
+
+    def _rollout(self, num_steps, policy):
+        self._carry, done = self._rollout_fn(self._carry, num_steps=num_steps, policy=policy)
+        return int(done)
 
     def synchronize(self):
         jax.block_until_ready(self._carry)

@@ -16,7 +16,7 @@ from ..settings import EnvSettings, check_impl
 
 def implementation_class(impl: str, sim: str = "cartpole"):
     """The class of implementation ``impl`` for simulator ``sim`` (its record's ``factory_for``:
-    a VectorCartPole subclass for CartPole, a VectorChain one for the chain)."""
+    a VectorEnv subclass: CartPole's class or, for another simulator, its sibling or the generic class)."""
     module, cls = spec(check_impl(impl)).factory_for(sim).split(":")
     return getattr(import_module(module, __package__ if module.startswith(".") else None), cls)
 

@@ -1,4 +1,6 @@
-"""``torch-compile``: the ``torch`` implementation with its step compiled by ``torch.compile``.
+"""``torch-compile``: the ``torch`` implementation with its step compiled by ``torch.compile``
+(``TorchCompileCartPole``; ``TorchCompileEnv`` below for any simulator with an array-form
+episode module: the n-link chain).
 
 The same lines as torch_env.py (``studylib.dynamics.integrate`` and ``policy.mlp_logits`` with
 ``xp=torch``), written as one pure function of tensors, ``_steps``: policy, physics, termination,
@@ -34,7 +36,7 @@ import torch
 from ..sims.cartpole import CARTPOLE_V1, RESET_HIGH, RESET_LOW, STATE_SIZE, CartPoleParams
 from ..episodes import advance, hash_actions
 from ..policy import mlp_logits
-from .torch_env import TorchCartPole, _mask32
+from .torch_env import TorchCartPole, TorchEnv, _mask32
 
 STEPS_PER_CALL = 1  # steps per compiled call (unrolled in the graph); see the module doc
 
@@ -152,4 +154,84 @@ class TorchCompileCartPole(TorchCartPole):
         full, rest = divmod(num_steps, STEPS_PER_CALL)
         for steps in [STEPS_PER_CALL] * full + ([rest] if rest else []):
             done_total += self._call(policy, steps)[2]
+        return int(done_total)
+
+
+def _episode_step(state, elapsed, episode, obs, env_index, actions, w1, b1, w2, b2, w3, b3, *, rules, seed: int,
+                  log_std: float, policy: str, p):
+    """One step of N environments (TorchEnv's: the policy's controls, then the episode module's
+    ``step_with_reset``), pure. ``actions``: (N,) float controls for policy "given", else unused. Returns (state, elapsed,
+    episode, observation, reward, terminated, truncated, final observation)."""
+    if policy != _GIVEN:
+        actions = rules.controls(policy, obs, seed, env_index, episode, elapsed, ((w1, b1), (w2, b2), (w3, b3)),
+                                 log_std, torch, _mask32)
+    out = rules.step_with_reset(state, elapsed, episode, actions, seed, env_index, p, torch, _mask32, rules.eager_step(p))
+    return out.state, out.elapsed, out.episode, out.observation, out.reward, out.terminated, out.truncated, \
+        out.final_obs
+
+
+def compiled_episode_step(rules, policy: str, device: str, params, seed: int, log_std: float, num_envs: int):
+    """The compiled step of (rules, policy, device, params, seed, log_std) for N environments: one
+    static graph per N (inductor's dynamic-shape C++ of the chain's step fails to compile on
+    torch 2.13's CPU backend: a Vectorized<float> shift), the seed and log_std baked in."""
+    key = (rules, policy, torch.device(device).type, params, seed, log_std, num_envs)
+    fn = _COMPILED.get(key)
+    if fn is None:
+        def bound(*args):
+            return _episode_step(*args, rules=rules, seed=seed, log_std=log_std, policy=policy, p=params)
+
+        name = f"episode_step_{type(params).__name__}_{policy}_{num_envs}"
+        bound = types.FunctionType(bound.__code__.replace(co_name=name, co_qualname=name),
+                                   bound.__globals__, name, None, bound.__closure__)
+        mode = "reduce-overhead" if key[2] == "cuda" else None
+        fn = _COMPILED[key] = torch.compile(bound, dynamic=False, fullgraph=True, mode=mode)
+    return fn
+
+
+class TorchCompileEnv(TorchEnv):
+    """``torch-compile`` for any simulator with an array-form episode module (the n-link chain):
+    TorchEnv's step (policy, physics, episode rules, the same-step reset) as one function
+    compiled by ``torch.compile`` (inductor's C++ kernels on the CPU, a CUDA graph on a GPU),
+    called once per step."""
+
+    name = "torch-compile"
+
+    def __init__(self, settings):
+        super().__init__(settings)
+        self._weights = [t for layer in self._layers for t in layer]
+        self._cuda = self.device.startswith("cuda")
+
+    def _call(self, policy: str, actions=None):
+        fn = compiled_episode_step(self.rules, policy, self.device, self.params, self.seed, self.log_std,
+                                   self.num_envs)
+        out = fn(self.state, self.elapsed, self.episode, self._obs_now, self._env_index,
+                 self._env_index if actions is None else actions, *self._weights)
+        if self._cuda:
+            out = tuple(t.clone() for t in out)
+        self.state, self.elapsed, self.episode, self._obs_now, reward, terminated, truncated, self._final_obs = out
+        return reward, terminated, truncated
+
+    def _step(self, actions):
+        actions = actions if self._native else torch.from_numpy(actions)
+        reward, terminated, truncated = self._call(_GIVEN, actions.to(self.device, torch.float32))
+        if self._native:
+            return self._obs_now, reward, terminated, truncated
+        return (self._obs_now.cpu().numpy(), reward.cpu().numpy().astype("float32"), terminated.cpu().numpy(),
+                truncated.cpu().numpy())
+
+    def compile(self, num_steps: int, policy: str = "mlp") -> float:
+        """Compile the step of ``policy`` now; return the seconds it took (the state is kept)."""
+        saved = (self.state, self.elapsed, self.episode, self._obs_now, self._final_obs)
+        start = time.perf_counter()
+        self._call(policy)
+        self.synchronize()
+        seconds = time.perf_counter() - start
+        self.state, self.elapsed, self.episode, self._obs_now, self._final_obs = saved
+        return seconds
+
+    def _rollout(self, num_steps, policy):
+        done_total = torch.zeros((), dtype=torch.int64, device=self.device)
+        for _ in range(num_steps):
+            _, terminated, truncated = self._call(policy)
+            done_total += (terminated | truncated).sum()
         return int(done_total)

@@ -1,4 +1,5 @@
-"""``torch``: the N x (4*S) state matrix stepped with eager PyTorch ops, on the CPU or a GPU.
+"""``torch``: the N x (4*S) state matrix stepped with eager PyTorch ops, on the CPU or a GPU (``TorchCartPole``;
+``TorchEnv`` below is the same for any simulator with an array-form episode module: the n-link chain).
 
 The physics is ``studylib.dynamics.integrate`` with ``xp=torch`` (the reference's own lines on
 float32 tensors) on the CartPole's 4 columns; the state factor's carried columns are sign-flipped
@@ -16,11 +17,11 @@ import numpy as np
 import torch
 
 from ..arrays import TorchKind
-from .base import VectorCartPole, restart_rows
+from .base import VectorCartPole, VectorEnv, restart_rows
 from ..sims.cartpole import RESET_HIGH, RESET_LOW, STATE_SIZE
 from ..episodes import MASK32, advance, hash_actions
 from ..devices import resolve_torch_device
-from ..policy import TorchGreedyMLP
+from ..policy import GAUSSIAN_LOG_STD, TorchGreedyMLP
 
 
 def _mask32(v):
@@ -31,7 +32,7 @@ class TorchCartPole(VectorCartPole):
     name = "torch"
 
     @classmethod
-    def estimate_bytes(cls, num_envs, state_factor):
+    def estimate_bytes(cls, num_envs, state_factor, params=None):
         # The state row, a step's new row and the sign-flipped carried floats (and one more row in
         # flight), ~20 float32 temporaries of the CartPole's size, the policy's activations.
         return num_envs * (4 * 4 * state_factor * 4 + 4 * 4 * 24 + 4 * 64 * 4 + 64)
@@ -128,6 +129,100 @@ class TorchCartPole(VectorCartPole):
             actions = self.policy_actions() if policy == "mlp" else self.hashed_actions()
             done_total += self._advance(actions).done.sum()
         return int(done_total)  # .item() synchronizes with the device
+
+    def synchronize(self):
+        if self.device.startswith("cuda"):
+            torch.cuda.synchronize()
+
+
+class TorchEnv(VectorEnv):
+    """``torch`` for any simulator whose record names an array-form episode module (the n-link
+    chain's, ``studylib.sims.chain.episode``; the recipe in studylib/sims/__init__.py): the
+    (N, state) rows stepped with eager PyTorch ops on the CPU or a GPU, that module's episode step
+    (the policy's controls, physics, observation, reward, termination, truncation, the same-step
+    reset to its hashed draws) on float32 tensors. Every operation of every step is its own
+    Python->ATen call, as CartPole's; K steps a Python loop."""
+
+    name = "torch"
+
+    @classmethod
+    def estimate_bytes(cls, num_envs, state_factor, params=None):
+        # the state, ~40 (N,) temporaries per coordinate, the pairs' (N,) terms, the policy's activations
+        state = params.state_size if hasattr(params, "state_size") else 8
+        return num_envs * 4 * (8 * state + 20 * state + state * state + 64 * 4)
+
+    def _resolve_device(self, device):
+        return resolve_torch_device(device)
+
+    def _native_kind(self):
+        return TorchKind(self.device)
+
+    def __init__(self, settings):
+        super().__init__(settings)
+        dev = self.device
+        self.rules = self.sim.episode_rules()
+        self._physics = self.rules.eager_step(self.params)
+        self._env_index = torch.arange(self.num_envs, device=dev, dtype=torch.int64)
+        self._layers = [(torch.from_numpy(w).to(dev), torch.from_numpy(b).to(dev))
+                        for w, b in self.policy_weights.layers()]
+        self.log_std = GAUSSIAN_LOG_STD
+        self._reset()
+
+    def _zeros(self):
+        return torch.zeros(self.num_envs, dtype=torch.int64, device=self.device)
+
+    def _reset(self):
+        self.elapsed, self.episode = self._zeros(), self._zeros()
+        self.state = self.rules.reset_states(self.seed, self._env_index, self.episode, self.params, torch, _mask32)
+        self._obs_now = self._final_obs = self.rules.observation(self.state, self.params, torch)
+        return self._out(self._obs_now)
+
+    def _out(self, array):
+        return array if self._native else array.cpu().numpy()
+
+    def _advance(self, actions):
+        out = self.rules.step_with_reset(self.state, self.elapsed, self.episode, actions, self.seed,
+                                         self._env_index, self.params, torch, _mask32, self._physics)
+        self.state, self.elapsed, self.episode = out.state, out.elapsed, out.episode
+        self._obs_now, self._final_obs = out.observation, out.final_obs
+        return out
+
+    def _step(self, actions):
+        with torch.inference_mode():
+            out = self._advance(actions if self._native else torch.from_numpy(actions).to(self.device))
+        if self._native:
+            return out.observation, out.reward.to(torch.float32), out.terminated, out.truncated
+        return (self._out(out.observation), out.reward.cpu().numpy().astype(np.float32),
+                out.terminated.cpu().numpy(), out.truncated.cpu().numpy())
+
+    def final_obs(self):
+        return self._final_obs if self._native else self._final_obs.cpu().numpy().copy()
+
+    def _restart(self, mask):
+        mask = mask if self._native else torch.from_numpy(mask).to(self.device)
+        fresh = self.rules.reset_states(self.seed, self._env_index, self.episode + 1, self.params, torch, _mask32)
+        self.state = torch.where(mask[:, None], fresh, self.state)
+        self.elapsed, self.episode = torch.where(mask, 0, self.elapsed), self.episode + mask
+        obs = self.rules.observation(self.state, self.params, torch)
+        self._final_obs = torch.where(mask[:, None], obs, self._final_obs)
+        self._obs_now = obs
+        return self._out(obs)
+
+    def _set_state(self, states):
+        self.state = torch.as_tensor(states, dtype=torch.float32, device=self.device).clone()
+        self._obs_now = self.rules.observation(self.state, self.params, torch)
+
+    def get_state(self):
+        return self.state.cpu().numpy().copy()
+
+    def _rollout(self, num_steps, policy):
+        done_total = torch.zeros((), dtype=torch.int64, device=self.device)
+        with torch.inference_mode():
+            for _ in range(num_steps):  # eager: Python drives every step
+                actions = self.rules.controls(policy, self._obs_now, self.seed, self._env_index, self.episode,
+                                              self.elapsed, self._layers, self.log_std, torch, _mask32)
+                done_total += self._advance(actions).done.sum()
+        return int(done_total)
 
     def synchronize(self):
         if self.device.startswith("cuda"):

@@ -22,14 +22,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..settings import MeasurePoint
-from ..sims import chain as chain_sim
+from .. import sims
 from . import calibrate, costmodel
 from .sweep import Keying, keyed_by, run
 
 SIM = "chain"
 PREDICTIONS = "chain_predictions"  # the data file of the predictions (before) ...
 MEASUREMENTS = "chain"  # ... and of the measurements
-PREDICTION_COLUMNS = ("impl", "links", "num_envs", "steps")
+PREDICTION_COLUMNS = ("impl", "links", "num_envs", "steps", "policy", "episode_rules")
 
 
 def _columns(point: MeasurePoint) -> dict:
@@ -40,25 +40,26 @@ def _columns(point: MeasurePoint) -> dict:
 KEYING = Keying(_columns, keyed_by(*PREDICTION_COLUMNS), MeasurePoint.describe, "prediction")
 
 
-def work(links: int) -> dict:
-    """The chain's work per environment step, from its record's counts (sims.chain)."""
-    return {"flops_per_step": chain_sim.chain_flops(links),
-            "transcendentals_per_step": chain_sim.chain_transcendentals(links),
-            "bytes_per_step": chain_sim.chain_bytes(links)}
+def work(params) -> dict:
+    """The chain's work per environment step with ``params`` (its n and frame_skip), from its
+    record's counts (sims.chain), the policy apart."""
+    record = sims.sim(SIM)
+    return {"flops_per_step": record.physics_flops(params, 1),
+            "transcendentals_per_step": record.transcendentals(params, 1),
+            "bytes_per_step": record.unfused_bytes(params, 1)}
 
 
 def predict_point(point: MeasurePoint, machine: costmodel.Machine, counts_cache: dict) -> dict:
     """The model's row for one point (see the module doc for what it is given)."""
     e = point.env
-    links = e.params.links
-    key = (e.impl, links)
-    if key not in counts_cache:  # counted once per (implementation, n): calls and kernels per step
-        counts_cache[key] = calibrate.count_calls(e.impl, "none", SIM, e.params)
-    table = {**machine.counts.table, (e.impl, "none"): counts_cache[key]}
+    key = (e.impl, point.policy, e.params.links)
+    if key not in counts_cache:  # counted once per (implementation, policy, n): calls and kernels per step
+        counts_cache[key] = calibrate.count_calls(e.impl, point.policy, SIM, e.params)
+    table = {**machine.counts.table, (e.impl, point.policy): counts_cache[key]}
     p = costmodel.predict(e.impl, replace(machine, counts=costmodel.Counts(table)), num_envs=e.num_envs,
-                          steps=point.steps, policy="none", **work(links))
+                          steps=point.steps, policy=point.policy, sim=SIM, params=e.params)
     return {**_columns(point), "sim": SIM, "predicted_samples_per_s": p.samples_per_s, "regime": p.regime,
-            "terms": {t: float(v) for t, v in p.terms.items()}, **work(links), "counts": counts_cache[key],
+            "terms": {t: float(v) for t, v in p.terms.items()}, **work(e.params), "counts": counts_cache[key],
             "machine_model": machine.name}
 
 

@@ -160,7 +160,7 @@ def _combine(fixed, host: dict, device: dict, k: int, overlap: bool) -> tuple[fl
 def predict(impl: str, machine: Machine, *, num_envs: int, steps: int, state_factor: int = 1,
             compute_factor: int = 1, policy: str = "mlp", flops_per_step: float | None = None,
             bytes_per_step: float | None = None, sim: str = sims.DEFAULT,
-            transcendentals_per_step: float | None = None) -> Prediction:
+            transcendentals_per_step: float | None = None, params=None) -> Prediction:
     """The model's time of one ``rollout(K)`` call of implementation ``impl`` on ``machine``,
     composed from its record (``implspec``): its ``dispatch`` (how a call reaches the hardware),
     its ``fused_policies`` (the policies one native call runs inside its K steps) and its devices
@@ -180,12 +180,14 @@ def predict(impl: str, machine: Machine, *, num_envs: int, steps: int, state_fac
         raise ConfigError("N, K, S and C must be positive integers")
     h, cnt, simulator = machine.host, machine.counts, sims.sim(sim)
     # the paper's S: more state (bytes), the same arithmetic (one instance, C sub-steps)
-    sim_flops, sim_trans = simulator.physics_flops(c), simulator.transcendentals(c)
-    pol_flops, pol_trans = costs.policy_flops(policy), costs.policy_transcendentals(policy)
+    params = simulator.default_params if params is None else params  # the record's work is of its parameters
+    sim_flops, sim_trans = simulator.physics_flops(params, c), simulator.transcendentals(params, c)
+    sizes = simulator.policy_sizes(params)
+    pol_flops, pol_trans = costs.policy_flops(policy, sizes), costs.policy_transcendentals(policy, sizes)
     if flops_per_step is not None:
         sim_flops, sim_trans = float(flops_per_step), float(transcendentals_per_step or 0.0)
     flops, trans = sim_flops + pol_flops, sim_trans + pol_trans
-    state_bytes = simulator.unfused_bytes(s) if bytes_per_step is None else float(bytes_per_step)
+    state_bytes = simulator.unfused_bytes(params, s) if bytes_per_step is None else float(bytes_per_step)
     ops = lambda what: cnt.get(impl, policy, what)  # noqa: E731
     between = lambda: ops("kernels_per_step") * INTERMEDIATE_BYTES_PER_KERNEL  # noqa: E731
     on_gpu = machine.gpu is not None
@@ -194,7 +196,7 @@ def predict(impl: str, machine: Machine, *, num_envs: int, steps: int, state_fac
     proc = machine.gpu if on_gpu and "cuda" in record.devices else machine.cpu
 
     if record.dispatch in ("eager", "compiled"):  # vectorized on the device, the state to memory every step
-        compute, memory = _device_work(proc, n, flops, trans, n * (state_bytes + costs.policy_bytes(policy) + between()))
+        compute, memory = _device_work(proc, n, flops, trans, n * (state_bytes + costs.policy_bytes(policy, sizes) + between()))
         if record.dispatch == "eager":  # every operation a Python->framework call; on a CPU its kernel's cost is in it
             per_op, per_kernel = h.torch_op_s, proc.launch_s
             host = {"python": ops("calls_per_step") * per_op, "launch": ops("kernels_per_step") * per_kernel}
@@ -209,12 +211,12 @@ def predict(impl: str, machine: Machine, *, num_envs: int, steps: int, state_fac
         host = {"python": n * c * h.gym_env_step_s + ops("calls_per_step") * h.torch_op_s,
                 "launch": ops("kernels_per_step") * machine.device.launch_s}
         compute, memory = _device_work(machine.device, n, pol_flops, pol_trans,
-                                       n * (costs.policy_bytes(policy) + between())) if policy == "mlp" else (0.0, 0.0)
+                                       n * (costs.policy_bytes(policy, sizes) + between())) if policy == "mlp" else (0.0, 0.0)
         return _prediction(impl, n, k, 0.0, host, {"compute": compute, "memory": memory}, False)
 
     if policy not in record.fused_policies:  # native: one call per step, the policy between steps
         sim_c, sim_m = _device_work(proc, n, sim_flops, sim_trans, n * state_bytes)
-        pol_c, pol_m = _device_work(machine.device, n, pol_flops, pol_trans, n * (costs.policy_bytes(policy) + between()))
+        pol_c, pol_m = _device_work(machine.device, n, pol_flops, pol_trans, n * (costs.policy_bytes(policy, sizes) + between()))
         host = {"python": h.native_call_s + max(0.0, ops("calls_per_step") - 1) * h.torch_op_s,
                 "launch": ops("kernels_per_step") * machine.device.launch_s, "compute": sim_c, "memory": sim_m}
         return _prediction(impl, n, k, 0.0, host, {"compute": pol_c, "memory": pol_m}, False)

@@ -62,12 +62,12 @@ class RoboticsModel:
     title: str  # what it is, in words
     gym_module: str | None = None  # gymnasium's v5 module (its xml_file and frame_skip defaults)
     envpool_task: str | None = None  # envpool's task of the same environment, if any
-    chain_links: int | None = None  # the study's chain (studylib.sims.chain_model) of this many links
+    chain_links: int | None = None  # the study's chain (studylib.sims.chain.model) of this many links
 
     def mjcf(self) -> tuple[str, Path | None]:
         """(MJCF text, the file it was read from or None for a generated one)."""
         if self.chain_links is not None:
-            from ..sims.chain_model import chain_mjcf
+            from ..sims.chain.model import chain_mjcf
 
             return chain_mjcf(self.chain_links), None
         path = gymnasium_mujoco_dir() / "assets" / v5_default(self.gym_module, "xml_file")
@@ -79,7 +79,7 @@ class RoboticsModel:
     def frame_skip(self) -> int:
         """mj_steps per environment step of its gymnasium v5 environment (the chain: ChainParams')."""
         if self.chain_links is not None:
-            from ..sims.chain_model import ChainParams
+            from ..sims.chain.model import ChainParams
 
             return ChainParams(links=self.chain_links).frame_skip
         return int(v5_default(self.gym_module, "frame_skip"))

@@ -41,8 +41,9 @@ def check_feasible(point: MeasurePoint) -> None:
     e = point.env
     check_device_for(e.impl, e.device)
     cls = peer_class(e.impl) if e.is_peer else implementation_class(e.impl, e.sim)
-    check_fits_in_memory(f"{e.impl} with N={e.num_envs}, S={e.state_factor}",
-                         cls.estimate_bytes(e.num_envs, e.state_factor))
+    needed = cls.estimate_bytes(e.num_envs, e.state_factor) if e.is_peer else \
+        cls.estimate_bytes(e.num_envs, e.state_factor, e.params)
+    check_fits_in_memory(point.describe(), needed)
 
 
 def _device_name(device: str) -> str:

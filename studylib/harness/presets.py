@@ -65,10 +65,12 @@ PRESETS: dict[str, dict[str, dict]] = {
         "atari": {"games": ["breakout", "pong"], "num_envs": [1, 4], "steps": [1], "async_num_envs": [1, 4],
                   "breakdown_num_envs": [16], "breakdown_seconds": 0.5},
         "model": {"num_envs": [2**10, 2**20], "steps": [1, 1000], "gpu_flops_per_s": None, "gpu_bytes_per_s": None},
-        # the chain: five sizes; K = 100 where N·K ≤ the cap (gym's Python loop at K = 1 only: its K
-        # fuses nothing); jax compiles each (n, N, K) apart (n = 6: about 6 s each, n = 8: 14 s, in paper)
+        # the chain: five sizes; K = 100 where N·K ≤ the cap (gym's Python loop of MujocoEnv objects
+        # at K = 1 only: its K fuses nothing); jax compiles each (n, N, K) apart (n = 6: about 6 s
+        # each, n = 8: 14 s, in paper); torch-compile compiles a graph per (n, N) (15-30 s each on 2
+        # cores): in paper only (cap 1: every point over it, listed as such)
         "chain": {"links": [1, 2, 3, 4, 6], "num_envs": [2**4, 2**8, 2**12], "steps": [1, 100],
-                  "cap": {"gym": 2**8, "torch": 2**12, "*": 2**15}},
+                  "cap": {"gym": 2**8, "torch": 2**12, "torch-compile": 1, "*": 2**15}},
         # the engines: MJX compiles each (model, N, K) apart (inverted_pendulum: 5-10 s each; hopper
         # about 45 s; humanoid: no result within 8 minutes), so it runs on the pendulum at one N here;
         # walker2d (contacts, like hopper) in paper only: the cold build is at its 10 minutes; N up

@@ -43,7 +43,7 @@ from .sources import (CPU_ROLLOUT_HEADER, CPU_SOURCE, CUDA_SOURCE_DIR, FMA_PEAK_
                       FUSED_KERNEL_SOURCE, GPU_ROLLOUT_HEADER, HEADER, HOST_SHIM_HEADER, KERNEL_SOURCE, MLP_HEADER,
                       ROLLOUT_ARGS_HEADER, STEP_BINDING_SOURCE, TRAJECTORY_ARGS_HEADER, included_files,
                       source_with_header_digest)
-from . import chain  # noqa: E402,F401  (registers the chain's libraries, chain_cpu and chain_kernel_host)
+from ..sims.chain import native as _chain_native  # noqa: E402,F401  (registers the chain's libraries, chain_cpu and chain_kernel_host)
 
 __all__ = [
     "CPU_ROLLOUT_HEADER", "CPU_SOURCE", "CUDA_SOURCE_DIR", "CXXFLAGS", "DEFAULT_LIBRARY", "FMA_PEAK_SOURCE",

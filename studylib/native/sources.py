@@ -30,8 +30,9 @@ FMA_PEAK_SOURCE = CUDA_SOURCE_DIR / "fma_peak.cpp"
 HOST_SHIM_HEADER = CUDA_SOURCE_DIR / "cuda_host.h"  # the CUDA execution model on the CPU (tests)
 GPU_ROLLOUT_HEADER = CUDA_SOURCE_DIR / "gpu_rollout.cuh"  # the kernels' per-thread loop
 STEP_BINDING_SOURCE = CUDA_SOURCE_DIR / "step_binding.cpp"  # the CPython extension of the hot path
-# The n-link chain (studylib.sims.chain in C/CUDA; its libraries are registered by studylib.native.chain)
+# The n-link chain (studylib.sims.chain in C/CUDA; its libraries are registered by studylib.sims.chain.native)
 CHAIN_HEADER = CUDA_SOURCE_DIR / "chain.cuh"  # the dynamics, host and device
+CHAIN_EPISODE_HEADER = CUDA_SOURCE_DIR / "chain_episode.cuh"  # the episode step, host and device
 CHAIN_ARGS_HEADER = CUDA_SOURCE_DIR / "chain_args.h"  # struct ChainArgs, every chain entry point's argument
 CHAIN_CPU_SOURCE = CUDA_SOURCE_DIR / "chain_cpu.cpp"  # library "chain_cpu"
 CHAIN_KERNEL_SOURCE = CUDA_SOURCE_DIR / "chain_kernel.cu"  # the CUDA kernel (NVRTC, CuPy)

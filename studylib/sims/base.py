@@ -37,15 +37,28 @@ class SimSpec:
     reference: str  # the engine every implementation is checked against
     dynamics: dict  # LANGUAGES -> where its dynamics are ("python": module, "c": header under cuda/)
     knobs: tuple  # which of KNOBS it takes
-    physics_flops: Callable[[int], int]  # flops of one step at compute factor C (transcendentals apart)
-    transcendentals: Callable[[int], int]  # sin/cos/... of one step at compute factor C
-    unfused_bytes: Callable[[int], int]  # bytes one step moves when its state is not kept in cache, at S
+    # The work of one environment step, of its parameters (an instance of params_type: the chain's
+    # grows with n) and a knob: nothing is priced by a shim of fixed size.
+    physics_flops: Callable[[object, int], int]  # flops at compute factor C (transcendentals apart)
+    transcendentals: Callable[[object, int], int]  # sin/cos/sqrt/... at compute factor C
+    unfused_bytes: Callable[[object, int], int]  # bytes moved when its state is not kept in cache, at S
     policies: tuple = ("mlp", "none")  # what its implementations run between steps ("none": hashed inputs)
     # The columns that tell one of its parameter sets from another in a data row (e.g. the chain's
     # {"links": 8}); a row's key ends with them, so rows of two sizes never stand for each other.
     variant: Callable[[object], dict] = lambda params: {}
     # ... and back: the parameters of a variant's columns (a row's, or the command line's --links)
     params_of: Callable[[dict], object] = lambda columns: None
+    # (state floats, observation floats) of one instance with these parameters (None: the fixed
+    # state_size and observation_size above; the chain's grow with n)
+    sizes_of: Callable[[object], tuple[int, int]] | None = None
+    # the flags the command line adds for the variant's columns: (column, help) each (the chain's --links)
+    variant_flags: tuple = ()
+    # Its episode rules in array form (numpy, torch, jax.numpy): a ``studylib.sims.rules.EpisodeRules``
+    # or where one is ("module:NAME", imported on first use), which the generic array
+    # implementations (torch_env.TorchEnv, jax_env.JaxEnv, torch_compile_env.TorchCompileEnv) run
+    # (the recipe in studylib/sims/__init__.py). None: its implementations are classes of their own
+    # (CartPole's, whose S and C knobs reshape the step).
+    episode: object = None
 
     def __post_init__(self):
         if not self.name or not isinstance(self.name, str):
@@ -62,6 +75,31 @@ class SimSpec:
             raise ConfigError(f"{self.name}: policies must be among mlp, none, got {self.policies!r}")
         if not set(self.knobs) <= set(KNOBS):
             raise ConfigError(f"{self.name}: knobs must be among {', '.join(KNOBS)}, got {self.knobs!r}")
+
+    def episode_rules(self):
+        """Its ``EpisodeRules`` (``episode``, imported on first use where it names a module)."""
+        if self.episode is None:
+            raise ConfigError(f"simulator {self.name!r} has no array-form episode rules")
+        if not isinstance(self.episode, str):
+            return self.episode
+        from importlib import import_module
+
+        module, name = self.episode.split(":")
+        return getattr(import_module(module), name)
+
+    @property
+    def continuous(self) -> bool:
+        """Its actions are floats in Box(-1, 1) (one control), not one of ``num_actions`` choices."""
+        return self.num_actions == 0
+
+    def sizes(self, params) -> tuple[int, int]:
+        """(state floats, observation floats) of one instance with ``params`` (S = 1)."""
+        return (self.state_size, self.observation_size) if self.sizes_of is None else self.sizes_of(params)
+
+    def policy_sizes(self, params, hidden: int = 64) -> tuple[int, int, int, int]:
+        """The policy MLP's layer widths: observation -> 64 -> 64 -> the logits of each discrete
+        action, or the mean of the one continuous control."""
+        return (self.sizes(params)[1], hidden, hidden, 1 if self.continuous else self.num_actions)
 
     @property
     def variant_keys(self) -> tuple[str, ...]:

@@ -173,4 +173,5 @@ CARTPOLE = SimSpec(
     reference="gymnasium's CartPole-v1 (gymnasium.envs.classic_control.cartpole.CartPoleEnv)",
     dynamics={"python": "studylib.sims.cartpole", "c": "cuda/cartpole.cuh"},
     knobs=("state_factor", "compute_factor"),
-    physics_flops=physics_flops, transcendentals=physics_transcendentals, unfused_bytes=unfused_bytes)
+    physics_flops=lambda p, c: physics_flops(c), transcendentals=lambda p, c: physics_transcendentals(c),
+    unfused_bytes=lambda p, s: unfused_bytes(s))

@@ -1,14 +1,35 @@
 """The n-link chain's model: its constants (``ChainParams``: gymnasium's inverted_double_pendulum.xml
 at n = 2), its bodies in closed form (what MuJoCo's compiler derives from the capsules), and the
 MJCF the package generates for any n (``chain_mjcf``), which MuJoCo compiles as the reference.
-The dynamics that step it are in ``studylib.sims.chain``."""
+The dynamics that step it are in ``studylib.sims.chain.dynamics``."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
 
-from ..errors import ConfigError
+from ...errors import ConfigError
+
+
+MAX_LINKS = 32  # the longest chain the study builds, measures and tests (every language, every n up to it)
+MAX_EPISODE_STEPS = 2**24 - 1  # the C builds read the time limit as a float32, exact up to 2^24
+ENVIRONMENT_STEP = 0.05  # s: v5's timestep 0.01 x frame_skip 5, kept at every n
+# (largest n, timestep): the chain is stiffer as n grows, and MuJoCo's RK4 at the file's 0.01 s
+# diverges from v5's reset distribution under random controls (a bad-acceleration warning within
+# 1000 environment steps, tests/test_chain_conformance.py): measured here over 10 episodes of 1000 steps
+# each, n = 12 at 0.01 s: 1 of 10 diverged; n = 16: 9 of 10; at 0.005 s, n = 16: none, n = 24:
+# 5 of 10, n = 32: 10 of 10; at 0.002 s none up to n = 32.
+TIMESTEP_RULE = ((8, 0.01), (16, 0.005), (MAX_LINKS, 0.002))
+
+
+def stable_timestep(links: int) -> tuple[float, int]:
+    """(timestep, frame_skip) of an n-link chain: the file's 0.01 s up to n = 8 and a smaller
+    step above (``TIMESTEP_RULE``), with frame_skip such that an environment step stays
+    ``ENVIRONMENT_STEP`` (0.05 s, v5's), so the reward's time scale is v5's at every n."""
+    for largest, timestep in TIMESTEP_RULE:
+        if links <= largest:
+            return timestep, round(ENVIRONMENT_STEP / timestep)
+    raise ConfigError(f"a chain has at most {MAX_LINKS} links, got {links}")
 
 
 @dataclass(frozen=True)
@@ -24,15 +45,30 @@ class ChainParams:
     density: float = 1000.0  # kg/m^3, MuJoCo's default geom density (inertiafromgeom)
     damping: float = 0.05  # N s/m or N m s/rad, every joint's (the <default> joint damping), slider too
     gear: float = 500.0  # N per unit control (the motor on the slider)
-    timestep: float = 0.01  # s, one mj_step (RK4)
+    # s, one mj_step (RK4), and mj_steps per environment step: None takes ``stable_timestep``'s
+    # rule for ``links`` (the file's 0.01 s and v5's 5 up to n = 8)
+    timestep: float | None = None
     gravity: tuple = (1e-5, 0.0, -9.81)  # m/s^2, as the file states it (x not quite 0)
-    frame_skip: int = 5  # mj_steps per environment step (InvertedDoublePendulum-v5's default)
+    frame_skip: int | None = None
     max_episode_steps: int = 1000  # InvertedDoublePendulum-v5's TimeLimit
     healthy_reward: float = 10.0  # v5's alive bonus
 
     def __post_init__(self):
-        if isinstance(self.links, bool) or not isinstance(self.links, int) or self.links < 1:
-            raise ConfigError(f"a chain has an integer number of links >= 1, got {self.links!r}")
+        if isinstance(self.links, bool) or not isinstance(self.links, int) or not 1 <= self.links <= MAX_LINKS:
+            raise ConfigError(f"a chain has an integer number of links from 1 to {MAX_LINKS}, got {self.links!r}")
+        steps = self.max_episode_steps
+        if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_EPISODE_STEPS:
+            raise ConfigError(f"a chain's max_episode_steps is an integer from 1 to 2^24 - 1, got {steps!r}")
+        rule_timestep, rule_frame_skip = stable_timestep(self.links)
+        if self.timestep is None:
+            object.__setattr__(self, "timestep", rule_timestep)
+        if self.frame_skip is None:
+            object.__setattr__(self, "frame_skip", rule_frame_skip)
+
+    def with_links(self, links: int) -> "ChainParams":
+        """These constants for a chain of ``links`` links, its timestep and frame_skip by the rule
+        (``stable_timestep``), whatever this chain's were."""
+        return replace(self, links=links, timestep=None, frame_skip=None)
 
     @property
     def length(self) -> float:
@@ -106,7 +142,7 @@ def chain_mjcf(n: int, p: ChainParams = INVERTED_DOUBLE_PENDULUM) -> str:
     the cart. The ``frame_skip`` numeric is the file's (2), which v5 ignores (it passes 5); ``p``'s
 density is not written (the file leaves MuJoCo's default, 1000, as ChainParams does).
     """
-    p = replace(p, links=n)  # checks n
+    p = replace(p, links=n) if p.links == n else p.with_links(n)  # checks n (an int from 1 to 32)
     L, r = _num(p.link_length), _num(p.link_radius)
     links, close = [], []
     for k in range(1, n + 1):

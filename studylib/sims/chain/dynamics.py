@@ -39,17 +39,14 @@ termination and observation are InvertedDoublePendulum-v5's, generalized (``rewa
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import math
 from functools import lru_cache
 
 import numpy as np
 
-from .base import SimSpec
-# the model (constants, bodies, MJCF) lives in chain_model; its names are the chain's too
-from .chain_model import (INVERTED_DOUBLE_PENDULUM, ChainParams, capsule_inertia, capsule_mass,  # noqa: F401
-                          chain_mjcf)
+# the model (constants, bodies, MJCF) lives in model.py; its names are the chain's too
+from .model import (INVERTED_DOUBLE_PENDULUM, ChainParams, capsule_inertia, capsule_mass,  # noqa: F401
+                    chain_mjcf, stable_timestep)
 
 
 # ---- the dynamics, on columns: lists of arrays (N,) (or scalars), so numpy, torch and jax share them ----
@@ -220,6 +217,9 @@ def is_terminated(y, p: ChainParams = INVERTED_DOUBLE_PENDULUM):
     return y <= p.length / 1.2
 
 
+TARGET_ABOVE_TIP = 0.8  # m: v5's height target 2 above its 1.2 m chain's upright tip
+
+
 def reward(x, y, qvel, terminated, p: ChainParams = INVERTED_DOUBLE_PENDULUM, xp=np):
     """v5's ``_get_rew`` with the tip at (x, y) and the velocities ``qvel`` (..., n+1):
 
@@ -227,11 +227,13 @@ def reward(x, y, qvel, terminated, p: ChainParams = INVERTED_DOUBLE_PENDULUM, xp
         vel_penalty = 1e-3 * v1**2 + 5e-3 * v2**2
         alive_bonus = self._healthy_reward * int(not terminated)
 
-    generalized: the height target 2 (above the reach of a 1.2 m chain) scales with the chain,
-    2 / 1.2 of its length (n L · 5/3 = n for L = 0.6), as termination's 1 / 1.2 does; every hinge
-    but the first is weighted as v5's second: 1e-3 θ̇_1² + 5e-3 Σ_{k>=2} θ̇_k² (n = 1: 1e-3 θ̇_1²).
-    Both reproduce v5 at n = 2."""
-    dist = 0.01 * x**2 + (y - p.length * 2 / 1.2) ** 2
+    generalized: the height target 2 is 0.8 m above the upright tip of v5's 1.2 m chain, and stays
+    0.8 m above it at every n (``TARGET_ABOVE_TIP``), so that the upright chain's distance penalty
+    is v5's 0.64 at every n. (Scaling the target with the chain instead, 2/1.2 of its length, makes
+    that penalty 0.16 n², more than the alive bonus 10 from n = 8 on: a policy there would gain by
+    ending its episode.) Every hinge but the first is weighted as v5's second:
+    1e-3 θ̇_1² + 5e-3 Σ_{k>=2} θ̇_k² (n = 1: 1e-3 θ̇_1²). Both reproduce v5 at n = 2."""
+    dist = 0.01 * x**2 + (y - (p.length + TARGET_ABOVE_TIP)) ** 2
     vel = 1e-3 * qvel[..., 1] ** 2
     for k in range(2, p.links + 1):
         vel = vel + 5e-3 * qvel[..., k] ** 2
@@ -293,14 +295,15 @@ def rk4_transcendentals(n: int) -> int:
     return 4 * (2 * n + n)
 
 
-def chain_flops(n: int, frame_skip: int = INVERTED_DOUBLE_PENDULUM.frame_skip) -> int:
-    """Flops of one environment step (``frame_skip`` mj_steps) of an n-link chain:
-    frame_skip (4n³ + 114n² + 242n + 84)/3, the n³ term Cholesky's (four a step)."""
-    return frame_skip * rk4_flops(n)
+def chain_flops(n: int, frame_skip: int | None = None) -> int:
+    """Flops of one environment step (``frame_skip`` mj_steps; None: the timestep rule's for n,
+    ``stable_timestep``) of an n-link chain: frame_skip (4n³ + 114n² + 242n + 84)/3, the n³ term
+    Cholesky's (four a step)."""
+    return (stable_timestep(n)[1] if frame_skip is None else frame_skip) * rk4_flops(n)
 
 
-def chain_transcendentals(n: int, frame_skip: int = INVERTED_DOUBLE_PENDULUM.frame_skip) -> int:
-    return frame_skip * rk4_transcendentals(n)
+def chain_transcendentals(n: int, frame_skip: int | None = None) -> int:
+    return (stable_timestep(n)[1] if frame_skip is None else frame_skip) * rk4_transcendentals(n)
 
 
 COUNTER_BYTES = 4 + 4  # int32 elapsed, uint32 episode (as CartPole's)
@@ -310,31 +313,3 @@ def chain_bytes(n: int, state_factor: int = 1) -> int:
     """Bytes one environment step moves when the state is not kept in cache: the 2(n+1) float32
     state read and written, the counters read and written (as CartPole's unfused_bytes)."""
     return 2 * (4 * 2 * (n + 1) * state_factor + COUNTER_BYTES)
-
-
-def physics_flops(compute_factor: int = 1) -> int:
-    """The default chain's (n = 2) flops of one environment step; it takes no compute factor."""
-    return chain_flops(INVERTED_DOUBLE_PENDULUM.links) * compute_factor
-
-
-def physics_transcendentals(compute_factor: int = 1) -> int:
-    return chain_transcendentals(INVERTED_DOUBLE_PENDULUM.links) * compute_factor
-
-
-def unfused_bytes(state_factor: int = 1) -> int:
-    return chain_bytes(INVERTED_DOUBLE_PENDULUM.links, state_factor)
-
-
-CHAIN = SimSpec(
-    name="chain", title="n-link cart-pole chain (InvertedDoublePendulum-v5 at n = 2)",
-    state_size=INVERTED_DOUBLE_PENDULUM.state_size, observation_size=INVERTED_DOUBLE_PENDULUM.observation_size,
-    num_actions=0, params_type=ChainParams, default_params=INVERTED_DOUBLE_PENDULUM,
-    reward="v5's, generalized: 10 while healthy − 0.01 x_tip² − (y_tip − 5/3 · n L)² − 1e-3 θ̇_1² − "
-           "5e-3 Σ_{k≥2} θ̇_k² (InvertedDoublePendulum-v5 at n = 2)",
-    termination="the tip's height y ≤ n L / 1.2 (v5's y ≤ 1 at n = 2); truncated after "
-                f"{INVERTED_DOUBLE_PENDULUM.max_episode_steps} steps",
-    reference="MuJoCo C's mj_step (float64) on chain_mjcf(n)",
-    dynamics={"python": "studylib.sims.chain", "c": "cuda/chain.cuh"},
-    knobs=(), policies=("none",), variant=lambda p: {"links": p.links},
-    params_of=lambda columns: replace(INVERTED_DOUBLE_PENDULUM, links=columns["links"]),
-    physics_flops=physics_flops, transcendentals=physics_transcendentals, unfused_bytes=unfused_bytes)

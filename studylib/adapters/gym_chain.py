@@ -1,0 +1,147 @@
+"""The n-link chain under gymnasium's API, as ``studylib/CartPole-v1`` is CartPole's (gym_vector.py):
+
+    import gymnasium, studylib.adapters.gym_chain                       # the import registers the ids
+    envs = gymnasium.make_vec("studylib/InvertedDoublePendulum-v5", num_envs=4096, impl="fused")
+    envs = gymnasium.make_vec("studylib/Chain-v0", num_envs=4096, impl="jax", links=8)
+    obs, info = envs.reset(seed=0)
+    obs, reward, terminated, truncated, info = envs.step(envs.action_space.sample())
+    env = gymnasium.make("studylib/Chain-v0", impl="cpp", links=4)    # one env, for check_env and friends
+
+``studylib/InvertedDoublePendulum-v5`` is the chain at n = 2: gymnasium's InvertedDoublePendulum-v5
+(its XML less the slider's range limit, see ``studylib.sims.chain.model.chain_mjcf``), with its
+1000-step time limit and reward threshold 9100. ``studylib/Chain-v0`` takes ``links`` (1 to 32).
+The spaces are v5's: observations Box(-inf, inf, (3n+3,)) float64 in gymnasium (float32 here, as
+every studylib observation), actions Box(-1, 1, (1,)) float32 (the slider's motor).
+
+``StudylibChainVectorEnv`` is ``StudylibVectorEnv`` (the autoreset modes, arrays, seeding) with the
+chain's spaces and v5's reset distribution for seeded resets (``reset(seed=[...])`` draws each
+env as ``InvertedDoublePendulumEnv.reset_model`` does from that seed's ``np_random``: qpos
+uniform in ±0.1, qvel 0.1 N(0, 1)). ``StudylibChainEnv`` is one environment for ``gymnasium.make``.
+No render mode: the chain has no renderer here (gymnasium's MujocoEnv renders
+``studylib.sims.chain.mujoco_env.ChainMujocoEnv``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+from ..envs.registry import make
+from ..errors import ConfigError
+from ..sims.chain import ChainParams, dynamics
+from ..sims.chain.model import MAX_EPISODE_STEPS
+from ..sims.chain.episode import RESET_NOISE
+from .gym_vector import StudylibVectorEnv, check_render_mode
+
+DOUBLE_PENDULUM_ID = "studylib/InvertedDoublePendulum-v5"
+CHAIN_ID = "studylib/Chain-v0"
+REWARD_THRESHOLD = 9100.0  # gymnasium's InvertedDoublePendulum-v5 registration
+# The implementation's time limit under the single env, whose time limit is gymnasium's TimeLimit
+# wrapper: the largest the chain takes (its C builds read it as an exact float32).
+NO_TIME_LIMIT = MAX_EPISODE_STEPS
+
+
+def chain_spaces(p: ChainParams) -> tuple[spaces.Box, spaces.Box]:
+    """(observation space, action space) of an n-link chain: v5's, sized for n."""
+    obs = spaces.Box(-np.inf, np.inf, (p.observation_size,), np.float32)
+    return obs, spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+
+def draw_chain_rows(rng: np.random.Generator, rows: int, p: ChainParams) -> np.ndarray:
+    """v5's ``reset_model`` draw for ``rows`` envs from ``rng`` (float64): init_qpos + U(±0.1),
+    init_qvel + 0.1 N(0, 1), the chain upright at rest being init_qpos = init_qvel = 0."""
+    n1 = p.links + 1
+    qpos = rng.uniform(-RESET_NOISE, RESET_NOISE, (rows, n1))
+    qvel = RESET_NOISE * rng.standard_normal((rows, n1))
+    return np.concatenate([qpos, qvel], axis=1)
+
+
+def _flat_actions(actions):
+    """gymnasium's batched Box (N, 1) as the implementations take one control per env, (N,)."""
+    shape = getattr(actions, "shape", None)
+    return actions.reshape(shape[0]) if shape is not None and len(shape) == 2 and shape[1] == 1 else actions
+
+
+class StudylibChainVectorEnv(StudylibVectorEnv):
+    """``num_envs`` n-link chains of implementation ``impl`` (``links``: n, 1 to 32)."""
+
+    metadata = {**StudylibVectorEnv.metadata, "render_modes": []}
+    sim = "chain"
+
+    def __init__(self, num_envs: int = 1, impl: str = "cpp", *, links: int = 2, **kwargs):
+        self._chain = ChainParams(links=links)  # ConfigError for links outside 1..32
+        for knob in ("state_factor", "compute_factor"):
+            if kwargs.get(knob, 1) != 1:
+                raise ConfigError(f"the chain takes no {knob}")
+        super().__init__(num_envs, impl, **kwargs)
+
+    def _params(self):
+        return self._chain
+
+    def _spaces(self, params):
+        return chain_spaces(params)
+
+    def _draw(self, rng, rows):
+        return draw_chain_rows(rng, rows, self._chain)
+
+    def _observations(self, rows):
+        return self._kind.from_numpy(dynamics.observation(rows, self._chain).astype(np.float32))
+
+    def _actions(self, actions):
+        return _flat_actions(actions)
+
+    def render(self):
+        return None
+
+
+class StudylibChainEnv(gymnasium.Env):
+    """One n-link chain: implementation ``impl`` with ``num_envs=1``, for ``gymnasium.make``. As
+    gymnasium's InvertedDoublePendulum-v5: ``reset`` draws from ``self.np_random`` (v5's
+    distribution), the time limit is the ``TimeLimit`` wrapper ``make`` adds, the step that
+    terminates returns the terminal observation; stepping on after it is refused (the
+    implementation has started its next episode)."""
+
+    metadata = {"render_modes": [], "render_fps": 20}
+
+    def __init__(self, impl: str = "cpp", *, links: int = 2, device=None, render_mode: str | None = None):
+        check_render_mode(render_mode, self.metadata["render_modes"])
+        self.impl = impl
+        self.params = dataclasses.replace(ChainParams(links=links), max_episode_steps=NO_TIME_LIMIT)
+        self.env = make(impl, 1, device=device, sim="chain", params=self.params)
+        self.render_mode = render_mode
+        self.observation_space, self.action_space = chain_spaces(self.params)
+        self._ended = True  # until the first reset
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        state = draw_chain_rows(self.np_random, 1, self.params)
+        self.env.set_state(state)
+        self._ended = False
+        return dynamics.observation(state, self.params)[0].astype(np.float32), {}
+
+    def step(self, action):
+        action = np.asarray(action, dtype=np.float32).reshape(-1)
+        if action.shape != (1,) or not self.action_space.contains(action):
+            raise ConfigError(f"action must be one float in [-1, 1] (Box(-1, 1, (1,))), got {action!r}")
+        if self._ended:
+            raise ConfigError("the episode has terminated (or reset() was never called): call reset() first")
+        _, reward, terminated, _ = self.env.step(action)
+        self._ended = bool(terminated[0])
+        return self.env.final_obs()[0].copy(), float(reward[0]), self._ended, False, {}
+
+
+def register() -> None:
+    """Register both ids with gymnasium (done once, on importing this module), with v5's time
+    limit (and, for the n = 2 id, its reward threshold)."""
+    for env_id, kwargs, threshold in ((DOUBLE_PENDULUM_ID, {"links": 2}, REWARD_THRESHOLD), (CHAIN_ID, {}, None)):
+        if env_id not in gymnasium.registry:
+            gymnasium.register(id=env_id, entry_point=f"{__name__}:StudylibChainEnv",
+                               vector_entry_point=f"{__name__}:StudylibChainVectorEnv",
+                               max_episode_steps=ChainParams().max_episode_steps, reward_threshold=threshold,
+                               kwargs=kwargs)
+
+
+register()
