@@ -134,6 +134,7 @@ static void ch_mlp_block(const float* buf, const ChainParams<N>& p, const ChainA
     for (int l = 0; l < W; ++l) ch_observation<N>(buf + l, W, p, (float*)obs + l, W);
     const ChVec mean = ch_mlp_mean(obs, in, a.weights);
     const float sd = a.action_std;
+#pragma omp simd  // the noise's logf and sqrtf as vector calls (libmvec), not W scalar ones
     for (int l = 0; l < W; ++l) {
         const float z = ch_policy_noise(a.seed, (uint32_t)(first + l), ep[l], (uint32_t)el[l]);
         action[l] = fminf(fmaxf(mean[l] + sd * z, -1.0f), 1.0f);

@@ -39,8 +39,10 @@ CH_HD void ch_observation(const float* row, int64_t stride, const ChainParams<N>
     obs[0] = row[0];
     ch_for<N>(1, n1, [&](int k) CH_LAMBDA {
         const float angle = row[k * stride];
-        obs[k * ostride] = sinf(angle);
-        obs[(n + k) * ostride] = cosf(angle);
+        float sa, ca;
+        ch_sincos(angle, sa, ca);
+        obs[k * ostride] = sa;
+        obs[(n + k) * ostride] = ca;
     });
     ch_for<N>(0, n1, [&](int i) CH_LAMBDA {
         obs[(2 * n + 1 + i) * ostride] = fminf(fmaxf(row[(n1 + i) * stride], -10.0f), 10.0f);
@@ -73,7 +75,11 @@ CH_HD float ch_uniform(uint32_t salt, uint32_t seed, uint32_t env, uint32_t epis
 }
 
 // normal: Box–Muller, sqrt(−2 ln u1) cos(2π u2).
-CH_HD float ch_normal(float u1, float u2) { return sqrtf(-2.0f * logf(u1)) * cosf(CH_TWO_PI * u2); }
+CH_HD float ch_normal(float u1, float u2) {
+    float s, c;
+    ch_sincos(CH_TWO_PI * u2, s, c);
+    return sqrtf(-2.0f * logf(u1)) * c;
+}
 
 // hash_controls: the no-policy control, (hash4(seed ^ CH_CTRL_SALT, env, episode, elapsed) >> 8)
 // 2⁻²³ − 1, uniform in [-1, 1): an exact float32 (a 24-bit integer scaled by a power of two,

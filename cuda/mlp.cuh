@@ -119,16 +119,34 @@ MLP_HD void mlp_forward_sized(const T* obs, int in, const float* __restrict__ w,
     const int off_b1 = in * MLP_HIDDEN, off_w2 = off_b1 + MLP_HIDDEN, off_b2 = off_w2 + MLP_HIDDEN * MLP_HIDDEN;
     const int off_w3 = off_b2 + MLP_HIDDEN, off_b3 = off_w3 + MLP_HIDDEN * OUT;
     T h1[MLP_HIDDEN];
-    MLP_UNROLL
-    for (int j = 0; j < MLP_HIDDEN; ++j) {  // layer 1: in -> 64, tanh
-        T a = obs[0] * w[j] + w[off_b1 + j];
-        if constexpr (IN > 0) {
+    if constexpr (IN > 0) {
+        MLP_UNROLL
+        for (int j = 0; j < MLP_HIDDEN; ++j) {  // layer 1: in -> 64, tanh
+            T a = obs[0] * w[j] + w[off_b1 + j];
             MLP_UNROLL
             for (int i = 1; i < IN; ++i) a = a + obs[i] * w[i * MLP_HIDDEN + j];
-        } else {
-            for (int i = 1; i < in; ++i) a = a + obs[i] * w[i * MLP_HIDDEN + j];
+            h1[j] = mlp_tanh(a);
         }
-        h1[j] = mlp_tanh(a);
+    } else {
+        // A run-time width: the loop over inputs cannot be unrolled, so each neuron's sum would be
+        // one chain of dependent multiply-adds (latency-bound: 3x layer 2's time at in = 27 on the
+        // CPU). Instead L1B neurons' sums advance together, one input at a time (independent
+        // chains, as layer 2's register blocks).
+        constexpr int L1B = 16;
+        MLP_UNROLL
+        for (int j0 = 0; j0 < MLP_HIDDEN; j0 += L1B) {
+            T acc[L1B];
+            MLP_UNROLL
+            for (int jj = 0; jj < L1B; ++jj) acc[jj] = obs[0] * w[j0 + jj] + w[off_b1 + j0 + jj];
+            for (int i = 1; i < in; ++i) {
+                const T x = obs[i];
+                const float* __restrict__ row = w + i * MLP_HIDDEN + j0;
+                MLP_UNROLL
+                for (int jj = 0; jj < L1B; ++jj) acc[jj] = acc[jj] + x * row[jj];
+            }
+            MLP_UNROLL
+            for (int jj = 0; jj < L1B; ++jj) h1[j0 + jj] = mlp_tanh(acc[jj]);
+        }
     }
     T l[OUT];
     MLP_UNROLL
