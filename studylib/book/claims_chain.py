@@ -1,7 +1,8 @@
 """F.1–F.3 measured on the n-link chain (book/chain.md), by the rules CartPole's are judged by
-(``claims_base.row``, ``analysis.RULES``), one set of rows per n. The chain runs without a policy
-(its implementations have none yet), so every comparison here is simulation only, where the
-paper's F.1 and F.2 include the MLP's inference: the quantity says so.
+(``claims_base.row``, ``analysis.RULES``), one set of rows per n. The chapter measures the chain
+without a policy (the paper's "no policy" configuration: hashed controls), so every comparison here
+is of the simulation and its episode rules, where the paper's F.1 and F.2 include the MLP's
+inference: the quantity says so.
 
 Per n, each the paper's comparison on the chain's rows of that n:
   F.1  the best vectorized implementation (torch, jax) over gym's loop, largest over N; cpp over gym
@@ -32,7 +33,7 @@ def _reason_per_step(d: pd.DataFrame, a: str, b: str, steps=None) -> str:
 
 def links_rows(n: int, d: pd.DataFrame, kmax: int) -> list[Finding]:
     """The F.1–F.3 rows of the chain with ``n`` links (``d``: its measured rows)."""
-    rows, impls, tag = [], set(d["impl"]), f"chain n = {n}, simulation only"
+    rows, impls, tag = [], set(d["impl"]), f"chain n = {n}, no policy"
     gym = best_rates_by_n(d[d["impl"] == "gym"])
     vec = [i for i in VECTORIZED if i in impls]
     if "gym" in impls and vec:
