@@ -296,6 +296,16 @@ static void chain_observe_envs(const ChainArgs& a) {
     for (long long i = 0; i < a.n; ++i) ch_observation<N>(a.state + i * row, 1, p, a.obs_out + i * obs_size, 1);
 }
 
+// The episode arguments' check of a call that steps nothing (reset, restart, the MLP's actions):
+// ch_check_episode_args on a copy with no steps and ``policy``; CH_ERR_NULL for no arguments.
+static int ch_check_call(const ChainArgs* a, int policy) {
+    if (!a) return CH_ERR_NULL;
+    ChainArgs check = *a;
+    check.num_steps = 0;
+    check.policy = policy;
+    return ch_check_episode_args(check);
+}
+
 extern "C" {
 
 // Steps every environment a->num_steps environment steps (frame_skip mj_steps each), physics
@@ -336,11 +346,7 @@ long long chain_episodes(const ChainArgs* a) {
 
 // Every environment to episode 0's first state (the draws of a->seed), elapsed and episode 0.
 int chain_reset(const ChainArgs* a) {
-    if (!a) return CH_ERR_NULL;
-    ChainArgs check = *a;
-    check.num_steps = 0;
-    check.policy = CH_POLICY_CTRL;
-    const int code = ch_check_episode_args(check);
+    const int code = ch_check_call(a, CH_POLICY_CTRL);
     if (code != CH_OK || a->n == 0) return code;
     ch_dispatch(*a, [&](auto build) { chain_reset_envs<decltype(build)::value>(*a); });
     return CH_OK;
@@ -349,11 +355,7 @@ int chain_reset(const ChainArgs* a) {
 // The environments in a->reset_mask to their next episode's first state (episode + 1, elapsed 0);
 // their first observation into a->final_obs when it is given.
 int chain_restart(const ChainArgs* a) {
-    if (!a) return CH_ERR_NULL;
-    ChainArgs check = *a;
-    check.num_steps = 0;
-    check.policy = CH_POLICY_CTRL;
-    const int code = ch_check_episode_args(check);
+    const int code = ch_check_call(a, CH_POLICY_CTRL);
     if (code != CH_OK || a->n == 0) return code;
     if (!a->reset_mask) return CH_ERR_NULL;
     ch_dispatch(*a, [&](auto build) { chain_restart_envs<decltype(build)::value>(*a); });
@@ -374,11 +376,7 @@ int chain_observe(const ChainArgs* a) {
 // The MLP policy's action (clip(mean + action_std z, -1, 1)) at every environment's state and
 // counters into a->obs_out (n,): the fused rollout's block function alone, for the tests.
 int chain_mlp_actions(const ChainArgs* a) {
-    if (!a) return CH_ERR_NULL;
-    ChainArgs check = *a;
-    check.num_steps = 0;
-    check.policy = CH_POLICY_MLP;
-    const int code = ch_check_episode_args(check);
+    const int code = ch_check_call(a, CH_POLICY_MLP);
     if (code != CH_OK || a->n == 0) return code;
     if (!a->weights || !a->obs_out) return CH_ERR_NULL;
     ch_dispatch(*a, [&](auto build) { chain_mlp_actions_lanes<decltype(build)::value, CH_CPU_LANES>(*a); });

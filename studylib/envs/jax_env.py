@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..arrays import JaxKind
-from .base import VectorCartPole, VectorEnv, restart_rows
+from .base import VectorCartPole, VectorEnv, array_rules_bytes, restart_rows
 from ..sims.cartpole import RESET_HIGH, RESET_LOW, STATE_SIZE
 from ..episodes import RESET_SALT, advance, hash4, hash_actions
 from ..devices import resolve_jax_device
@@ -158,8 +158,7 @@ class JaxEnv(VectorEnv):
 
     @classmethod
     def estimate_bytes(cls, num_envs, state_factor, params=None):
-        state = params.state_size if hasattr(params, "state_size") else 8
-        return num_envs * 4 * (8 * state + 20 * state + state * state + 64 * 4)
+        return array_rules_bytes(num_envs, params)
 
     def _resolve_device(self, device):
         self._jax_device = resolve_jax_device(device)

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from ..arrays import TorchKind
-from .base import VectorCartPole, VectorEnv, restart_rows
+from .base import VectorCartPole, VectorEnv, array_rules_bytes, restart_rows
 from ..sims.cartpole import RESET_HIGH, RESET_LOW, STATE_SIZE
 from ..episodes import MASK32, advance, hash_actions
 from ..devices import resolve_torch_device
@@ -147,9 +147,7 @@ class TorchEnv(VectorEnv):
 
     @classmethod
     def estimate_bytes(cls, num_envs, state_factor, params=None):
-        # the state, ~40 (N,) temporaries per coordinate, the pairs' (N,) terms, the policy's activations
-        state = params.state_size if hasattr(params, "state_size") else 8
-        return num_envs * 4 * (8 * state + 20 * state + state * state + 64 * 4)
+        return array_rules_bytes(num_envs, params)
 
     def _resolve_device(self, device):
         return resolve_torch_device(device)
