@@ -29,14 +29,10 @@ from ..devices import resolve_jax_device
 from ..policy import GAUSSIAN_LOG_STD, mlp_logits
 
 
-class JaxCartPole(VectorCartPole):
-    name = "jax"
-
-    @classmethod
-    def estimate_bytes(cls, num_envs, state_factor, params=None):
-        # The carry's state and its next value (and a copy XLA may make), the CartPole's
-        # temporaries, the policy's activations.
-        return num_envs * (4 * 4 * state_factor * 4 + 4 * 4 * 16 + 4 * 64 * 4 + 64)
+class _OnJaxDevice:
+    """Where a jax implementation runs and what it hands out: the requested device as jax resolves
+    it (``self._jax_device``), and jax arrays on it (arrays="native"). CartPole's class and the
+    generic one share it."""
 
     def _resolve_device(self, device):
         self._jax_device = resolve_jax_device(device)
@@ -44,6 +40,16 @@ class JaxCartPole(VectorCartPole):
 
     def _native_kind(self):
         return JaxKind(self._jax_device)
+
+
+class JaxCartPole(_OnJaxDevice, VectorCartPole):
+    name = "jax"
+
+    @classmethod
+    def estimate_bytes(cls, num_envs, state_factor, params=None):
+        # The carry's state and its next value (and a copy XLA may make), the CartPole's
+        # temporaries, the policy's activations.
+        return num_envs * (4 * 4 * state_factor * 4 + 4 * 4 * 16 + 4 * 64 * 4 + 64)
 
     def __init__(self, settings):
         super().__init__(settings)
@@ -147,7 +153,7 @@ class JaxCartPole(VectorCartPole):
         jax.block_until_ready(self._carry)
 
 
-class JaxEnv(VectorEnv):
+class JaxEnv(_OnJaxDevice, VectorEnv):
     """``jax`` for any simulator whose record names an array-form episode module (the n-link
     chain's): K environment steps (the policy's controls, physics, observation, reward,
     termination, truncation, the same-step reset to the hashed draws) in one jitted ``lax.scan``
@@ -159,13 +165,6 @@ class JaxEnv(VectorEnv):
     @classmethod
     def estimate_bytes(cls, num_envs, state_factor, params=None):
         return array_rules_bytes(num_envs, params)
-
-    def _resolve_device(self, device):
-        self._jax_device = resolve_jax_device(device)
-        return "cuda" if self._jax_device.platform == "gpu" else self._jax_device.platform
-
-    def _native_kind(self):
-        return JaxKind(self._jax_device)
 
     def __init__(self, settings):
         super().__init__(settings)

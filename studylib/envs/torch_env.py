@@ -28,7 +28,18 @@ def _mask32(v):
     return v & MASK32
 
 
-class TorchCartPole(VectorCartPole):
+class _OnTorchDevice:
+    """Where a torch implementation runs and what it hands out: the requested device as torch
+    resolves it, and tensors on it (arrays="native"). CartPole's class and the generic one share it."""
+
+    def _resolve_device(self, device):
+        return resolve_torch_device(device)
+
+    def _native_kind(self):
+        return TorchKind(self.device)
+
+
+class TorchCartPole(_OnTorchDevice, VectorCartPole):
     name = "torch"
 
     @classmethod
@@ -36,12 +47,6 @@ class TorchCartPole(VectorCartPole):
         # The state row, a step's new row and the sign-flipped carried floats (and one more row in
         # flight), ~20 float32 temporaries of the CartPole's size, the policy's activations.
         return num_envs * (4 * 4 * state_factor * 4 + 4 * 4 * 24 + 4 * 64 * 4 + 64)
-
-    def _resolve_device(self, device):
-        return resolve_torch_device(device)
-
-    def _native_kind(self):
-        return TorchKind(self.device)
 
     def __init__(self, settings):
         super().__init__(settings)
@@ -135,7 +140,7 @@ class TorchCartPole(VectorCartPole):
             torch.cuda.synchronize()
 
 
-class TorchEnv(VectorEnv):
+class TorchEnv(_OnTorchDevice, VectorEnv):
     """``torch`` for any simulator whose record names an array-form episode module (the n-link
     chain's, ``studylib.sims.chain.episode``; the recipe in studylib/sims/__init__.py): the
     (N, state) rows stepped with eager PyTorch ops on the CPU or a GPU, that module's episode step
@@ -148,12 +153,6 @@ class TorchEnv(VectorEnv):
     @classmethod
     def estimate_bytes(cls, num_envs, state_factor, params=None):
         return array_rules_bytes(num_envs, params)
-
-    def _resolve_device(self, device):
-        return resolve_torch_device(device)
-
-    def _native_kind(self):
-        return TorchKind(self.device)
 
     def __init__(self, settings):
         super().__init__(settings)
