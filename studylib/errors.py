@@ -21,6 +21,11 @@ class DeviceUnavailableError(StudyError, RuntimeError):
     """The requested device (e.g. a CUDA GPU) does not exist on this machine."""
 
 
+class PackageUnavailableError(StudyError, RuntimeError):
+    """An optional package a measurement needs (a peer's library) is not installed here: the
+    point is skipped with this reason, and measured by a later run where the package is."""
+
+
 def available_memory_bytes() -> int:
     """MemAvailable from /proc/meminfo (Linux); physical memory elsewhere."""
     try:

@@ -45,3 +45,23 @@ def test_cli_peers_compares_cpp_with_gymnasium(capsys):
     assert rc == 0 and "N=2^4" in out and "cpp, K=8 per call" in out
     ratio = float(out.split("ratio")[1].split("x")[0])
     assert ratio > 0
+
+
+@pytest.mark.parametrize("name,module", [("gymnax", "gymnax"), ("envpool", "envpool")])
+def test_a_peer_whose_package_is_missing_is_skipped_with_the_reason(name, module, monkeypatch, tmp_path):
+    """A reader without a peer's library (or a GPU machine it was not carried to) measures the
+    rest: the peer's points are skipped saying which package is missing, not the run ended."""
+    import sys
+
+    from studylib.errors import PackageUnavailableError
+    from studylib.harness.sweep import sweep
+
+    monkeypatch.setitem(sys.modules, module, None)  # makes `import module` raise ImportError
+    with pytest.raises(PackageUnavailableError, match=f"{module} is not installed here"):
+        make_peer(name, 8)
+    df = sweep("p", [MeasurePoint.of(name, 8, 1, policy="none", repeats=1, min_seconds=0.001),
+                     MeasurePoint.of("cpp", 8, 1, policy="none", repeats=1, min_seconds=0.001)],
+               data_dir=tmp_path, progress=False, log=lambda _: None)
+    assert list(df["impl"]) == ["cpp"]
+    assert [s["impl"] for s in df.attrs["skipped"]] == [name]
+    assert f"{module} is not installed here" in df.attrs["skipped"][0]["reason"]

@@ -19,12 +19,13 @@ Each has the slice of our environment API the harness uses: ``rollout(K, policy=
 
 from __future__ import annotations
 
+import importlib
 import os
 
 import numpy as np
 
 from ..envs.base import RolloutResult
-from ..errors import ConfigError
+from ..errors import ConfigError, PackageUnavailableError
 from ..settings import PEERS, EnvSettings, positive_int
 
 
@@ -73,7 +74,7 @@ class Gymnax(Peer):
 
     def __init__(self, settings):
         super().__init__(settings)
-        import gymnax
+        gymnax = _peer_package("gymnax")
         import jax
 
         self._jax = jax
@@ -114,7 +115,7 @@ class EnvPool(Peer):
         super().__init__(settings)
         import warnings
 
-        import envpool
+        envpool = _peer_package("envpool")
 
         with warnings.catch_warnings():  # envpool builds float64 Box bounds; gymnasium warns
             warnings.simplefilter("ignore", UserWarning)
@@ -129,6 +130,14 @@ class EnvPool(Peer):
             _, _, terminated, truncated, _ = self._env.step(self._rng.integers(0, 2, self.num_envs, dtype=np.int32))
             done += int(np.count_nonzero(terminated | truncated))
         return done
+
+
+def _peer_package(module: str):
+    """Import a peer's library, or say in one line that it is not installed here (a skip reason)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise PackageUnavailableError(f"{module} is not installed here ({e})") from e
 
 
 _CLASSES = {cls.name: cls for cls in (GymnasiumVector, Gymnax, EnvPool)}
