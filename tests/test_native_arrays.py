@@ -28,7 +28,7 @@ def _make(impl, n, arrays, **kwargs):
 
 def _native_array(impl, values):
     """``values`` (numpy) as the native array type of ``impl`` on the CPU."""
-    return jnp.asarray(values) if impl == "jax" else torch.as_tensor(values)
+    return jax.device_put(values, jax.devices("cpu")[0]) if impl == "jax" else torch.as_tensor(values)
 
 
 def _copies_in(fn, min_elements):
