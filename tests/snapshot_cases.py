@@ -14,8 +14,11 @@ def machine_json(key: str) -> dict:
     return json.loads((ROOT / "data" / key / "machine.json").read_text())
 
 
-# the newest committed snapshot: measured by a cold default-preset build of one clean commit
-SNAPSHOT = max(SNAPSHOTS, key=lambda k: machine_json(k).get("date") or "") if SNAPSHOTS else None
+# the newest committed CPU snapshot: measured by a cold default-preset build of one clean commit
+CPU_SNAPSHOTS = [k for k in SNAPSHOTS if not machine_json(k).get("gpu")]
+SNAPSHOT = max(CPU_SNAPSHOTS, key=lambda k: machine_json(k).get("date") or "") if CPU_SNAPSHOTS else None
+# snapshots measured on a lent GPU machine: the chapters' sweeps that fitted its lease, not a whole build
+GPU_SNAPSHOTS = [k for k in SNAPSHOTS if machine_json(k).get("gpu")]
 
 
 def identity_of(key: str) -> dict:
