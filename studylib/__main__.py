@@ -100,7 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--data-dir", default=None, help="data folder holding this machine's calibration (measured if absent)")
     sub.add_parser("train", help="train PPO on CartPole-v1 with one collector until solved (see train --help)",
                    add_help=False)
-    sub.add_parser("data", help="data check: each machine snapshot and the rows today's code would not reuse",
+    sub.add_parser("data", help="data check: each machine snapshot, the rows today's code would not reuse, "
+                               "and whether one serves this machine",
                    add_help=False)
     return parser
 
@@ -128,10 +129,10 @@ def main(argv=None) -> int:
         from .train import cli
 
         return cli.main(argv[1:])
-    if argv[:1] == ["data"]:  # the data folder's snapshots (studylib/harness/snapshots.py)
-        from .harness import snapshots
+    if argv[:1] == ["data"]:  # the data folder's snapshots and this machine's (studylib/cli/data.py)
+        from .cli import data
 
-        return snapshots.main(argv[1:])
+        return data.main(argv[1:])
     try:
         args = build_parser().parse_args(argv)
         if args.command is None:

@@ -1,6 +1,7 @@
 """Synthetic /proc/cpuinfo texts of hosts the study has run on or may: virtual machines that report
 a generic model name ("AMD EPYC", "Intel(R) Xeon(R) Processor") over different silicon, and an ARM
-host. Two processor blocks each, as a 2-core VM prints them."""
+host. Two processor blocks each, as a 2-core VM prints them, with a 32 MiB last-level cache on the
+``cache size`` line, where Intel's kernel prints it (ARM's prints none)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,14 @@ AVX2 = X86_FLAGS + " pni pclmulqdq ssse3 fma cx16 sse4_1 sse4_2 movbe popcnt aes
 AVX512 = AVX2 + " avx512f avx512dq avx512cd avx512bw avx512vl"
 
 
-def x86(vendor: str, name: str, family: int, model: int, stepping: int, flags: str, cores: int = 2) -> str:
+def x86(vendor: str, name: str, family: int, model: int, stepping: int, flags: str, cores: int = 2,
+        cache_kb: int = 32768) -> str:
     block = ("processor\t: {i}\nvendor_id\t: {vendor}\ncpu family\t: {family}\nmodel\t\t: {model}\n"
              "model name\t: {name}\nstepping\t: {stepping}\nmicrocode\t: 0x1\ncpu MHz\t\t: 2600.000\n"
-             "cache size\t: 512 KB\nphysical id\t: 0\nsiblings\t: {cores}\ncore id\t\t: {i}\ncpu cores\t: {cores}\n"
+             "cache size\t: {cache_kb} KB\nphysical id\t: 0\nsiblings\t: {cores}\ncore id\t\t: {i}\ncpu cores\t: {cores}\n"
              "flags\t\t: {flags}\nbogomips\t: 5200.00\n\n")
     return "".join(block.format(i=i, vendor=vendor, name=name, family=family, model=model, stepping=stepping,
-                                flags=flags, cores=cores) for i in range(cores))
+                                flags=flags, cores=cores, cache_kb=cache_kb) for i in range(cores))
 
 
 ZEN3 = x86("AuthenticAMD", "AMD EPYC", 25, 1, 1, AVX2)

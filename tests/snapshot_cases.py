@@ -27,3 +27,16 @@ def identity_of(key: str) -> dict:
 
     info = machine_json(key)
     return {f: info.get(f) for f in IDENTITY_FIELDS}
+
+
+def cpuinfo_of(key: str) -> str:
+    """A /proc/cpuinfo text of an x86 snapshot's host, made from its recorded identity (vendor,
+    name, family/model/stepping, ISA, cores, and the last-level cache on the ``cache size`` line,
+    as Intel's kernel prints it): what ``$STUDYLIB_CPUINFO`` names to pose as that host."""
+    from tests.cpuinfo_cases import AVX2, AVX512, x86
+
+    info = machine_json(key)
+    vendor = {"intel": "GenuineIntel", "amd": "AuthenticAMD"}[info["cpu_vendor"]]
+    flags = {"avx512": AVX512, "avx2": AVX2}[info["isa"]]
+    return x86(vendor, info["cpu_model"], info["cpu_family"], info["cpu_model_number"], info["cpu_stepping"], flags,
+               cores=info["cores"], cache_kb=info["llc_bytes"] // 2**10)

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from studylib.harness import identity, provenance
-from tests.cpuinfo_cases import ARM, HOSTS, XEON, XEON_AVX2, ZEN3
+from tests.cpuinfo_cases import ARM, AVX512, HOSTS, XEON, XEON_AVX2, ZEN3, x86
 
 MIB = 2**20
 
@@ -66,8 +66,28 @@ def test_this_machine_posing_as_a_host_through_STUDYLIB_CPUINFO(host, tmp_path, 
     info = provenance.machine_info()
     assert set(identity.IDENTITY_FIELDS) <= set(info)  # machine.json records every field of the key
     assert info["machine_key"] == provenance.machine_key() == provenance.machine_key()
-    assert info["machine_key"] == key_of(HOSTS[host], cores=provenance.cpu_cores(),
-                                         llc=provenance.last_level_cache_bytes(), gpu=provenance.gpu_name())
+    # cores and cache are the file's too (ARM's prints no cache: unknown, never this machine's)
+    assert info["machine_key"] == key_of(HOSTS[host], llc=None if host == "arm" else 32 * MIB, gpu=provenance.gpu_name())
+
+
+def test_posed_cores_and_cache_are_read_from_the_file():
+    assert identity.posed_facts(x86("GenuineIntel", "Intel(R) Xeon(R) Processor", 6, 167, 1, AVX512, cores=4,
+                                    cache_kb=491520)) == {"cores": 4, "llc_bytes": 480 * MIB}
+    assert identity.posed_facts("model name\t: x\nsiblings\t: 8\n") == {"cores": 8, "llc_bytes": None}
+    assert identity.posed_facts("") == {"cores": None, "llc_bytes": None}
+    assert key_of("", cores=None, llc=None) == "unknown_unknown_unknown-cores_nogpu"
+
+
+def test_an_unreadable_posing_file_is_one_line(tmp_path, monkeypatch):
+    from studylib.errors import ConfigError
+
+    monkeypatch.setenv("STUDYLIB_CPUINFO", str(tmp_path / "absent"))
+    with pytest.raises(ConfigError, match=r"^\$STUDYLIB_CPUINFO names '.*absent', which cannot be read \(No such file"):
+        provenance.machine_key()
+    code = "from studylib.__main__ import main; raise SystemExit(main(['data', 'check']))"
+    run = subprocess.run([sys.executable, "-c", code], env={"STUDYLIB_CPUINFO": str(tmp_path), "PATH": "/usr/bin:/bin"},
+                         capture_output=True, text=True, check=False)  # a folder, not a file
+    assert run.returncode == 2 and run.stderr.count("\n") == 1 and "$STUDYLIB_CPUINFO names" in run.stderr
 
 
 def test_same_host_same_key_across_processes(tmp_path):

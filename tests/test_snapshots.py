@@ -1,6 +1,7 @@
 """Measurements that stay true: rows reused only when measured by code of today's semantics
 (harness.semantics), committed snapshots never rewritten by a build (harness.store's local copy),
-and ``python -m studylib data check`` (harness.snapshots)."""
+and ``python -m studylib data check`` (harness.snapshots, cli.data): the snapshots, and whether one
+serves this machine, posed as a snapshot's host through ``$STUDYLIB_CPUINFO``."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import subprocess
 
 import pytest
 
-from studylib.harness import identity, provenance, semantics, snapshots, store, sweep
+from studylib.cli import data as data_cli
+from studylib.harness import identity, provenance, semantics, store, sweep
+from tests.snapshot_cases import ROOT, SNAPSHOTS, cpuinfo_of, machine_json
 
 KEYING = sweep.Keying(dict, sweep.keyed_by("i"), lambda item: f"item {item['i']}", "calibration")
 ITEMS = [{"i": 0}, {"i": 1}]
@@ -102,7 +105,7 @@ def test_a_build_that_measures_nothing_copies_nothing(repo_with_snapshot):
 
 def _check(data_dir) -> tuple[int, str]:
     out = io.StringIO()
-    return snapshots.main(["check", "--data-dir", str(data_dir)], out=out), out.getvalue()
+    return data_cli.main(["check", "--data-dir", str(data_dir)], out=out), out.getvalue()
 
 
 def test_data_check_lists_snapshots_and_fails_on_a_stale_one(tmp_path, monkeypatch):
@@ -144,3 +147,59 @@ def test_data_check_judges_the_committed_snapshot_not_the_local_copy(repo_with_s
     local = data / store.LOCAL / provenance.machine_key()
     assert code == 1 and f"{provenance.machine_key()}: STALE (committed; the builds here read its local copy {local}" in text
     assert "1 of 1 rows stale" in text
+
+
+@pytest.fixture
+def no_measuring(monkeypatch):
+    """A check that measures or trains anything fails."""
+    import studylib.train
+    from studylib.train import chapter
+
+    monkeypatch.setattr(sweep, "_measure_or_skip", lambda *a, **k: pytest.fail(f"measured {a[1]}"))
+    monkeypatch.setattr(chapter, "train", lambda run: pytest.fail(f"trained {run}"))
+    monkeypatch.setattr(studylib.train, "train_population", lambda *a, **k: pytest.fail("trained a population"))
+
+
+def _pose(tmp_path, monkeypatch, text: str) -> None:
+    if provenance.gpu_name():
+        pytest.skip("a GPU enters the key (and the plans): no committed snapshot has one")
+    (tmp_path / "cpuinfo").write_text(text)
+    monkeypatch.setenv("STUDYLIB_CPUINFO", str(tmp_path / "cpuinfo"))
+    monkeypatch.delenv("STUDYLIB_PRESET", raising=False)  # what a plain build measures: the default preset
+
+
+@pytest.mark.parametrize("key", SNAPSHOTS)
+def test_posing_as_a_snapshots_host_serves_it(key, tmp_path, monkeypatch, no_measuring):
+    """A cpuinfo file of a committed snapshot's host (its recorded identity, the last-level cache
+    on the ``cache size`` line, as Intel's kernel prints it) makes this machine that host: its key
+    is the snapshot's folder, whatever machine runs the suite, and ``data check`` says the
+    committed snapshot serves it, listing what a build would still measure."""
+    _pose(tmp_path, monkeypatch, cpuinfo_of(key))
+    assert provenance.machine_key() == key and provenance.machine_info()["cores"] == machine_json(key)["cores"]
+    code, text = _check(ROOT / "data")
+    assert code == 0 and f"this machine: {key} (posing as the host of $STUDYLIB_CPUINFO={tmp_path / 'cpuinfo'})" in text
+    chain = store.read(ROOT / "data" / key / "chain.json")["rows"]
+    if all(r.get("episode_rules") is None for r in chain):  # a snapshot from before the chain was an environment
+        assert f"served: partly, by the committed snapshot {key}" in text
+        assert "would measure 160 rows: chain_predictions 80, chain 80" in text
+    else:
+        assert f"served: yes, by the committed snapshot {key}" in text and "a build at preset 'default' would " \
+            "measure none" in text
+
+
+def test_data_check_says_when_no_snapshot_serves_this_machine(tmp_path, monkeypatch, no_measuring):
+    from tests.cpuinfo_cases import ZEN4
+
+    _pose(tmp_path, monkeypatch, ZEN4)  # a host of no committed snapshot
+    data = tmp_path / "data"
+    data.mkdir()
+    code, text = _check(data)
+    lines = text.splitlines()
+    assert code == 0 and lines[1:3] == ["0 of 0 snapshot(s) current",
+                                        (f"this machine: {provenance.machine_key()} (posing as the host of "
+                                         f"$STUDYLIB_CPUINFO={tmp_path / 'cpuinfo'})")]
+    assert lines[3] == "  served: no (no committed snapshot has this key)"
+    assert lines[4].startswith("  a build at preset 'default' would measure ") and "fig4 40" in lines[4]
+    assert "training" in lines[4]  # the training runs too, counted, not trained
+    assert "the rows of chain, laid out once those are measured (calibration incomplete" in text
+    assert list(data.iterdir()) == []  # nothing written

@@ -17,7 +17,9 @@ The folder key (``key``) keeps what changes performance and stays readable:
 The stepping is recorded but not keyed (steppings of one model perform alike); the last-level
 cache is keyed because the book's plans size their memory-bound configurations from it, so two
 folders with one key always ask for the same points. Everything here is a pure function of its
-inputs (the cpuinfo text, the core count, the cache, the GPU name): tests pass synthetic texts.
+inputs (the cpuinfo text, the core count, the cache, the GPU name): tests pass synthetic texts. A
+process posing as another host (``provenance``: ``$STUDYLIB_CPUINFO``) takes the cores and the
+cache from the text too (``posed_facts``), so its key is that host's, whatever machine runs it.
 """
 
 from __future__ import annotations
@@ -108,6 +110,26 @@ def cpu_identity(cpuinfo: str, fallback_name: str = "unknown-cpu") -> dict:
             "cpu_model_number": None, "cpu_stepping": None, "cpu_microarchitecture": None, "isa": "unknown"}
 
 
+def size_bytes(text: str | None) -> int | None:
+    """"32768K", "32M" (sysfs) or "491520 KB" (cpuinfo's ``cache size``) in bytes; None if unreadable."""
+    m = re.fullmatch(r"\s*(\d+)\s*([KMG]?)i?B?\s*", text or "", flags=re.I)
+    if not m:
+        return None
+    return int(m.group(1)) * {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}[m.group(2).upper()]
+
+
+def posed_facts(cpuinfo: str) -> dict:
+    """The cores and last-level cache of the host a cpuinfo text describes, for a process posing
+    as that host (``$STUDYLIB_CPUINFO``): none of the poser's own facts may enter the key. Cores:
+    the processor blocks (the CPUs a process there may run on, as ``provenance.cpu_cores`` counts
+    them here), else ``siblings``; cache: the ``cache size`` line, which Intel's kernel fills with
+    the last-level cache (AMD's with the L2, so a file posing as an AMD host states its L3 there).
+    None for what the text does not say."""
+    blocks = sum(1 for line in cpuinfo.splitlines() if re.fullmatch(r"processor\s*:\s*\d+\s*", line))
+    first = _first_block(cpuinfo)
+    return {"cores": blocks or _int(first.get("siblings")), "llc_bytes": size_bytes(first.get("cache size"))}
+
+
 def is_complete(info: dict) -> bool:
     """Whether ``info`` (a machine.json) records the fields the key is made of (files written
     before the identity existed do not: their folder may merge different hardware)."""
@@ -130,4 +152,5 @@ def key(info: dict) -> str:
     llc = info.get("llc_bytes")
     cache = [f"llc{round(llc / 2**20)}m"] if llc else []
     gpu = slug(info["gpu"]) if info.get("gpu") else "nogpu"
-    return "_".join([cpu, info.get("isa") or "unknown", f"{info['cores']}c", *cache, gpu])
+    cores = f"{info['cores']}c" if info.get("cores") else "unknown-cores"
+    return "_".join([cpu, info.get("isa") or "unknown", cores, *cache, gpu])

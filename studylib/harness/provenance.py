@@ -5,8 +5,9 @@
 machines can be merged by copying folders side by side. The key depends on the hardware only
 (``harness.identity``: vendor, family/model, ISA level, cores, last-level cache, GPU), not on the
 hostname, so two identical cloud instances share a key and two different CPUs behind one generic
-name do not. ``$STUDYLIB_CPUINFO`` names a file read instead of ``/proc/cpuinfo`` (a host
-without one, or a test posing as another machine).
+name do not. ``$STUDYLIB_CPUINFO`` names a file read instead of ``/proc/cpuinfo`` and sysfs: the
+process poses as the host the file describes (its CPU, cores and cache; ``identity.posed_facts``),
+so a copy of a snapshot's host's cpuinfo makes this machine's key that snapshot's.
 """
 
 from __future__ import annotations
@@ -14,41 +15,56 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import platform
-import re
 import subprocess
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 
-from .identity import cpu_identity, key
+from ..errors import ConfigError
+from .identity import cpu_identity, key, posed_facts, size_bytes
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("numpy", "torch", "jax", "jaxlib", "gymnasium", "cupy")
 
 
+def posed_cpuinfo() -> str | None:
+    """The file ``$STUDYLIB_CPUINFO`` names: the host this process poses as (None: itself)."""
+    return os.environ.get("STUDYLIB_CPUINFO") or None
+
+
 def cpuinfo_path() -> str:
-    return os.environ.get("STUDYLIB_CPUINFO") or "/proc/cpuinfo"
+    return posed_cpuinfo() or "/proc/cpuinfo"
 
 
 @lru_cache(maxsize=8)
-def _cpu_identity(path: str) -> dict:
+def _from_cpuinfo(path: str, posed: bool) -> dict:
+    """What the cpuinfo file ``path`` says of its host: the CPU's identity and, for a file posing
+    as another host, its cores and cache too (``identity.posed_facts``), so that no fact of this
+    machine mixes into a posed key. A posing file that cannot be read is an error (one line): a key
+    quietly made of this machine's facts would send a build to measure into a new folder."""
     try:
         text = Path(path).read_text()
-    except OSError:
-        text = ""
-    return cpu_identity(text, fallback_name=platform.processor() or platform.machine() or "unknown-cpu")
+    except (OSError, UnicodeDecodeError) as e:
+        if posed:
+            raise ConfigError(f"$STUDYLIB_CPUINFO names {path!r}, which cannot be read "
+                              f"({getattr(e, 'strerror', None) or e}); unset it to use this machine's own") from None
+        text = ""  # no /proc/cpuinfo (not Linux): the name from platform, the rest unknown
+    cpu = cpu_identity(text, fallback_name=platform.processor() or platform.machine() or "unknown-cpu")
+    return {**cpu, **posed_facts(text)} if posed else cpu
 
 
 def cpu_model() -> str:
     """The CPU's marketing name from /proc/cpuinfo (Linux), else ``platform.processor()``."""
-    return _cpu_identity(cpuinfo_path())["cpu_model"]
+    return _from_cpuinfo(cpuinfo_path(), bool(posed_cpuinfo()))["cpu_model"]
 
 
 def machine_identity() -> dict:
     """This machine's hardware identity (``identity.IDENTITY_FIELDS``): what its folder key is
-    made of, and what the book's plans read of the machine (its cores, its cache)."""
-    return {**_cpu_identity(cpuinfo_path()), "cores": cpu_cores(), "llc_bytes": last_level_cache_bytes(),
-            "gpu": gpu_name()}
+    made of, and what the book's plans read of the machine (its cores, its cache). Posing as
+    another host (``$STUDYLIB_CPUINFO``), every CPU fact is that file's; the GPU stays this
+    machine's (a cpuinfo file names none)."""
+    return {"cores": cpu_cores(), "llc_bytes": last_level_cache_bytes(),
+            **_from_cpuinfo(cpuinfo_path(), bool(posed_cpuinfo())), "gpu": gpu_name()}
 
 
 def cpu_cores() -> int:
@@ -57,14 +73,6 @@ def cpu_cores() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
-
-
-def _size_bytes(text: str) -> int | None:
-    """"32768K", "1024K", "32M" (sysfs cache sizes) in bytes; None if unreadable."""
-    m = re.fullmatch(r"\s*(\d+)\s*([KMG]?)i?B?\s*", text, flags=re.I)
-    if not m:
-        return None
-    return int(m.group(1)) * {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}[m.group(2).upper()]
 
 
 @lru_cache(maxsize=1)
@@ -77,7 +85,7 @@ def last_level_cache_bytes(cpu_dir: str = "/sys/devices/system/cpu/cpu0/cache") 
         try:
             level = int((index / "level").read_text())
             kind = (index / "type").read_text().strip()
-            size = _size_bytes((index / "size").read_text())
+            size = size_bytes((index / "size").read_text())
         except (OSError, ValueError):
             continue
         if kind != "Instruction" and size and (best is None or level > best[0]):

@@ -1,6 +1,6 @@
 """The machine snapshots under a data folder and whether today's code can reuse them.
 
-    python -m studylib data check [--data-dir DIR]     # one line per snapshot; exit 1 if one is stale
+    python -m studylib data check [--data-dir DIR]     # one line per snapshot (cli.data); exit 1 if one is stale
 
 A snapshot (``<data_dir>/<key>/``) is *current* when its ``machine.json`` records the whole
 identity (``harness.identity``: vendor, family/model, ISA, cores, cache, GPU) and its folder is
@@ -12,9 +12,7 @@ Reads only; measures and writes nothing.
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,36 +113,3 @@ def snapshots(data_dir) -> list[Snapshot]:
     root = Path(data_dir)
     keys = sorted(p.name for p in root.glob("*/") if p.name != LOCAL) if root.is_dir() else []
     return [snapshot(root, k) for k in keys if (root / k / "machine.json").is_file()]
-
-
-def main(argv=None, out=None) -> int:
-    """``python -m studylib data check``: 0 when every snapshot is current, 1 when one is stale, 2
-    on bad input."""
-    from .presets import resolve_data_dir
-
-    out = out or sys.stdout
-    parser = argparse.ArgumentParser(prog="python -m studylib data", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command")
-    check = sub.add_parser("check", help="list the machine snapshots and the rows today's code would not reuse")
-    check.add_argument("--data-dir", default=None,
-                       help="data folder (default: $STUDYLIB_DATA_DIR, else the repository's data/)")
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as e:
-        return e.code if isinstance(e.code, int) else 2
-    if args.command != "check":
-        print("python -m studylib data: choose a command: check", file=sys.stderr)
-        return 2
-    root = resolve_data_dir(args.data_dir)
-    if not root.is_dir():
-        print(f"error: no data folder {str(root)!r}", file=sys.stderr)
-        return 2
-    found = snapshots(root)
-    for s in found:
-        print(s.line(), file=out)
-    if not found:
-        print(f"no machine snapshot in {root}", file=out)
-    stale = [s.key for s in found if not s.current]
-    print(f"{len(found) - len(stale)} of {len(found)} snapshot(s) current" +
-          (f"; stale: {', '.join(stale)}" if stale else ""), file=out)
-    return 1 if stale else 0

@@ -145,6 +145,20 @@ class ReadOnly:
 READ_ONLY = ReadOnly()
 
 
+def read_only() -> bool:
+    """Whether this session measures nothing (``READ_ONLY``): what a plan that does not go through
+    ``run`` (the training chapter's) asks before it trains."""
+    return _SESSION.get().engine is READ_ONLY
+
+
+def report_unmeasured(name: str, skipped: list) -> None:
+    """Tell this session's ``report`` of items a read-only plan outside ``run`` left unmeasured
+    (``skipped``: each item's columns and reason), as ``run`` tells it of every file."""
+    report = _SESSION.get().report
+    if report is not None and skipped:
+        report(name, Result(rows=[], skipped=skipped, path="", machines=[]))
+
+
 def _stderr_log(msg: str) -> None:
     from tqdm.auto import tqdm
 

@@ -24,6 +24,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..harness import sweep
 from . import results, stats, train
 from .params import TrainingParams
 from .settings import PEER_TRAINERS, TrainRun
@@ -43,7 +44,8 @@ def params(preset=None, data_dir=None, collectors=None, seeds=None, sweep_num_en
 
 
 def run_or_load(run: TrainRun, data_dir) -> dict:
-    """The saved row of ``run`` if there is one, else train it now and save the row."""
+    """The saved row of ``run`` if there is one, else train it now and save the row (None, left
+    untrained, in a session that measures nothing)."""
     settings = run.settings.as_dict() if not run.is_peer else None
     rows = results.load(data_dir)
     if settings is not None:
@@ -54,9 +56,22 @@ def run_or_load(run: TrainRun, data_dir) -> dict:
         for row in rows:
             if (row["collector"], row["seed"], row["budget_s"]) == (run.collector, run.seed, run.budget_seconds):
                 return row
+    if _left_unmeasured([run], population=False):
+        return None
     row = train(run).as_dict()
     results.save_row(data_dir, row)
     return row
+
+
+def _left_unmeasured(runs: list[TrainRun], population: bool) -> bool:
+    """Whether ``runs`` (not saved) are left untrained because the session measures nothing
+    (``sweep.READ_ONLY``: ``data check`` asking what a build would measure); they are reported to it."""
+    if not sweep.read_only():
+        return False
+    sweep.report_unmeasured(results.FILE_NAME, [
+        {"collector": r.collector, "num_envs": r.n, "seed": r.seed, "budget_s": r.budget_seconds,
+         "population": population, "reason": "not trained here"} for r in runs])
+    return True
 
 
 def _key(run: TrainRun, population: bool = False) -> str:
@@ -73,13 +88,13 @@ def population_or_load(runs: list[TrainRun], data_dir) -> list[dict]:
     rows = results.load(data_dir)
     saved = {r.seed: results.find(rows, _key(r, population=True)) for r in runs}
     todo = [r for r in runs if saved[r.seed] is None]
-    if todo:
+    if todo and not _left_unmeasured(todo, population=True):
         def keep(result):
             saved[result.seed] = result.as_dict()
             results.save_row(data_dir, saved[result.seed])
 
         train_population(todo, on_result=keep)
-    return [saved[r.seed] for r in runs]
+    return [saved[r.seed] for r in runs if saved[r.seed] is not None]
 
 
 def _frame(rows) -> pd.DataFrame:
@@ -97,9 +112,11 @@ def solve_runs(P: Params, progress=None) -> pd.DataFrame:
         peer = c in PEER_TRAINERS
         for seed in P.seeds:
             run = TrainRun(c, None if peer else P.num_envs, seed=seed, settings=P.settings, max_seconds=P.budget_s)
-            rows.append(run_or_load(run, P.data_dir))
-            if progress:
-                progress(rows[-1])
+            row = run_or_load(run, P.data_dir)
+            if row is not None:  # None: left untrained by a read-only session
+                rows.append(row)
+                if progress:
+                    progress(row)
     return _frame(rows)
 
 
@@ -125,7 +142,7 @@ def sweep_runs(P: Params, progress=None) -> pd.DataFrame:
     for n in P.sweep_num_envs:
         runs = [TrainRun("jax", n, seed=k, settings=P.settings, max_seconds=P.sweep_budget_s) for k in P.sweep_seeds]
         rows.extend(population_or_load(runs, P.data_dir))
-        if progress:
+        if progress and rows:
             progress(rows[-1])
     return _frame(rows)
 
