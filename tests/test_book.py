@@ -18,9 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from studylib.book.chapters import REFERENCE_PAGES
+
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
-CHAPTERS = sorted(p.stem for p in BOOK.glob("*.md"))
+CHAPTERS = sorted(p.stem for p in BOOK.glob("*.md") if p.stem not in REFERENCE_PAGES)  # the executed pages
 CHART_PAGES = ["cartpole", "vectorization", "overheads", "fusion", "complexity", "beyond", "model", "training", "machines"]
 BIN = Path(sys.executable).parent
 
@@ -36,9 +38,18 @@ def _env(tmp_path: Path) -> dict:
 def test_chapters_listed_in_toc():
     toc = (ROOT / "_toc.yml").read_text()
     listed = set(re.findall(r"(?:root|file):\s*(\S+)", toc))
-    assert listed == set(CHAPTERS), f"chapters {sorted(set(CHAPTERS) ^ listed)} are not both in book/ and _toc.yml"
+    pages = set(CHAPTERS) | set(REFERENCE_PAGES)
+    assert listed == pages, f"pages {sorted(pages ^ listed)} are not both in book/ and _toc.yml"
     assert (BOOK / "_toc.yml").resolve() == (ROOT / "_toc.yml").resolve(), "book/_toc.yml must link to ../_toc.yml"
     assert not list(BOOK.glob("*.ipynb")), "no .ipynb in book/: chapters are jupytext .md"
+
+
+@pytest.mark.parametrize("page", REFERENCE_PAGES)
+def test_a_reference_page_is_plain_markdown(page):
+    """A page that is not a chapter has no kernel (nbval and the build do not execute it) and no code
+    cell: its code is shown, and run by its own test."""
+    text = (BOOK / f"{page}.md").read_text()
+    assert text.startswith("# ") and "kernelspec:" not in text and "{code-cell}" not in text, page
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)

@@ -1,4 +1,4 @@
-"""The chain as RL code uses it: the README's snippet run as written, gymnasium's ids with their
+"""The chain as RL code uses it: the snippet of "Using studylib" (book/using.md) run as written, gymnasium's ids with their
 spaces, checks and wrappers, Stable-Baselines3 making the id as typed, and the gymnax-shaped
 functions inside jit and vmap."""
 
@@ -20,15 +20,15 @@ import studylib.gym_vector  # noqa: F401  (registers the ids)
 import studylib.adapters.jax_chain as jax_chain
 from studylib.errors import ConfigError
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+USING = Path(__file__).resolve().parents[1] / "book" / "using.md"
 
 
-def test_the_readmes_chain_snippet_runs_as_written():
-    text = README.read_text()
+def test_the_using_pages_chain_snippet_runs_as_written():
+    text = USING.read_text()
     start = text.index("The n-link chain (`studylib/sims/chain/`")
     block = re.search(r"```python\n(.*?)```", text[start:], re.S).group(1)
     namespace = {"np": np, "studylib": studylib}
-    exec(compile(block, "README.md (the chain)", "exec"), namespace)
+    exec(compile(block, "book/using.md (the chain)", "exec"), namespace)
     assert namespace["envs"].num_envs == 1024 and namespace["envs"].single_observation_space.shape == (27,)
     assert namespace["obs"].shape == (9,)  # the last block's: the gymnax-shaped chain at n = 2
 

@@ -91,9 +91,9 @@ def _log_wrapper(env):
 
 
 def test_a_purejaxrl_shaped_jitted_rollout_with_gymnax_1_steps_runs_the_functional_env():
-    """PureJaxRL's wrappers in their gymnax 1.0 form (six values from ``step``: the README's
-    two-line change to its ``wrappers.py``, which unpacks gymnax 0.0.x's five at every commit), a
-    jitted vmapped rollout, and gymnax 1.0's helper names on the module."""
+    """PureJaxRL's wrappers in their gymnax 1.0 form (six values from ``step``: the two-line change
+    that book/using.md gives for its ``wrappers.py``, which unpacks gymnax 0.0.x's five at every
+    commit), a jitted vmapped rollout, and gymnax 1.0's helper names on the module."""
     num_envs, steps = 8, 300
     env = _FlattenObservation(fenv)
     reset, step = _log_wrapper(env)

@@ -65,7 +65,7 @@ def test_the_kernels_operation_counts_follow_the_source():
 def test_the_tanh_costs_each_isa_its_own_port_operations(isa, operations, bound):
     """AVX-512 splits mlp_tanh's division into three FMA-port uops (its clamp stays one vrangeps),
     AVX2 its clamp into a max and a min; an ISA the table does not know counts the operations as
-    written. The caps the README and the Beyond chapter quote follow."""
+    written. The caps "Using studylib" and the Beyond chapter quote follow."""
     assert costs.tanh_port_operations(isa) == operations
     assert costs.fma_port_bound(costs.tanh_port_operations(isa)) == pytest.approx(bound, abs=5e-4)
 

@@ -95,6 +95,12 @@ CHAPTERS: dict[str, Chapter] = {ch.name: ch for ch in (
 )}
 
 
+# The book's pages that are not chapters: plain MyST Markdown (no kernel, no parameters), executed
+# and measured by nothing; the table of contents places them among the chapters. "Using studylib"
+# is the library's reference (its snippets run in tests/test_using_page.py).
+REFERENCE_PAGES: tuple[str, ...] = ("using",)
+
+
 def chapter(name: str) -> Chapter:
     if name not in CHAPTERS:
         raise ConfigError(f"unknown chapter {name!r}; chapters: {', '.join(CHAPTERS)}")
