@@ -25,6 +25,7 @@ from ..train.params import TrainingParams
 from .brax import brax_data
 from .claims import (Finding, complexity_findings, findings_frame, fusion_findings, overheads_findings,
                      vectorization_findings)
+from .machines_scale import GPU_SCALE
 from .model import model_calibration
 from .plans import (atari_breakdown_data, atari_data, beyond_data, cartpole_fig2_data, complexity_data, fusion_data,
                     overheads_data, profile_data, roofline_data, vectorization_data)
@@ -90,7 +91,7 @@ CHAPTERS: dict[str, Chapter] = {ch.name: ch for ch in (
     Chapter("atari", AtariParams, (atari_data, atari_breakdown_data), ("atari", "atari_breakdown")),
     Chapter("model", ModelParams, (model_calibration,), ("costmodel_calibration", "beyond_roofline")),
     Chapter("training", TrainingParams, (_training_runs,), ("training",)),
-    Chapter("machines", PageParams),
+    Chapter("machines", PageParams, (), (GPU_SCALE,)),  # reads every machine folder; measures nothing
     Chapter("methodology", PageParams),
 )}
 

@@ -28,15 +28,16 @@ PRESET_ORDER = ("paper", "default", "tiny")  # largest first: a tie goes to the 
 DIFFERS, SAME, ONE_MACHINE = "differs", "same", "one machine only"  # verdicts_by_machine's ``differs``
 PROVENANCE_COLUMNS = ["machine", "this build", "cpu", "vendor", "family/model", "isa", "cores", "llc", "gpu",
                       "fma ceiling", "memory ceiling", "os", "python", "torch", "jax", "cupy", "commits", "measured",
-                      "points", "stale", "identity", "folder"]
+                      "points", "stale", "identity", "notes", "folder"]
 
 
 def provenance(folders: dict) -> pd.DataFrame:
     """One row per machine folder: its hardware identity (``machine.json``, the latest run: vendor,
     family/model/stepping, ISA, cores, last-level cache, GPU), its measured ceilings, its software,
     the commits and dates of every run that measured its files, how many points it holds and how
-    many of them are stale for today's code (``harness.semantics``: not shown by the chapters), and
-    whether its identity is whole (a folder named before it may merge different hardware)."""
+    many of them are stale for today's code (``harness.semantics``: not shown by the chapters),
+    whether its identity is whole (a folder named before it may merge different hardware), and the
+    notes its runs carry (``provenance_note``: what was corrected or differs, said where it was)."""
     rows = []
     for key, folder in folders.items():
         info = machine_info_of(folder)
@@ -51,6 +52,7 @@ def provenance(folders: dict) -> pd.DataFrame:
         commits = dict.fromkeys(f"{r['commit'][:10]}{' + local changes' if r.get('dirty') else ''}"
                                 for r in runs if r.get("commit"))
         dates = sorted(r["date"][:10] for r in runs if r.get("date"))
+        notes = dict.fromkeys(r["provenance_note"] for r in [*runs, info] if r.get("provenance_note"))
         packages = info.get("packages", {})
         whole = identity.is_complete(info)
         family = (f"{info['cpu_family']}/{info['cpu_model_number']} (stepping {info.get('cpu_stepping')})"
@@ -67,8 +69,22 @@ def provenance(folders: dict) -> pd.DataFrame:
                      packages.get("cupy"), ", ".join(commits) or "unknown",
                      f"{dates[0]} to {dates[-1]}" if dates else "unknown", points, stale,
                      "whole" if whole and identity.key(info) == key else
-                     "incomplete: the folder may merge different hardware", str(folder)])
+                     "incomplete: the folder may merge different hardware", " ".join(notes) or "none", str(folder)])
     return pd.DataFrame(rows, columns=PROVENANCE_COLUMNS)
+
+
+def chapters_held(folder: Path) -> pd.DataFrame:
+    """Which chapters' data files a machine folder holds: one row per chapter that reads files,
+    with the files present and missing (a lent GPU measures what its lease allows)."""
+    present = {p.stem for p in folder.glob("*.json")}
+    rows = [[ch.name, [f for f in ch.files if f in present], [f for f in ch.files if f not in present]]
+            for ch in CHAPTERS.values() if ch.files]
+    return pd.DataFrame(rows, columns=["chapter", "present", "missing"])
+
+
+def rows_per_file(folder: Path) -> dict[str, int]:
+    """{data file: its saved rows} of one machine folder (machine.json apart)."""
+    return {p.stem: len(store.read(p)["rows"]) for p in sorted(folder.glob("*.json")) if p.name != "machine.json"}
 
 
 def coverage(key: str, folder: Path, preset: str) -> float:
