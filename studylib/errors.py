@@ -21,6 +21,11 @@ class DeviceUnavailableError(StudyError, RuntimeError):
     """The requested device (e.g. a CUDA GPU) does not exist on this machine."""
 
 
+class InstrumentUnavailableError(StudyError, RuntimeError):
+    """An instrument could not record what it measures here (a GPU profiler whose tracer did not
+    start): the point is skipped with this reason rather than saved with a zero."""
+
+
 class PackageUnavailableError(StudyError, RuntimeError):
     """An optional package a measurement needs (a peer's library) is not installed here: the
     point is skipped with this reason, and measured by a later run where the package is."""

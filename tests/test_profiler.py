@@ -108,3 +108,16 @@ def test_slowdown_and_cpu_share_bounds():
     mild = {**row, "total_s_unprofiled": 900e-6}
     profiled, low, high = profiler.cpu_share_bounds(mild)
     assert low < profiled < high and high - low < 0.05
+
+
+def test_a_gpu_trace_without_kernels_is_refused_not_saved_as_an_idle_gpu():
+    """On an H100 jax.profiler recorded no kernel after torch.profiler had used CUPTI in the same
+    process, and the device's share read 0 %: such a trace is refused with the reason."""
+    from studylib.errors import InstrumentUnavailableError
+    from studylib.harness.profiler import check_gpu_trace
+    from studylib.harness.sweep import SKIP_ERRORS
+
+    with pytest.raises(InstrumentUnavailableError, match="CUPTI tracer did not start"):
+        check_gpu_trace([])
+    check_gpu_trace([("fusion_1", 0, 10)])
+    assert issubclass(InstrumentUnavailableError, SKIP_ERRORS)  # a sweep saves the reason, the run goes on

@@ -137,6 +137,13 @@ def k_overhead(df: pd.DataFrame, impl: str, k_hi: int, n: int) -> tuple[float, f
     return t1 - tk, tk
 
 
+def on_gpu(df: pd.DataFrame, impl: str) -> bool:
+    """Whether ``impl``'s rows were measured on a GPU (their resolved ``device``): a reason then
+    speaks of the GPU, not of this machine's CPU cores."""
+    devices = df.loc[df["impl"] == impl, "device"] if "device" in df else pd.Series(dtype=str)
+    return bool(len(devices)) and devices.astype(str).str.startswith("cuda").all()
+
+
 def _k_reason(df, impl, kmax, max_n=None) -> str:
     r = k_speedup(df, impl, 1, kmax, max_n=max_n)
     if not len(r):
@@ -146,6 +153,11 @@ def _k_reason(df, impl, kmax, max_n=None) -> str:
         fixed, step = k_overhead(df, impl, kmax, n)
         fixed_text = f"{fmt_time(fixed)} fixed per call" if fixed > 0 else "no fixed cost measurable"
         parts.append(f"N = {pow2_label(n)}: {fixed_text}, {fmt_time(step)} per step")
+    if on_gpu(df, impl):
+        return (f"{impl} amortizes a call's fixed cost (Python, dispatch) over K; on this GPU ({'; '.join(parts)}) "
+                f"the per-step cost that remains is the step's own GPU work and kernel launches, which a larger K "
+                f"does not amortize; the paper's K = 1 calls were {PAPER['f2_cpu_share_k1'].value:g} % CPU-bound "
+                "(Fig 5)")
     return (f"{impl} amortizes only a call's fixed cost (Python, dispatch) over K, and here a step's own CPU "
             f"compute is large against it ({'; '.join(parts)}); with a GPU computing the step, the paper's K = 1 "
             f"calls were mostly that fixed cost ({PAPER['f2_cpu_share_k1'].value:g} % CPU-bound, Fig 5)")

@@ -24,7 +24,7 @@ def vectorization_rows(P: ChapterParams, v: pd.DataFrame) -> list[Finding]:
         return []
     facts, rows = machine_facts(P), []
     gym = best_rates_by_n(v[v["impl"] == "gym"])
-    vec = [i for i in ("torch", "jax", "cuda") if i in best]
+    vec = [i for i in ("torch", "jax") if i in best]  # the paper's F.1: PyTorch and XLA (CUDA is F.3's)
     if vec:
         ratios = ratio_by_n(best_rates_by_n(v[v["impl"].isin(vec)]), gym)
         sp = ratios["value"]

@@ -13,7 +13,7 @@ import pandas as pd
 
 from .analysis import (SINGLE_RUN_SHARE_MARGIN, best_rates_by_n, k_speedup, k_speedup_spread, rates_by_n,
                        ratio_by_n)
-from .claims_base import Finding, _k_reason, _per_env_step, row
+from .claims_base import Finding, _k_reason, _per_env_step, on_gpu, row
 from .format import fmt_time, pow2_label
 from .paper import PAPER
 from .presets import ChapterParams
@@ -31,7 +31,8 @@ def overheads_rows(P: ChapterParams, o: pd.DataFrame, prof: pd.DataFrame) -> lis
                            best_rates_by_n(small[small["impl"] == "torch"]))
         tp = prof[prof["impl"] == "torch"] if len(prof) else prof
         calls = f", {tp['backend_calls_per_step'].median():.0f} Python→backend calls per torch step" if len(tp) else ""
-        reason = (f"both compute on the same CPU cores, so what jax saves is torch's per-operation dispatch{calls}: "
+        where = "the same GPU" if on_gpu(small, "jax") and on_gpu(small, "torch") else "the same CPU cores"
+        reason = (f"both compute on {where}, so what jax saves is torch's per-operation dispatch{calls}: "
                   f"{fmt_time(_per_env_step(small, 'torch'))} per environment-step in torch at best, "
                   f"{fmt_time(_per_env_step(small, 'jax', steps=kmax))} in jax")
         torch_k = small[small["impl"] == "torch"]["steps"].max()

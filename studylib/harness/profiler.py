@@ -64,7 +64,7 @@ import glob
 import re
 import tempfile
 
-from ..errors import ConfigError
+from ..errors import ConfigError, InstrumentUnavailableError
 from ..implspec import spec
 from ..envs.registry import make_from
 from ..settings import EnvSettings, MeasurePoint
@@ -218,6 +218,17 @@ def _is_view_name(name: str) -> bool:
 
 # ---- jax ---------------------------------------------------------------------------------------------
 
+def check_gpu_trace(kernels) -> None:
+    """A collection on a GPU launches kernels: a trace with none inside the collection means the
+    profiler's CUPTI tracer did not start (seen on an H100: jax.profiler's subscription fails once
+    torch.profiler has used CUPTI in the same process), not that the GPU was idle. Refuse it, so a
+    zero is never saved as the device's share."""
+    if not kernels:
+        raise InstrumentUnavailableError(
+            "jax.profiler recorded no GPU kernel in the collection: its CUPTI tracer did not start (another "
+            "profiler in this process, torch.profiler, may hold CUPTI); profile jax on the GPU in a process of its own")
+
+
 def _profile_jax(env, steps, policy):
     import jax
     from jax.profiler import ProfileData, ProfileOptions
@@ -275,6 +286,7 @@ def _profile_jax(env, steps, policy):
     fetches = sum(1 for ev in caller if ev[0] == "np.asarray(jax.Array)")
     if on_gpu:
         kernels = [ev for ev in gpu_events if inside(ev)]
+        check_gpu_trace(kernels)
     total = (hi - lo) * 1e-9
     parts = _partition(hi - lo, [(s, e) for _, s, e in caller], [(s, e) for _, s, e in kernels], window)
     parts = {k: v * 1e-9 for k, v in parts.items()}

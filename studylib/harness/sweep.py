@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .. import sims
-from ..errors import ConfigError, DeviceUnavailableError, InsufficientMemoryError, PackageUnavailableError
+from ..errors import (ConfigError, DeviceUnavailableError, InstrumentUnavailableError, InsufficientMemoryError,
+                      PackageUnavailableError)
 from ..settings import MeasurePoint, point_key
 from .measure import measure
 from ..native.build import check_measuring_native
@@ -40,7 +41,8 @@ GRID_KEYS = ("impl", "num_envs", "steps", "state_factor", "compute_factor", "pol
 # params: the simulator's constants (e.g. ChainParams(links=8)); None, its reference ones
 GRID_DEFAULTS = {"state_factor": 1, "compute_factor": 1, "policy": "mlp", "device": None, "sim": sims.DEFAULT,
                  "params": None}
-SKIP_ERRORS = (InsufficientMemoryError, DeviceUnavailableError, ConfigError, PackageUnavailableError)
+SKIP_ERRORS = (InsufficientMemoryError, DeviceUnavailableError, ConfigError, PackageUnavailableError,
+               InstrumentUnavailableError)
 
 
 @dataclass(frozen=True)
