@@ -20,6 +20,7 @@ import pandas as pd
 
 from .. import costs
 from .analysis import rates_by_n, ratio_by_n
+from .format import pow2_label
 
 SMALL_N = 2**13  # the paper's F.2 comparisons are over N <= 2^13; so is the gap's summary here
 COMPILE_THREE = ("torch", "torch-compile", "jax")
@@ -34,6 +35,23 @@ def ratio_with_spread(frame: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
                         "high": r["high"].to_numpy(),
                         "b_spread": ((rb["high"] - rb["low"]) / rb["value"]).reindex(r.index).to_numpy()})
     return out
+
+
+def compile_gap_text(gap: pd.DataFrame) -> str:
+    """``compile_gap``'s summary in words whose verb follows the sign: a positive share closes part
+    of the jax–torch gap, a negative one (torch-compile slower than torch) widens it."""
+    small = gap.attrs["small"]
+
+    def verb(share):
+        return f"closes **{share:.0%}** of" if share >= 0 else f"widens, by **{-share:.0%}** of its size,"
+
+    if not small["count"]:
+        return "No N ≤ 2¹³ has torch, torch-compile and jax all measured."
+    best = gap.attrs["best"]
+    return (f"At N ≤ 2¹³, compiling {verb(small['median'])} the jax–torch gap (median over {small['count']} N; "
+            f"shares {small['min']:.0%} to {small['max']:.0%}, a negative share: slower than eager torch); "
+            + (f"at its best N, {pow2_label(gap.attrs['best_n'])}, it closes {best:.0%}." if best >= 0 else
+               f"it closes none of it at any N (at best {best:.0%}, at N = {pow2_label(gap.attrs['best_n'])})."))
 
 
 def compile_gap(d: pd.DataFrame) -> pd.DataFrame:

@@ -128,6 +128,30 @@ def _per_env_step(df, impl, n=None, steps=None) -> float:
     return 1 / d["samples_per_s"].max() if len(d) else np.nan
 
 
+def headline_ns(values: pd.Series, summary: str = MEDIAN) -> list:
+    """The N whose ratios make a headline over N: the largest's N, or the middle N of a median (two
+    when the count is even: the median is then their mean)."""
+    v = values.dropna().sort_values()
+    if not len(v):
+        return []
+    if summary == LARGEST:
+        return [v.index[-1]]
+    mid = (len(v) - 1) / 2
+    return sorted({v.index[int(np.floor(mid))], v.index[int(np.ceil(mid))]})
+
+
+def ratio_reason(num: pd.DataFrame, den: pd.DataFrame, ratios: pd.DataFrame, a: str, b: str,
+                 summary: str = MEDIAN) -> str:
+    """The headline's own numbers: at the N that make it (``headline_ns``), one environment-step's
+    time in ``a`` (``num``'s rate) and in ``b`` (``den``'s), from the very rates whose ratio is the
+    headline, so a reader gets the headline back from them (the mean of the two where a median
+    falls between two N)."""
+    ns = headline_ns(ratios["value"], summary)
+    parts = [f"at N = {pow2_label(n)}: {fmt_time(1 / num['value'][n])} per environment-step in {a}, "
+             f"{fmt_time(1 / den['value'][n])} in {b} ({fmt_x(ratios['value'][n])})" for n in ns]
+    return "; ".join(parts) + ("; the median is their mean" if len(ns) == 2 else "")
+
+
 def k_overhead(df: pd.DataFrame, impl: str, k_hi: int, n: int) -> tuple[float, float]:
     """(fixed cost per call, compute per step) in seconds at N = n: a call of K = 1 minus one step
     of a K = k_hi call, and that step. Their sum over the step bounds what K can gain."""

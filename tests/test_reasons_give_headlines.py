@@ -1,0 +1,44 @@
+"""A reader gets each headline back from its reason's numbers: where a reason gives per-step times
+at the N that make the headline (``claims_base.ratio_reason``), their ratio is the headline (the
+largest over N), or the mean of the two middle N's ratios (a median over an even count of N)."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from studylib import book
+from studylib.book import chain
+from studylib.book.claims_chain import chain_findings
+from studylib.harness.sweep import READ_ONLY, session
+from tests.snapshot_cases import CPU_SNAPSHOTS, GPU_SNAPSHOTS, ROOT
+
+UNIT = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
+PAIR = re.compile(r"at N = 2\^(\d+): ([\d.]+) (ns|µs|ms|s) per environment-step in [^,]+, ([\d.]+) (ns|µs|ms|s) in ")
+
+
+def headline_from_reason(reason: str) -> float | None:
+    ratios = [float(b) * UNIT[ub] / (float(a) * UNIT[ua]) for _, a, ua, b, ub in PAIR.findall(reason)]
+    return sum(ratios) / len(ratios) if ratios else None
+
+
+def test_the_parser_reads_a_reason_as_a_reader_would():
+    reason = ("at N = 2^4: 27.6 ns per environment-step in cpp at K = 100, 260 ns in cpp at K = 1 (9.43×); "
+              "at N = 2^8: 12.8 ns per environment-step in cpp at K = 100, 30.6 ns in cpp at K = 1 (2.39×)")
+    assert headline_from_reason(reason) == pytest.approx((260 / 27.6 + 30.6 / 12.8) / 2)
+    assert headline_from_reason("no numbers") is None
+
+
+@pytest.mark.parametrize("key", [*CPU_SNAPSHOTS, *GPU_SNAPSHOTS])
+def test_every_chain_headline_is_its_reasons_ratio(key):
+    with session(engine=READ_ONLY):
+        P = book.params("chain", preset="default", data_dir=ROOT / "data", machine=key)
+        _, measured = chain.chain_data(P)
+    findings = [f for f in chain_findings(P, measured) if f.reason]
+    if "episode_rules" not in measured or measured["episode_rules"].isna().all():
+        pytest.skip(f"{key}: its chain rows are from before the chain was an environment (none read as today's)")
+    assert findings
+    for f in findings:
+        got = headline_from_reason(f.reason)
+        assert got is not None, f.reason
+        assert got == pytest.approx(f.value, rel=0.01), (f.quantity, f.reason)
