@@ -108,3 +108,22 @@ def test_the_chapter_is_registered_with_its_files():
     assert all(p.policy == "none" and p.env.sim == "chain" for p in points)
     assert all(p.env.num_envs * p.steps <= P.cap_for(p.env.impl) for p in points)
     assert dropped and np.all([d[1] * d[2] > P.cap_for(d[0]) and d[3:] == (1, 1) for d in dropped])
+
+
+def test_the_manual_fusion_table_is_f3s_comparison_at_one_k_per_n():
+    """The §7 table's median per n is F.3's cpp-over-jax headline of that n: one K per n (a median
+    mixing K = 100 at small N with K = 1 at large N gave the page two figures for one comparison)."""
+    from studylib import book
+    from studylib.book import chain
+    from studylib.book.claims_chain import chain_findings
+    from studylib.harness.sweep import READ_ONLY, session
+    from tests.snapshot_cases import ROOT, SNAPSHOT
+
+    with session(engine=READ_ONLY):
+        P = book.params("chain", preset="default", data_dir=ROOT / "data", machine=SNAPSHOT)
+        _, measured = chain.chain_data(P)
+    fx = chain.fused_over_xla(measured)
+    assert len(fx) and (fx.groupby("links")["steps"].nunique() == 1).all()
+    f3 = {f.quantity.split(",")[0]: f.value for f in chain_findings(P, measured) if f.key == "f3_fused_over_xla"}
+    for n, median in fx.groupby("links")["fused_over_xla"].median().items():
+        assert median == pytest.approx(f3[f"chain n = {n}"], rel=1e-12)

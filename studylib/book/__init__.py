@@ -51,7 +51,7 @@ from .chapters import CHAPTERS, Chapter, finding_records, findings, params
 from .claims import (Finding, cache_multiple, complexity_rows, fig6_pattern, findings_frame, findings_md, fusion_grid,
                      fusion_rows,
                      memory_traffic,
-                     memory_regime_table, overheads_rows, vectorization_rows, verdict_counts, verdict_text)
+                     memory_regime_table, on_gpu, overheads_rows, vectorization_rows, verdict_counts, verdict_text)
 from .format import fmt_bytes, fmt_list, fmt_rate, fmt_time, fmt_x, fmt_x_range, md, pow2_label, table
 from .notes import coverage_note, machine_note, params_note, provenance_sentence
 from .paper import PAPER, PAPER_GPU, PaperValue
@@ -68,7 +68,7 @@ __all__ = [
     "fig6_pattern", "finding_records", "findings_frame", "fusion_grid", "memory_traffic", "judge", "k_speedup_spread", "verdict_text",
     "complexity_data", "complexity_rows", "coverage_note", "display_path", "findings", "findings_md", "finish",
     "fmt_bytes", "fmt_list", "fmt_rate", "fmt_time", "fmt_x", "fmt_x_range", "fusion_data", "fusion_impl", "fusion_rows",
-    "fusion_speedups", "impl_color", "impl_scale", "k_speedup", "line_points", "machine_note", "md", "memory_regime_table",
+    "fusion_speedups", "impl_color", "impl_scale", "k_speedup", "line_points", "machine_note", "md", "memory_regime_table", "on_gpu",
     "overheads_data", "overheads_rows", "paper_rules", "params", "params_note", "plateau_n", "pow2_label",
     "profile_data", "provenance_sentence", "resolve_data_dir", "resolve_preset", "roofline_data", "seconds_per_call", "spread", "table",
     "tooltip", "trend", "trend_direction", "vectorization_data", "vectorization_rows", "verdict", "verdict_counts", "x_n", "y_rate",

@@ -25,7 +25,7 @@ them here), and the public names of the modules above, so ``claims.X`` is every 
 from __future__ import annotations
 
 from .analysis import VERDICTS
-from .claims_base import (COLUMNS, Finding, findings_frame, findings_md, k_overhead, row, verdict_counts,
+from .claims_base import (COLUMNS, Finding, findings_frame, findings_md, k_overhead, on_gpu, row, verdict_counts,
                           verdict_text)
 from .claims_f1 import vectorization_rows
 from .claims_f2 import CALLS_CONSTANT, LAUNCHES_LINEAR, SMALL_N, fig6_pattern, overheads_rows
@@ -39,7 +39,7 @@ from .presets import ChapterParams
 __all__ = [
     "BYTES_FACTOR", "CALLS_CONSTANT", "COLUMNS", "Finding", "LAUNCHES_LINEAR", "SMALL_N", "VERDICTS",
     "cache_multiple", "complexity_findings", "complexity_rows", "fig6_pattern", "findings_frame", "findings_md",
-    "fusion_findings", "fusion_grid", "fusion_rows", "k_overhead", "memory_regime_table", "memory_traffic",
+    "fusion_findings", "fusion_grid", "fusion_rows", "k_overhead", "memory_regime_table", "memory_traffic", "on_gpu",
     "overheads_findings", "overheads_rows", "row", "vectorization_findings", "vectorization_rows", "verdict_counts",
     "verdict_text",
 ]
