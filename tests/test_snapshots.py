@@ -13,7 +13,7 @@ import pytest
 
 from studylib.cli import data as data_cli
 from studylib.harness import identity, provenance, semantics, store, sweep
-from tests.snapshot_cases import ROOT, SNAPSHOTS, cpuinfo_of, machine_json
+from tests.snapshot_cases import CPU_SNAPSHOTS, ROOT, SNAPSHOTS, cpuinfo_of, machine_json
 
 KEYING = sweep.Keying(dict, sweep.keyed_by("i"), lambda item: f"item {item['i']}", "calibration")
 ITEMS = [{"i": 0}, {"i": 1}]
@@ -168,7 +168,7 @@ def _pose(tmp_path, monkeypatch, text: str) -> None:
     monkeypatch.delenv("STUDYLIB_PRESET", raising=False)  # what a plain build measures: the default preset
 
 
-@pytest.mark.parametrize("key", SNAPSHOTS)
+@pytest.mark.parametrize("key", CPU_SNAPSHOTS)  # a GPU host cannot be posed: the GPU stays this machine's
 def test_posing_as_a_snapshots_host_serves_it(key, tmp_path, monkeypatch, no_measuring):
     """A cpuinfo file of a committed snapshot's host (its recorded identity, the last-level cache
     on the ``cache size`` line, as Intel's kernel prints it) makes this machine that host: its key
