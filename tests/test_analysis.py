@@ -28,6 +28,8 @@ CASES = [
     ("grows", 1.1, 64, NOT_REPRODUCED), ("grows", 0.5, 64, NOT_REPRODUCED), ("grows", None, 64, NOT_MEASURED),
     ("flat", 1.3, 1, REPRODUCED), ("flat", 6.77, 1, NOT_REPRODUCED),
     ("vanishes", 1.2, 1, REPRODUCED), ("vanishes", 0.7, 1, REPRODUCED), ("vanishes", 5.0, 1, NOT_REPRODUCED),
+    ("falls", 0.43, 1, REPRODUCED), ("falls", 1 / 1.5, 1, REPRODUCED), ("falls", 0.7, 1, NOT_REPRODUCED),
+    ("falls", 1.3, 1, NOT_REPRODUCED),
 ]
 
 

@@ -127,3 +127,24 @@ def test_the_manual_fusion_table_is_f3s_comparison_at_one_k_per_n():
     f3 = {f.quantity.split(",")[0]: f.value for f in chain_findings(P, measured) if f.key == "f3_fused_over_xla"}
     for n, median in fx.groupby("links")["fused_over_xla"].median().items():
         assert median == pytest.approx(f3[f"chain n = {n}"], rel=1e-12)
+
+
+def test_the_chains_f4_is_judged_by_a_rule_that_can_fail():
+    """F.4 on the chain's axis: the fusion speedup where the flops per byte are high over where
+    they are low, judged "falls" at most 1/1.5 (the paper's "the more compute-bound the workload
+    is, the less speedup that comes from fusion"); a rising or flat speedup is "not reproduced"."""
+    import pandas as pd
+
+    from studylib.book import claims_chain
+    from studylib.book.analysis import NOT_REPRODUCED, REPRODUCED
+
+    def rows(gain_by_n):
+        return pd.DataFrame([{"impl": "cpp", "links": n, "num_envs": 16, "steps": k, "state_factor": 1,
+                              "compute_factor": 1, "samples_per_s": 1e6 * (g if k == 100 else 1.0)}
+                             for n, g in gain_by_n.items() for k in (1, 100)])
+
+    falling = claims_chain.compute_bound_row(rows({1: 6.0, 2: 4.5, 3: 3.0, 4: 2.5, 6: 1.9}), 100)
+    assert falling.judgement.verdict == REPRODUCED and falling.value == pytest.approx(((2.5 + 1.9) / 2) / 5.25)
+    rising = claims_chain.compute_bound_row(rows({1: 2.0, 2: 2.0, 3: 2.5, 4: 3.0, 6: 3.5}), 100)
+    assert rising.judgement.verdict == NOT_REPRODUCED and "without any one n" in rising.reason
+    assert claims_chain.compute_bound_row(rows({1: 6.0, 2: 4.5}), 100) is None  # two n: no trend to judge

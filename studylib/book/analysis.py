@@ -169,6 +169,11 @@ RULES = {
     "flat": Rule("flat", (
         Band(0, SIZE_FACTOR, REPRODUCED, f"flat: the same within {SIZE_FACTOR:g}×"),
         Band(0, INF, NOT_REPRODUCED, "varies with N")), measures="max/min over N"),
+    # the chain's F.4: the fusion speedup where the flops per byte are high over where they are low
+    "falls": Rule("falls", (
+        Band(0, 1 / TREND_FACTOR, REPRODUCED, "falls as the flops per byte grow"),
+        Band(0, INF, NOT_REPRODUCED, "does not fall as the flops per byte grow")),
+        measures="speedup at high flops per byte over low"),
     "vanishes": Rule("vanishes", (
         Band(0, SIZE_FACTOR, REPRODUCED, "little or no gain"),
         Band(0, INF, NOT_REPRODUCED, "a clear gain remains"))),

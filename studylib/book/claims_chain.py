@@ -9,17 +9,19 @@ Per n, each the paper's comparison on the chain's rows of that n:
   F.2  jax at the largest K over torch at its best K, median over N
   F.3  cpp K = 1 → the largest K (fusion alone), jax K = 1 → the largest K, cpp over jax at that K
 
-F.4 is not judged on the chain: the paper's F.4 varies the bytes a step moves (S) at fixed
-arithmetic, the chain varies the arithmetic (flops grow as n³, bytes as n); the page shows the
-fusion speedup against n beside its flops per byte instead of a verdict.
+F.4 is judged on the chain's own axis: the paper's F.4 varies the bytes a step moves (S) at fixed
+arithmetic and the arithmetic (C) at fixed bytes; the chain varies the arithmetic per byte with n,
+so the paper's "the more compute-bound the workload is, the less speedup that comes from fusion"
+(§4.2) is its rule here (``compute_bound_row``).
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from .analysis import LARGEST, at_knobs, best_rates_by_n, rates_by_n, ratio_by_n
+from .analysis import LARGEST, at_knobs, best_rates_by_n, k_speedup_spread, rates_by_n, ratio_by_n
 from .claims_base import Finding, on_gpu, ratio_reason, row
+from .format import fmt_x
 from .presets import ChainParams
 
 VECTORIZED = ("torch", "jax")  # the paper's F.1 "DL framework (PyTorch) and ML compiler (XLA)" rows
@@ -76,9 +78,48 @@ def links_rows(n: int, d: pd.DataFrame, kmax: int) -> list[Finding]:
     return rows
 
 
+def flops_per_byte(links: int) -> float:
+    """The chain's counted flops over the bytes an unfused step moves, at n = ``links``."""
+    from .. import sims
+    from ..harness import chain_study
+
+    w = chain_study.work(sims.sim(chain_study.SIM).params_of({"links": links}))
+    return w["flops_per_step"] / w["bytes_per_step"]
+
+
+def _halves_growth(gain: pd.Series) -> float:
+    """Median speedup of the upper half of the n (by flops per byte) over the lower half's (the
+    middle n of an odd count in neither): a trend that no single end point decides."""
+    half = len(gain) // 2
+    return float(gain.iloc[-half:].median() / gain.iloc[:half].median())
+
+
+def compute_bound_row(measured: pd.DataFrame, kmax: int, fused: str = "cpp") -> Finding | None:
+    """F.4 on the chain's axis. The paper (§4.2, Fig 9): "The more compute-bound the workload is,
+    the less speedup that comes from fusion"; it varies C at fixed bytes, the chain varies n, whose
+    flops per byte grow about as n². The fusion speedup (``fused`` K = 1 → ``kmax``, median over N)
+    per n, ordered by flops per byte; judged by "falls" on the upper half's median over the lower
+    half's, the reason giving every n and the value without each n in turn. None with fewer than
+    three n."""
+    gains = {int(n): float(k_speedup_spread(d, fused, 1, kmax)["value"].median())
+             for n, d in measured[measured["impl"] == fused].groupby("links")}
+    gain = pd.Series({flops_per_byte(n): g for n, g in gains.items()}).dropna().sort_index()
+    if len(gain) < 3 or kmax <= 1:
+        return None
+    by_n = ", ".join(f"n = {n}: {fmt_x(g)} at {flops_per_byte(n):.0f} flops/byte" for n, g in sorted(gains.items()))
+    without = [_halves_growth(gain.drop(x)) for x in gain.index]
+    reason = (f"{fused} K = 1 → {kmax} per n ({by_n}); the upper half's median over the lower half's is "
+              f"{fmt_x(_halves_growth(gain))}, {fmt_x(min(without))} to {fmt_x(max(without))} without any one n")
+    return row("F.4", "falls", f"chain, no policy: fusion speedup ({fused} K = 1 → {kmax}, median over N) where the "
+               "flops per byte are high over where they are low", "f4_less_when_compute_bound", _halves_growth(gain),
+               reason, paper_text="smaller when more compute-bound (§4.2)")
+
+
 def chain_findings(P: ChainParams, measured: pd.DataFrame) -> list[Finding]:
-    """Every n's rows, in the order of n."""
+    """Every n's rows, in the order of n, then F.4 across n."""
     if measured.empty:
         return []
     kmax = max(P.steps)
-    return [r for n in sorted(measured["links"].unique()) for r in links_rows(int(n), measured[measured["links"] == n], kmax)]
+    rows = [r for n in sorted(measured["links"].unique()) for r in links_rows(int(n), measured[measured["links"] == n], kmax)]
+    f4 = compute_bound_row(measured, kmax)
+    return rows + ([f4] if f4 is not None else [])

@@ -42,6 +42,10 @@ PAPER = {
     "f4_speedup_s_low": PaperValue(2**4, "x", "§4.2, Fig 9", "fusion speedup at K = 10^3, S = 1"),
     "f4_speedup_c_max": PaperValue(1, "x", "§4.2, Fig 9", "fusion speedup at C = 2^10, S = 1 (no gain)"),
     "f4_speedup_k10_max": PaperValue(2**3, "x", "§4.2, Fig 9", "fusion speedup at K = 10, at most"),
+    # §4.2: "The more compute-bound the workload is, the less speedup that comes from fusion" (Fig 9's
+    # C axis); judged on the chain, whose flops per byte grow with n (no number: the value is the rule's 1)
+    "f4_less_when_compute_bound": PaperValue(1, "x", "§4.2, Fig 9, F.4",
+                                             "fusion speedup smaller the more compute-bound the simulator"),
     "f4_flat_in_n": PaperValue(1, "x", "§4.2, Fig 9", "fusion speedup the same for every N (max/min over N)"),
     # Fig 2 (section 2.2)
     "fig2_cartpole_scale": PaperValue(2**19, "N", "§2.2, Fig 2", "cartpole (XLA, GPU) scales up to"),
