@@ -11,7 +11,8 @@
 ``analysis``  plateaus, speedups, trends, and the rules that give a verdict against the paper
 ``claims``    F.1–F.4 as records (``Finding``: value, spread over N, rule, verdict, reason); ``findings``
               (``chapters``): the introduction's table
-``charts``    Altair helpers
+``charts``    Altair helpers;  ``model_pictures``: side views of MuJoCo models drawn from their geoms
+              (the chain's and the robotics models' pictures; no renderer)
 ``format``    numbers, Markdown and HTML tables;  ``notes``: the admonitions atop each chapter
 ``vectorization``  Fig 4's plateaus and speedups over gym (as F.1 computes them)
 ``fusion``    Fig 8's speedup lines from F.3's records

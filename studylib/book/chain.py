@@ -116,6 +116,60 @@ def conformance(P: ChainParams) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+PICTURE_LINKS = (1, 2, 4)  # the chains drawn atop the chapter
+
+
+def first_episode(links: int, seed: int = 0) -> np.ndarray:
+    """(T, n+1) qpos of environment 0's first episode without a policy: v5's reset draw, then one
+    row per environment step (the float64 reference, the hashed controls every implementation
+    draws) up to and including the step that ends it (the tip below n L / 1.2; at most the
+    episode's time limit)."""
+    p, state, _ = _start(links, 1, seed)
+    from ..sims import chain
+    from ..sims.chain import episode
+
+    env, zero = np.zeros(1, np.uint32), np.zeros(1, np.uint32)
+    poses = [state[0, :links + 1]]
+    for t in range(p.max_episode_steps):
+        ctrl = episode.hash_controls(seed, env, zero, np.full(1, t, np.uint32)).astype(np.float64)
+        state, _, _, terminated = chain.env_step(state, ctrl, p)
+        poses.append(state[0, :links + 1])
+        if terminated[0]:
+            break
+    return np.array(poses)
+
+
+def chain_views(links=PICTURE_LINKS, seed: int = 0) -> pd.DataFrame:
+    """``model_pictures.side_view`` of ``chain_mjcf(n)`` at three poses of ``first_episode(n)``,
+    for each n in ``links``: the reset draw (faint), the pose halfway through and the last one
+    (opaque), with a ``panel`` column ("n = 4"), ``pose`` (the environment step) and ``opacity``;
+    the rail is drawn once."""
+    import mujoco
+
+    from ..sims.chain.model import chain_mjcf
+    from .model_pictures import side_view
+
+    frames = []
+    for n in links:
+        m = mujoco.MjModel.from_xml_string(chain_mjcf(n))
+        poses = first_episode(n, seed)
+        last = len(poses) - 1
+        for step, opacity in ((0, 0.2), (last // 2, 0.45), (last, 1.0)):
+            v = side_view(m, poses[step])
+            if step < last:
+                v = v[v["geom"] != "rail"]
+            frames.append(v.assign(panel=f"n = {n}", pose=step, opacity=opacity))
+    return pd.concat(frames, ignore_index=True)
+
+
+def chain_picture(links=PICTURE_LINKS, seed: int = 0):
+    """The chains of ``links`` links falling through their first episode (``chain_views``), side
+    by side at one scale (an Altair chart; the page titles it)."""
+    from .model_pictures import picture
+
+    return picture(chain_views(links, seed), order=[f"n = {n}" for n in links], panel_height=200.0)
+
+
 def chain_table(measured: pd.DataFrame) -> pd.DataFrame:
     """Samples/s per (n, N, K) row, one column per implementation (the book's order)."""
     if measured.empty:

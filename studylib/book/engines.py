@@ -89,6 +89,30 @@ def models_table(rows: pd.DataFrame) -> pd.DataFrame:
     return table.reset_index().sort_values("nv").reset_index(drop=True)
 
 
+def pictured_models(P: EnginesParams, rows: pd.DataFrame) -> list[str]:
+    """The models the page measures (its parameters' and any its rows hold), in the models
+    table's order (by nv)."""
+    from ..harness import engine_models
+
+    names = list(dict.fromkeys([*P.models, *(rows["model"] if "model" in rows else [])]))
+    return sorted(names, key=lambda name: (int(engine_models.load(name).nv), name))
+
+
+PICTURE_COLUMNS = 4  # panels to a row in the models' picture
+
+
+def models_picture(names):
+    """Each model in ``names`` at its initial pose (``qpos0``: ``mj_resetData``, then
+    ``mj_forward``), seen from the side, one panel each at one scale, ``PICTURE_COLUMNS`` to a row
+    (an Altair chart; the page titles it). Drawn from the compiled models' geoms
+    (``model_pictures``), no renderer."""
+    from ..harness import engine_models
+    from .model_pictures import picture, side_view
+
+    views = pd.concat([side_view(engine_models.load(name)).assign(panel=name) for name in names], ignore_index=True)
+    return picture(views, order=list(names), columns=min(len(names), PICTURE_COLUMNS), panel_height=170.0)
+
+
 def best_per_engine(rows: pd.DataFrame) -> pd.DataFrame:
     """Per model, engine and policy: the fastest row (over N and K), in environment steps per second."""
     if rows.empty:
