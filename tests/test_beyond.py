@@ -1,3 +1,4 @@
+"""Beyond the paper's summaries: what the page says follows from its numbers."""
 
 
 def test_the_compile_gap_text_says_widens_when_compiling_is_slower_than_torch():
