@@ -89,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("machine", help="print this machine's provenance (JSON)")
 
     a = sub.add_parser("advise", help="the cost model: which of vectorization, an ML compiler and fusion pays for "
-                                      "a simulator (studylib.harness.costmodel)")
+                                      "a simulator (studylib.harness.model.costmodel)")
     a.add_argument("--flops-per-step", required=True, help="flops of one environment-step of the simulator")
     a.add_argument("--bytes-per-step", required=True, help="bytes of state read and written per environment-step")
     a.add_argument("--num-envs", required=True, help="N: parallel environments")
@@ -108,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _cmd_bench(args, out) -> int:
     from .harness.measure import check_feasible, measure
-    from .harness.roofline import CeilingShares
+    from .harness.model.roofline import CeilingShares
     from .harness.table import format_roofline_report, format_table
 
     points = points_of(args, positive("--repeats", args.repeats), positive_float("--min-seconds", args.min_seconds))

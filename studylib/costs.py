@@ -1,7 +1,7 @@
 """The work of one step, counted once from the formulas: CartPole's in its record
 (``studylib.sims.cartpole``: its functions are re-exported here), the policy's here (studylib.policy).
 
-The roofline (studylib.harness.roofline) divides this machine's measured ceilings by these
+The roofline (studylib.harness.model.roofline) divides this machine's measured ceilings by these
 counts. The counts are of the source's operations, as written: a compiler may fold a few
 constants (e.g. polemass_length / total_mass), which makes the real count slightly lower.
 
@@ -29,7 +29,7 @@ Memory, per environment and step, when the state does NOT stay in cache between 
   With the MLP in an unfused framework, each layer's output (64 + 64 + 2 float32) is written and
   read back once more: 2 * 4 * 130 = 1040 bytes (``policy_bytes``).
 Transcendentals (``step_transcendentals``): sin and cos per physics sub-step counted, plus the
-  MLP's tanh; the cost model (studylib.harness.costmodel) prices them apart from the flops.
+  MLP's tanh; the cost model (studylib.harness.model.costmodel) prices them apart from the flops.
 """
 
 from __future__ import annotations

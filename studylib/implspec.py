@@ -52,7 +52,7 @@ class ImplSpec:
     fused_policies: tuple[str, ...] = ()
     samples_in_kernel: bool = False  # ``collect`` samples the policy's actions inside its kernel
     native_arrays: bool = True  # arrays="native" hands out device arrays (False: numpy already)
-    dispatch: str | None = None  # how a call reaches the hardware (DISPATCHES), as harness.costmodel prices
+    dispatch: str | None = None  # how a call reaches the hardware (DISPATCHES), as harness.model.costmodel prices
     # it; None: the cost model does not price it (its calls are counted for no dispatch it knows)
     max_envs: int | None = None  # the largest N the study measures or projects it at (None: no limit)
     sims: tuple[str, ...] = ("cartpole",)  # the simulators (studylib.sims) it implements by name

@@ -2,7 +2,7 @@
 the paper's machine carried from it. tests/costmodel_golden.json holds the calibration it used and
 the predictions of the model as it was before it priced implementations from their records:
 commit 6fa5b8a's ``predict``, which branched on their names, run (``git show
-6fa5b8a:studylib/harness/costmodel.py`` loaded beside today's, its ``predict`` swapped in) on the
+6fa5b8a:studylib/harness/model/costmodel.py`` loaded beside today's, its ``predict`` swapped in) on the
 committed snapshot's calibration. ``test_costmodel`` rebuilds the machines from that calibration
 and checks today's model gives the same numbers.
 
@@ -22,7 +22,7 @@ GRID = {"num_envs": (1, 2**6, 2**13, 2**20), "steps": (1, 10, 1000), "state_fact
 
 def calibrations() -> dict:
     """{snapshot: {"calibration": rows, "ceilings": rows}} of every committed snapshot."""
-    from studylib.harness import calibrate
+    from studylib.harness.model import calibrate
     from tests.snapshot_cases import ROOT, SNAPSHOTS
 
     return {key: {"calibration": calibrate.calibration_rows(ROOT / "data", key),
@@ -31,7 +31,7 @@ def calibrations() -> dict:
 
 def machines(cals: dict) -> dict:
     """{name: Machine}: each calibration's machine, and the paper's machine carried from it."""
-    from studylib.harness import costmodel
+    from studylib.harness.model import costmodel
 
     out = {}
     for key, c in cals.items():
@@ -44,7 +44,7 @@ def machines(cals: dict) -> dict:
 
 def predictions(cals: dict) -> list[dict]:
     from studylib.errors import ConfigError
-    from studylib.harness import costmodel
+    from studylib.harness.model import costmodel
 
     rows = []
     for name, m in machines(cals).items():

@@ -23,7 +23,7 @@ GPU_SNAPSHOTS = [k for k in SNAPSHOTS if machine_json(k).get("gpu")]
 
 def identity_of(key: str) -> dict:
     """The hardware identity a snapshot's machine recorded (what its plans read of it)."""
-    from studylib.harness.identity import IDENTITY_FIELDS
+    from studylib.harness.data.identity import IDENTITY_FIELDS
 
     info = machine_json(key)
     return {f: info.get(f) for f in IDENTITY_FIELDS}

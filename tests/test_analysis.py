@@ -227,7 +227,7 @@ def test_beyond_ratios_and_the_share_of_the_gap_closed():
 def test_findings_frame_contract(tmp_path, monkeypatch):
     """``findings`` gathers every chapter's rows in the columns the other pages read (plans replaced by
     synthetic frames: nothing is measured), for this machine named or not."""
-    from studylib.harness.provenance import machine_key
+    from studylib.harness.data.provenance import machine_key
 
     vec = _vectorization([1e4] * 3, [2e5] * 3, [1e5] * 3)
     monkeypatch.setattr(claims, "vectorization_data", lambda P: vec)

@@ -1,4 +1,4 @@
-"""Atari collection (studylib.harness.atari): the ROMs load offline, every implementation gives the standard
+"""Atari collection (studylib.harness.atari.frames): the ROMs load offline, every implementation gives the standard
 observation, frames are counted as emulator frames, the Nature CNN is the paper's, bad input is one
 line with nothing written, and the chapter's rules can fail."""
 
@@ -9,7 +9,7 @@ import socket
 import numpy as np
 import pytest
 
-from studylib.harness import atari
+from studylib.harness.atari import frames as atari
 from studylib.__main__ import main
 from studylib.errors import ConfigError
 

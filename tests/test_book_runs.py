@@ -57,8 +57,10 @@ def test_committed_data_resumes_without_measuring(tmp_path, monkeypatch):
     suite poses as the snapshot's (its recorded identity: cores, cache, CPU), so the check is the
     same on every host without a CUDA device."""
     from studylib import book
-    from studylib.harness import provenance, roofline, store, sweep
-    from studylib.harness.provenance import machine_key
+    from studylib.harness.data import provenance, store
+    from studylib.harness.model import roofline
+    from studylib.harness import sweep
+    from studylib.harness.data.provenance import machine_key
     from tests.snapshot_cases import SNAPSHOT, identity_of
 
     if book.presets.cuda_ok()[0]:
@@ -115,8 +117,9 @@ def test_committed_snapshot_is_current_and_complete_from_another_machine(key, tm
     through a fake cpuinfo, whatever runs the suite): ``data check`` finds it current, and the
     findings of its default preset are all measured, with nothing measured or written here."""
     from studylib import book
-    from studylib.harness import snapshots, sweep
-    from studylib.harness.provenance import machine_key
+    from studylib.harness.data import snapshots
+    from studylib.harness import sweep
+    from studylib.harness.data.provenance import machine_key
     from tests.cpuinfo_cases import ZEN4
 
     (tmp_path / "cpuinfo").write_text(ZEN4)

@@ -13,8 +13,9 @@ import pytest
 
 from studylib import book
 from studylib.book import chain, claims_chain
-from studylib.harness import chain_study, provenance
-from studylib.harness.costmodel import Counts
+from studylib.harness.robotics import chain_study
+from studylib.harness.data import provenance
+from studylib.harness.model.costmodel import Counts
 from tests.test_costmodel import SYNTH
 
 

@@ -25,7 +25,7 @@ def test_a_gpu_snapshots_headlines_are_its_rows_ratios(key):
     """F.3's fusion alone and F.1's GPU over gym recomputed from the snapshot's rows by hand."""
     import pandas as pd
 
-    from studylib.harness import store
+    from studylib.harness.data import store
 
     F = machines.findings_by_machine({key: ROOT / "data" / key}).set_index("key")
     fig8 = pd.DataFrame(store.read(Path(ROOT / "data" / key / "fig8.json"))["rows"])

@@ -1,4 +1,4 @@
-"""The cost model (studylib.harness.costmodel) on synthetic machines: each regime reachable, the limits in
+"""The cost model (studylib.harness.model.costmodel) on synthetic machines: each regime reachable, the limits in
 K and N, the paper's S, the GPU's host/device overlap; its calibration items, the chapter's
 validation helpers and the ``advise`` command line."""
 
@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from studylib import costs
-from studylib.harness import costmodel
+from studylib.harness.model import costmodel
 from studylib.__main__ import main
 from studylib.book import model
 from studylib.errors import ConfigError
@@ -166,7 +166,7 @@ def test_validation_errors_and_missing_terms(monkeypatch):
 
 
 def test_advise_command_line(monkeypatch, capsys):
-    from studylib.harness import calibrate
+    from studylib.harness.model import calibrate
 
     cal = [{"quantity": q, "value": getattr(HOST, q)} for q in costmodel.HostCosts.__dataclass_fields__]
     cal += [{"quantity": "transcendental_s", "value": 1e-10}]
@@ -187,7 +187,7 @@ def test_advise_command_line(monkeypatch, capsys):
 
 
 def test_calibration_items_measure_and_key():
-    from studylib.harness import calibrate
+    from studylib.harness.model import calibrate
 
     keys = {calibrate.KEYING.row_key(i) for i in calibrate.items()}
     assert len(keys) == len(calibrate.items())  # every item its own key

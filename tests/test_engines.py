@@ -1,4 +1,4 @@
-"""The robotics engines as records (studylib.harness.engines), their models (engine_models) and
+"""The robotics engines as records (studylib.harness.robotics.engines), their models (engine_models) and
 their agreement with mujoco.mj_step (engine_agreement). MJX is compiled once, on
 inverted_pendulum at N = 1, K = 1 (about 8 s on 2 cores), and shared by its row and its agreement;
 no contact model is compiled for MJX here (hopper takes about 45 s)."""
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from studylib.errors import ConfigError
-from studylib.harness import engine_models as em
-from studylib.harness.engine_agreement import agreement
-from studylib.harness.engines import ENGINES, build, measure_engine
+from studylib.harness.robotics import engine_models as em
+from studylib.harness.robotics.engine_agreement import agreement
+from studylib.harness.robotics.engines import ENGINES, build, measure_engine
 
 # gymnasium 1.x's v5 sources: (xml, frame_skip) and the compiled sizes (nq, nv, nu), typed in here to
 # check what the module reads from the installed files
@@ -96,7 +96,7 @@ def test_engines_without_a_settable_state_say_why():
 
 
 def test_the_policy_is_the_studys_mlp_squashed_into_the_control_range():
-    from studylib.harness.engine_policy import EnginePolicy
+    from studylib.harness.robotics.engine_policy import EnginePolicy
     from studylib.policy import mlp_weights
 
     m = em.load("hopper")
@@ -136,7 +136,7 @@ def test_with_the_mlp_the_python_loop_and_rollout_take_the_same_closed_loop_step
 
 
 def test_gymnasium_async_runs_the_v5_task_without_early_ends_where_it_can():
-    from studylib.harness.engine_kinds import _no_early_end
+    from studylib.harness.robotics.engine_kinds import _no_early_end
 
     assert _no_early_end("Hopper-v5") == {"terminate_when_unhealthy": False}
     assert _no_early_end("InvertedPendulum-v5") == {}  # falls, ends, resets: its own semantics

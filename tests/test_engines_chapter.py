@@ -11,7 +11,8 @@ import pytest
 from studylib import book
 from studylib.book import claims_engines
 from studylib.book import engines as eng
-from studylib.harness import engine_study, provenance
+from studylib.harness.robotics import engine_study
+from studylib.harness.data import provenance
 
 
 def test_items_follow_the_engine_records():
@@ -124,8 +125,9 @@ def test_engine_findings_name_their_policy():
 
 
 def test_engine_predictions_compose_the_records_terms():
-    from studylib.harness import costmodel, engine_predict
-    from studylib.harness.engine_study import EngineItem
+    from studylib.harness.model import costmodel
+    from studylib.harness.robotics import engine_predict
+    from studylib.harness.robotics.engine_study import EngineItem
 
     host = costmodel.HostCosts(torch_op_s=5e-6, jax_call_s=2e-5, native_call_s=1e-5, xla_kernel_s=5e-8, gym_env_step_s=4e-6)
     machine = costmodel.Machine("synthetic CPU", costmodel.Processor(1e11, 2.5e10), host, costmodel.Counts({}))

@@ -13,9 +13,10 @@ import pytest
 
 from studylib import costs, native, policy
 from studylib.__main__ import main
-from studylib.harness import roofline, store
-from studylib.harness.provenance import machine_key
-from studylib.harness.semantics import stamp
+from studylib.harness.model import roofline
+from studylib.harness.data import store
+from studylib.harness.data.provenance import machine_key
+from studylib.harness.data.semantics import stamp
 from studylib.native import build
 from tests.test_fma_peak import _BASE, ISAS, _functions, _host_flags, _listing, _tool, _x86_64_only
 

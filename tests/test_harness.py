@@ -17,7 +17,8 @@ import pytest
 from studylib import MeasurePoint
 from studylib.__main__ import main
 from studylib.errors import ConfigError, DeviceUnavailableError, InsufficientMemoryError, StudyError
-from studylib.harness import measure, provenance, store, sweep
+from studylib.harness import measure, sweep
+from studylib.harness.data import provenance, store
 from studylib.harness.sweep import grid_points
 from tests.conftest import default_device
 
@@ -86,7 +87,7 @@ def test_measure_jax_compile_timed_separately():
     (dict(impl="jax", num_envs=4, steps=1, device="cuda"), DeviceUnavailableError),
 ])
 def test_measure_bad_input(kwargs, err):
-    from studylib.harness.provenance import gpu_name
+    from studylib.harness.data.provenance import gpu_name
 
     if err is DeviceUnavailableError and gpu_name():
         pytest.skip("this machine has a CUDA device")
@@ -178,7 +179,7 @@ def test_sweep_skips_infeasible_points_saying_why(tmp_path):
     messages = []
     grid = {"impl": ["cpp", "cuda"], "num_envs": [8, HUGE_N], "steps": [1]}
     df = sweep.sweep("s2", grid_points(grid, **FAST), data_dir=tmp_path, progress=False, log=messages.append)
-    from studylib.harness.provenance import gpu_name
+    from studylib.harness.data.provenance import gpu_name
 
     measured = {(r["impl"], r["num_envs"]) for r in df.to_dict("records")}
     assert ("cpp", 8) in measured and ("cpp", HUGE_N) not in measured
@@ -192,7 +193,7 @@ def test_sweep_skips_infeasible_points_saying_why(tmp_path):
 
 
 def test_skipped_point_is_retried_without_rewriting_the_file(tmp_path):
-    from studylib.harness.provenance import gpu_name
+    from studylib.harness.data.provenance import gpu_name
 
     messages = []
     grid = {"impl": ["cpp"], "num_envs": [HUGE_N], "steps": [1]}
@@ -216,7 +217,7 @@ LEGACY = {
 
 
 def test_earlier_formats_are_read_and_resumed(tmp_path):
-    from studylib.harness import roofline
+    from studylib.harness.model import roofline
 
     folder = tmp_path / provenance.machine_key()
     folder.mkdir()
@@ -393,7 +394,7 @@ BAD = [
 
 @pytest.mark.parametrize("argv, message", BAD, ids=[" ".join(a) or "empty" for a, _ in BAD])
 def test_cli_bad_input_one_line_exit_2(argv, message, capsys, tmp_path, monkeypatch):
-    from studylib.harness.provenance import gpu_name
+    from studylib.harness.data.provenance import gpu_name
 
     if "no CUDA device" in message and gpu_name():
         pytest.skip("this machine has a CUDA device")

@@ -1,4 +1,4 @@
-"""The machine identity (studylib/harness/identity.py): hosts that perform differently get different
+"""The machine identity (studylib/harness/data/identity.py): hosts that perform differently get different
 folder keys, the same host the same key, from synthetic /proc/cpuinfo texts."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from studylib.harness import identity, provenance
+from studylib.harness.data import identity, provenance
 from tests.cpuinfo_cases import ARM, AVX512, HOSTS, XEON, XEON_AVX2, ZEN3, x86
 
 MIB = 2**20
@@ -93,7 +93,7 @@ def test_an_unreadable_posing_file_is_one_line(tmp_path, monkeypatch):
 def test_same_host_same_key_across_processes(tmp_path):
     path = tmp_path / "cpuinfo"
     path.write_text(ZEN3)
-    code = "from studylib.harness import provenance; print(provenance.machine_key())"
+    code = "from studylib.harness.data import provenance; print(provenance.machine_key())"
     env = {"STUDYLIB_CPUINFO": str(path), "PATH": "/usr/bin:/bin"}
     keys = {subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
             for _ in range(2)}

@@ -48,7 +48,7 @@ def test_a_toy_appears_everywhere(toy, tmp_path, capsys):
     assert main(["sweep", "toys", "--impl", "toy,torch", "--num-envs", "4", "--steps", "1", "--policy", "none",
                  "--repeats", "1", "--min-seconds", "0.01", "--data-dir", str(tmp_path), "--no-progress"]) == 0
     from studylib import book
-    from studylib.harness.provenance import machine_key
+    from studylib.harness.data.provenance import machine_key
 
     rows = json.loads((tmp_path / machine_key() / "toys.json").read_text())
     rows = rows["rows"] if isinstance(rows, dict) else rows
@@ -89,7 +89,7 @@ def test_records_are_checked_once():
 def test_records_say_what_the_code_does():
     from studylib import native
     from studylib.book import charts
-    from studylib.harness.roofline import keeps_state_in_cache
+    from studylib.harness.model.roofline import keeps_state_in_cache
 
     # Every native library a record names exists; the fused kernels' records say when state stays in cache.
     assert {s.native_library for s in implspec.specs() if s.native_library} <= set(native.LIBRARIES)

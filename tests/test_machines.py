@@ -11,7 +11,8 @@ from pathlib import Path  # noqa: F401
 import pytest
 
 from studylib.book import machines, presets
-from studylib.harness import provenance, store, sweep
+from studylib.harness.data import provenance, store
+from studylib.harness import sweep
 
 from tests.snapshot_cases import ROOT, SNAPSHOT  # the complete default-preset snapshot
 

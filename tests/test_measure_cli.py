@@ -16,7 +16,8 @@ import pytest
 from studylib import book
 from studylib.__main__ import _data_dir, main
 from studylib.errors import ConfigError
-from studylib.harness import provenance, sweep
+from studylib.harness.data import provenance
+from studylib.harness import sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 from tests.cpuinfo_cases import ZEN4  # noqa: E402

@@ -147,7 +147,7 @@ def test_the_chapters_chain_picture_shows_three_poses_and_one_rail_per_panel():
 
 
 def test_the_engines_picture_draws_every_model_it_is_given_in_the_tables_order():
-    from studylib.harness import engine_models
+    from studylib.harness.robotics import engine_models
 
     class P:
         models = ["hopper", "inverted_pendulum"]

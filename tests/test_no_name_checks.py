@@ -23,11 +23,11 @@ PACKAGE = Path(__file__).resolve().parent.parent / "studylib"
 # and the findings, whose text is about the paper's named implementations (F.1 "over gym", F.2
 # "XLA against PyTorch").
 ALLOWED = ("implspec.py", "envs/", "native/", "book/claims.py", "book/claims_base.py", "book/claims_f1.py",
-           "book/claims_f2.py", "book/claims_f3.py", "book/claims_f4.py", "book/claims_chain.py", "book/paper.py", "harness/atari_engines.py")
+           "book/claims_f2.py", "book/claims_f3.py", "book/claims_f4.py", "book/claims_chain.py", "book/paper.py", "harness/atari/engines.py")
 
 
 def implementation_names() -> set[str]:
-    from studylib.harness import atari
+    from studylib.harness.atari import frames as atari
     from studylib.implspec import IMPLEMENTATIONS
     from studylib.settings import PEERS
 

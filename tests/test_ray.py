@@ -25,7 +25,8 @@ import ray
 
 from studylib import book
 from studylib.__main__ import main
-from studylib.harness import provenance, ray_engine, store, sweep
+from studylib.harness.data import provenance, store
+from studylib.harness import ray_engine, sweep
 from studylib.harness.sweep import Keying, keyed_by
 from studylib.settings import point_key
 

@@ -5,7 +5,8 @@ measurement, and the cache size the complexity chapter sizes its memory regime f
 import pytest
 
 from studylib import costs, native
-from studylib.harness import provenance, roofline
+from studylib.harness.data import provenance
+from studylib.harness.model import roofline
 
 CEIL = {"memory_bytes_per_s": 4.8e10, "fma_flops_per_s": 2.6e11, "gemm_steps_per_s": {2**12: 2e6, 2**16: 3e6}}
 COMPUTE = 2.6e11 / costs.physics_flops(1, 1)  # 1e10 steps/s at S = C = 1

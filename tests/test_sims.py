@@ -12,7 +12,7 @@ import pytest
 
 from studylib import costs, sims
 from studylib.errors import ConfigError
-from studylib.harness import costmodel
+from studylib.harness.model import costmodel
 from studylib.settings import EnvSettings, MeasurePoint, point_key
 from tests.test_costmodel import SYNTH
 

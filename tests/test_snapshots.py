@@ -1,6 +1,6 @@
 """Measurements that stay true: rows reused only when measured by code of today's semantics
-(harness.semantics), committed snapshots never rewritten by a build (harness.store's local copy),
-and ``python -m studylib data check`` (harness.snapshots, cli.data): the snapshots, and whether one
+(harness.data.semantics), committed snapshots never rewritten by a build (harness.data.store's local copy),
+and ``python -m studylib data check`` (harness.data.snapshots, cli.data): the snapshots, and whether one
 serves this machine, posed as a snapshot's host through ``$STUDYLIB_CPUINFO``."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import subprocess
 import pytest
 
 from studylib.cli import data as data_cli
-from studylib.harness import identity, provenance, semantics, store, sweep
+from studylib.harness.data import identity, provenance, semantics, store
+from studylib.harness import sweep
 from tests.snapshot_cases import CPU_SNAPSHOTS, ROOT, SNAPSHOTS, cpuinfo_of, machine_json
 
 KEYING = sweep.Keying(dict, sweep.keyed_by("i"), lambda item: f"item {item['i']}", "calibration")

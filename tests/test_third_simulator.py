@@ -16,7 +16,7 @@ import pytest
 from studylib import make, sims
 from studylib.devices import runs_here
 from studylib.errors import ConfigError
-from studylib.harness import costmodel
+from studylib.harness.model import costmodel
 from studylib.harness.measure import measure
 from studylib.implspec import specs
 from studylib.settings import MeasurePoint

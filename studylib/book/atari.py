@@ -37,7 +37,7 @@ CULE = [
 
 def describe(P: ChapterParams) -> str:
     """The parameters of an Atari run, one paragraph (Markdown)."""
-    from ..harness.atari import FRAMESKIP, SCREEN, STACK, cores
+    from ..harness.atari.frames import FRAMESKIP, SCREEN, STACK, cores
 
     where = (f"the snapshot of machine **{P.machine}** (read, nothing measured)" if P.machine
              else f"`{display_path(P.data_dir)}`")
@@ -84,7 +84,7 @@ def cnn_bounds(breakdown: pd.DataFrame) -> pd.DataFrame:
     is the CNN ("inference"), i.e. whether the CNN, not the emulator, bounds throughput there; the
     same with the inference time of one thread (``limiting_one_thread``, ``cnn_bound_one_thread``),
     which differs where torch's threads waited for one another on a busy machine."""
-    from ..harness.atari import limiting_phase
+    from ..harness.atari.frames import limiting_phase
 
     out = breakdown[["game", "loop", "num_envs"]].copy()
     rows = breakdown.to_dict("records")

@@ -110,7 +110,7 @@ def largest_n(ratios: pd.DataFrame, by: str) -> pd.DataFrame:
 
 def against_gemm(d: pd.DataFrame, gemm_reference: dict, impl: str = "fused") -> dict:
     """``impl``'s rate at the largest N it was measured at, beside the MLP's GEMMs alone through
-    PyTorch at that N (``harness.roofline``'s reference): ``over_gemm`` their ratio (None without a
+    PyTorch at that N (``harness.model.roofline``'s reference): ``over_gemm`` their ratio (None without a
     reference there)."""
     rows = d[d["impl"] == impl]
     if not len(rows):
@@ -130,10 +130,10 @@ def longest_compile(d: pd.DataFrame, impl: str = "torch-compile") -> float:
 # ---- the roofline (section 4) -------------------------------------------------------------------------
 
 def against_ceilings(d: pd.DataFrame, ceil: dict) -> pd.DataFrame:
-    """Every measurement with the ceiling that binds it (``harness.roofline.bound_for``): ``bound``
+    """Every measurement with the ceiling that binds it (``harness.model.roofline.bound_for``): ``bound``
     (its name), ``bound_per_s`` and ``fraction`` = measured / that ceiling; ``in_cache`` for the
     fused configurations (``roofline.keeps_state_in_cache``)."""
-    from ..harness import roofline
+    from ..harness.model import roofline
 
     if not len(d):
         return d.assign(bound=[], bound_per_s=[], fraction=[], in_cache=[])
@@ -212,9 +212,9 @@ class FusionBound:
 
 
 def fusion_bound(ceil: dict, gpu: dict) -> FusionBound:
-    """``FusionBound`` from this machine's ceilings (``harness.roofline``) and a GPU's published
+    """``FusionBound`` from this machine's ceilings (``harness.model.roofline``) and a GPU's published
     peak and bandwidth (``paper.PAPER_GPU``)."""
-    from ..harness import roofline
+    from ..harness.model import roofline
 
     return FusionBound(roofline.balance(ceil), gpu["fp32_flops_per_s"] / gpu["memory_bytes_per_s"],
                        costs.arithmetic_intensity(1, 1, "none"), costs.arithmetic_intensity(1, 1, "mlp"))

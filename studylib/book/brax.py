@@ -92,7 +92,7 @@ def brax_throughput(item: dict) -> dict:
     import jax
     import jax.numpy as jnp
 
-    from ..harness.provenance import machine_key, now_utc
+    from ..harness.data.provenance import machine_key, now_utc
     from ..harness.timing import time_regions
 
     n, k = item["num_envs"], item["steps"]

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .. import sims
-from ..harness import chain_study
+from ..harness.robotics import chain_study
 from ..implspec import book_order, spec
 from .plans import _measured, capped_points
 from .presets import ChainParams

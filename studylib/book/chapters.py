@@ -121,7 +121,7 @@ def measured_chapters() -> list[Chapter]:
 def finding_records(preset=None, data_dir=None, machine=None) -> list[Finding]:
     """F.1–F.4 of one machine (``machine``: a folder under the data folder; None: this one, whose
     missing points are measured, resuming), as records: every chapter's ``findings``, in order."""
-    from ..harness.provenance import machine_key
+    from ..harness.data.provenance import machine_key
 
     kw = {} if machine in (None, machine_key()) else {"machine": machine}
     return [r for ch in CHAPTERS.values() if ch.findings

@@ -91,7 +91,7 @@ def links_rows(n: int, d: pd.DataFrame, kmax: int) -> list[Finding]:
 def flops_per_byte(links: int) -> float:
     """The chain's counted flops over the bytes an unfused step moves, at n = ``links``."""
     from .. import sims
-    from ..harness import chain_study
+    from ..harness.robotics import chain_study
 
     w = chain_study.work(sims.sim(chain_study.SIM).params_of({"links": links}))
     return w["flops_per_step"] / w["bytes_per_step"]

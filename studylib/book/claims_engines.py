@@ -1,6 +1,6 @@
 """F.1 and F.3 measured on the robotics engines (book/engines.md), by the rules CartPole's are
 judged by, one set per model. Which engine plays which of the paper's rows is its record's
-``paper_row`` (harness.engines): "gym" (mj_step in a Python loop, N = 1), "C++" (threads) and
+``paper_row`` (harness.robotics.engines): "gym" (mj_step in a Python loop, N = 1), "C++" (threads) and
 "XLA" (MJX). Once simulation only (policy "none") and once with the study's MLP choosing the
 controls (policy "mlp": inside MJX's call; from Python between one-step calls for the others).
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..harness.engines import engine_record
+from ..harness.robotics.engines import engine_record
 from .analysis import LARGEST, best_rates_by_n, k_speedup_spread, ratio_by_n
 from .claims_base import Finding, row
 from .presets import EnginesParams

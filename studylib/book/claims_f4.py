@@ -23,7 +23,7 @@ from .presets import ChapterParams
 
 def memory_regime_table(c: pd.DataFrame, ceil: dict) -> pd.DataFrame:
     """Per S, at the memory regime's N and C = 1: unfused (K = 1) and fused (largest K) throughput in
-    environment-steps/s, the ceilings of ``harness.roofline`` in the same unit (an unfused step
+    environment-steps/s, the ceilings of ``harness.model.roofline`` in the same unit (an unfused step
     moves ``costs.unfused_bytes(S)`` = 32·S + 16 bytes, a K-step call moves them once), the fusion
     speedup, the roofline's bound on it (the fused ceiling over the unfused one: min(K, compute
     ceiling / memory ceiling); an unfused step slower than its memory ceiling, e.g. by a call's
@@ -108,7 +108,7 @@ def fusion_grid(c: pd.DataFrame, P: ChapterParams) -> pd.DataFrame:
 
 def _f4_trend_reason(t: pd.DataFrame, ceil: dict, regime: dict) -> str:
     """The fusion speedup's growth with S explained in the memory regime's numbers and the
-    roofline's (``harness.roofline``): bytes moved per unfused step, and the speedup's bound."""
+    roofline's (``harness.model.roofline``): bytes moved per unfused step, and the speedup's bound."""
     lo, hi = t.iloc[0], t.iloc[-1]
     s_lo, s_hi = int(lo["state_factor"]), int(hi["state_factor"])
     k = max(regime["steps"])
@@ -125,7 +125,7 @@ def _f4_trend_reason(t: pd.DataFrame, ceil: dict, regime: dict) -> str:
 
 def _f4_gpu_reason(t: pd.DataFrame, regime: dict) -> str:
     """The same growth where the fused kernel ran on a GPU: the roofline's ceilings here are the
-    host CPU's (``harness.roofline`` measures no GPU), so they bound nothing on the GPU and are not
+    host CPU's (``harness.model.roofline`` measures no GPU), so they bound nothing on the GPU and are not
     used; the working set is set against the host's cache the regime was sized from."""
     lo, hi = t.iloc[0], t.iloc[-1]
     k = max(regime["steps"])

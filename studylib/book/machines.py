@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..harness import identity, roofline, store
-from ..harness.provenance import machine_key
-from ..harness.semantics import staleness
+from ..harness.data import identity, store
+from ..harness.model import roofline
+from ..harness.data.provenance import machine_key
+from ..harness.data.semantics import staleness
 from ..harness.sweep import READ_ONLY, session
 from .chapters import CHAPTERS, findings
 from .claims import verdict_text
@@ -35,7 +36,7 @@ def provenance(folders: dict) -> pd.DataFrame:
     """One row per machine folder: its hardware identity (``machine.json``, the latest run: vendor,
     family/model/stepping, ISA, cores, last-level cache, GPU), its measured ceilings, its software,
     the commits and dates of every run that measured its files, how many points it holds and how
-    many of them are stale for today's code (``harness.semantics``: not shown by the chapters),
+    many of them are stale for today's code (``harness.data.semantics``: not shown by the chapters),
     whether its identity is whole (a folder named before it may merge different hardware), and the
     notes its runs carry (``provenance_note``: what was corrected or differs, said where it was)."""
     rows = []

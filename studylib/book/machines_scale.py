@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..harness import store
+from ..harness.data import store
 
 GPU_SCALE = "gpu_scale"
 COLUMNS = ["machine", "impl", "device", "num_envs", "steps", "policy", "samples_per_s", "rel_spread"]

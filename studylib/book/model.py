@@ -1,4 +1,4 @@
-"""The cost model's chapter: this machine calibrated (``harness.calibrate``), its measured F.1–F.4
+"""The cost model's chapter: this machine calibrated (``harness.model.calibrate``), its measured F.1–F.4
 points predicted (``validation``), the paper's machine from published figures (``paper_table``),
 projections for other GPUs (``projection_table``), and the predicted-vs-measured chart.
 
@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
-from ..harness import costmodel
+from ..harness.model import costmodel
 from ..implspec import spec
 from .paper import PAPER
 from .presets import ChapterParams
@@ -27,14 +27,14 @@ BIG_N = 2**40  # "N -> infinity": per-call and per-step host costs vanish per en
 
 
 def _machine_key(P: ChapterParams) -> str:
-    from ..harness.provenance import machine_key
+    from ..harness.data.provenance import machine_key
 
     return P.machine or machine_key()
 
 
 def model_calibration(P: ChapterParams) -> tuple[list, list]:
     """(calibration rows, ceiling rows) of the machine P reads: measured here once, then read."""
-    from ..harness import calibrate
+    from ..harness.model import calibrate
 
     return calibrate.calibration_rows(P.data_dir, P.machine), calibrate.ceiling_rows(P.data_dir, P.machine)
 
@@ -66,7 +66,7 @@ def model_machine_or_reason(P: ChapterParams) -> tuple[costmodel.Machine | None,
 
 
 def _load(P: ChapterParams, sweep: str) -> pd.DataFrame:
-    from ..harness import store
+    from ..harness.data import store
 
     try:
         return store.load(sweep, data_dir=P.data_dir, machine=_machine_key(P))

@@ -27,7 +27,7 @@ def cuda_sentence(ok: bool, reason: str) -> str:
 
 def machine_note(chapter_uses_fusion: bool = True):
     """The admonition every chapter shows: which machine built it and what stands in for what."""
-    from ..harness.provenance import machine_info
+    from ..harness.data.provenance import machine_info
 
     info = machine_info()
     ok, reason = cuda_ok()
@@ -46,13 +46,13 @@ def machine_note(chapter_uses_fusion: bool = True):
 
 
 def measured_by(folder: Path, names) -> dict[str, dict]:
-    """Who measured the current rows (stale ones left out: ``harness.semantics``) of the data files
+    """Who measured the current rows (stale ones left out: ``harness.data.semantics``) of the data files
     ``names`` in machine folder ``folder``: commit (10 characters in backticks, "+ local changes"
     when dirty) -> {"rows": count, "dates": sorted dates, "files": names}, from each row's run and
     that run's ``provenance.commit``."""
     import json
 
-    from ..harness.semantics import staleness
+    from ..harness.data.semantics import staleness
 
     found: dict[str, dict] = {}
     for name in names:
@@ -76,8 +76,8 @@ def measured_by(folder: Path, names) -> dict[str, dict]:
 
 def provenance_sentence(chapter: str, data_dir: Path, machine: str | None = None) -> str:
     """Which commit measured this page's data, beside the commit building it."""
-    from ..harness.provenance import machine_info, machine_key
-    from ..harness.store import is_local_copy, machine_folder
+    from ..harness.data.provenance import machine_info, machine_key
+    from ..harness.data.store import is_local_copy, machine_folder
 
     info = machine_info()
     built = f"`{(info.get('commit') or 'unknown')[:10]}`" + (" + local changes" if info.get("dirty") else "")
@@ -109,7 +109,7 @@ def params_note(P: ChapterParams):
 
 def reuse_sentence(*frames) -> str:
     """How this build got the frames' rows: read as saved, or measured now (and why a saved row was
-    not reused: measured by code of other semantics, ``harness.semantics``); "" without the counts."""
+    not reused: measured by code of other semantics, ``harness.data.semantics``); "" without the counts."""
     if not frames or not all("reused" in df.attrs for df in frames):
         return ""
     reused = sum(df.attrs["reused"] for df in frames)

@@ -179,10 +179,10 @@ def beyond_data(P: ChapterParams) -> pd.DataFrame:
 
 
 def roofline_data(P: ChapterParams) -> dict:
-    """This machine's ceilings (``harness.roofline``: memory bandwidth, peak FMA throughput, and
+    """This machine's ceilings (``harness.model.roofline``: memory bandwidth, peak FMA throughput, and
     in the Beyond chapter the GEMM reference at its N), measured once per machine into
     ``beyond_roofline.json``; later builds read the file."""
-    from ..harness import roofline
+    from ..harness.model import roofline
 
     items = roofline.ceiling_items(set(P.num_envs) | set(P.peer_num_envs) if isinstance(P, BeyondParams) else ())
     keying = Keying(dict, keyed_by(*roofline.CEILING_KEYS), lambda i: f"ceiling {i}", "ceiling")
@@ -208,7 +208,7 @@ def _quiet_native_stderr():
 
 def _profile_row(point: MeasurePoint) -> dict:
     from ..harness import profiler
-    from ..harness.provenance import machine_key, now_utc
+    from ..harness.data.provenance import machine_key, now_utc
 
     with _quiet_native_stderr():
         row = profiler.profile(point)
@@ -240,7 +240,7 @@ def atari_points(P: ChapterParams) -> list:
     measured: per game, the single gymnasium environment (N = 1), gymnasium's AsyncVectorEnv at
     ``async_num_envs``, ale-py's and envpool's threaded vector environments at ``num_envs``; each
     without and with the Nature CNN (the policy varies fastest, so both share one environment)."""
-    from ..harness import atari
+    from ..harness.atari import frames as atari
 
     def sizes(engine):  # one environment, a process per environment (fewer), or the threaded pool's N
         return (1,) if not engine.vectorized else P.async_num_envs if engine.process_per_env else P.num_envs
@@ -252,7 +252,7 @@ def atari_points(P: ChapterParams) -> list:
 def atari_sweep(name: str, points, data_dir, machine=None, measure_one=None, keying=ATARI_KEYING) -> pd.DataFrame:
     """Measure (or read) Atari points into ``<data_dir>/<machine>/<name>.json``; the open
     environment kept between points is closed at the end."""
-    from ..harness import atari
+    from ..harness.atari import frames as atari
 
     try:
         result = run(name, points, measure_one or atari.measure, keying, data_dir=data_dir, progress=False,
@@ -274,7 +274,7 @@ def atari_breakdown_data(P: ChapterParams) -> pd.DataFrame:
     """Where a CNN-driven Atari collection step spends its time (``atari.measure_breakdown``): the
     Python loop over single emulators and ale-py's vector environment, per game, at
     ``breakdown_num_envs``; saved in ``atari_breakdown.json``."""
-    from ..harness import atari
+    from ..harness.atari import frames as atari
 
     points = [atari.BreakdownPoint(game, loop, n, min_seconds=P.breakdown_seconds)
               for game in P.games for loop in atari.LOOPS for n in P.breakdown_num_envs]

@@ -189,19 +189,19 @@ class ChainParams(ChapterParams):
 
 @dataclass(frozen=True, kw_only=True)
 class EnginesParams(ChapterParams):
-    """The robotics engines (harness.engines) on MuJoCo models (harness.engine_models); ``impls``
+    """The robotics engines (harness.robotics.engines) on MuJoCo models (harness.robotics.engine_models); ``impls``
     are ours, whose CartPole and chain rows the page sets beside them."""
 
-    engines: Names  # robotics engines (harness.engines.ENGINES)
-    models: Names  # MuJoCo models (harness.engine_models.MODELS)
+    engines: Names  # robotics engines (harness.robotics.engines.ENGINES)
+    models: Names  # MuJoCo models (harness.robotics.engine_models.MODELS)
     compiled_models: Names  # the models an engine that compiles (MJX) runs: each (model, N, K) a compile
     compiled_num_envs: Sizes | None = None  # its N (None: num_envs)
     policies: Names = ("none",)  # "none": open-loop controls (simulation only); "mlp": the study's MLP on the batch
 
     def check(self) -> None:
         super().check()
-        from ..harness.engine_models import model_record
-        from ..harness.engines import check_policy, engine_record
+        from ..harness.robotics.engine_models import model_record
+        from ..harness.robotics.engines import check_policy, engine_record
 
         for name in self.engines:
             engine_record(name)
@@ -239,7 +239,7 @@ def machine_folders(data_dir=None) -> dict[str, Path]:
     """Every machine's folder (key -> path) in the data folder (``resolve_data_dir``) and in the
     repository's ``data/`` (the committed snapshots), the data folder's first where both have one:
     the machines a chapter can plot and the "Across machines" page shows."""
-    from ..harness.store import LOCAL, machine_folder
+    from ..harness.data.store import LOCAL, machine_folder
 
     found = {}
     for root in dict.fromkeys((resolve_data_dir(data_dir), repo_root() / "data")):
@@ -262,11 +262,11 @@ def machine_facts(P: ChapterParams) -> dict:
     local copy where a build measured over a committed one), or this machine's identity
     (``provenance.machine_identity``: cores, cache, GPU, CPU)."""
     if P.machine is not None:
-        from ..harness.store import machine_folder
+        from ..harness.data.store import machine_folder
 
         path = machine_folder(P.data_dir, P.machine) / "machine.json"
         return machine_info_of(path.parent) if path.exists() else {}
-    from ..harness.provenance import machine_identity
+    from ..harness.data.provenance import machine_identity
 
     return machine_identity()
 
@@ -292,7 +292,7 @@ def available_impls() -> list[str]:
 def _another_machine(machine, data_dir) -> tuple[str | None, Path | None, list[str] | None]:
     """(machine, its data root, its implementations) for ``params(machine=...)``; (None, None,
     None) for this machine (None or its own key)."""
-    from ..harness.provenance import machine_key
+    from ..harness.data.provenance import machine_key
 
     if machine is None or machine == machine_key():
         return None, None, None

@@ -1,5 +1,5 @@
 """``python -m studylib data check [--data-dir DIR]``: the machine snapshots under the data folder,
-whether today's code reuses them (``harness.snapshots``), and whether one serves this machine.
+whether today's code reuses them (``harness.data.snapshots``), and whether one serves this machine.
 
 Every snapshot gets one line (current or STALE, and why); then this machine's key (the host it
 poses as, under ``$STUDYLIB_CPUINFO``), whether a committed snapshot has that key, and the rows a
@@ -46,9 +46,9 @@ def unmeasured(preset: str, data_dir) -> tuple[dict, dict]:
 def this_machine(data_dir) -> list[str]:
     """The lines on this machine: its key, whether a committed snapshot serves it, and what a
     build would measure."""
-    from ..harness import provenance
+    from ..harness.data import provenance
     from ..harness.presets import resolve_preset
-    from ..harness.store import is_tracked
+    from ..harness.data.store import is_tracked
 
     key, posed = provenance.machine_key(), provenance.posed_cpuinfo()
     folder = data_dir / key
@@ -69,7 +69,7 @@ def this_machine(data_dir) -> list[str]:
 def main(argv=None, out=None) -> int:
     """Check the snapshots, then this machine; exit status as the module says."""
     from ..harness.presets import resolve_data_dir
-    from ..harness.snapshots import snapshots
+    from ..harness.data.snapshots import snapshots
 
     out = out or sys.stdout
     parser = argparse.ArgumentParser(prog="python -m studylib data", description=__doc__.split("\n\n")[0])

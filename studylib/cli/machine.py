@@ -11,7 +11,7 @@ from .options import data_dir_of, nonnegative_float, parse_names, positive, posi
 
 
 def cmd_machine(args, out) -> int:
-    from ..harness.provenance import machine_info
+    from ..harness.data.provenance import machine_info
 
     out.write(json.dumps(machine_info(), indent=1) + "\n")
     return 0
@@ -20,8 +20,8 @@ def cmd_machine(args, out) -> int:
 def cmd_advise(args, out) -> int:
     """The cost model's advice for one simulator, on this machine (calibrated by microbenchmarks,
     measured once into the data folder) or with a GPU's published figures (a projection)."""
-    from ..harness import costmodel
-    from ..harness import calibrate
+    from ..harness.model import costmodel
+    from ..harness.model import calibrate
 
     flops = nonnegative_float("--flops-per-step", args.flops_per_step)
     nbytes = nonnegative_float("--bytes-per-step", args.bytes_per_step)

@@ -13,7 +13,7 @@ from .options import (INT_RE, collected, data_dir_of, engine_of, log_line, lost_
 
 
 def cmd_sweep(args, out) -> int:
-    from ..harness.store import check_name
+    from ..harness.data.store import check_name
     from ..harness.sweep import session, sweep
     from ..harness.table import format_table
 
@@ -111,12 +111,12 @@ def cmd_peers(args, out) -> int:
 
 
 def cmd_atari(args, out) -> int:
-    """Atari frames per second (``studylib.harness.atari``): every point is checked (game id, ROM, envpool
+    """Atari frames per second (``studylib.harness.atari.frames``): every point is checked (game id, ROM, envpool
     task) before the first measurement, so bad input writes nothing."""
-    from ..harness import atari
-    from ..harness.atari_engines import ENGINES
+    from ..harness.atari import frames as atari
+    from ..harness.atari.engines import ENGINES
     from ..book.plans import atari_sweep
-    from ..harness.store import check_name
+    from ..harness.data.store import check_name
     from ..harness.sweep import session
 
     check_name(args.name)

@@ -30,7 +30,7 @@ from ..implspec import spec
 from .peers import make_peer_from, peer_class
 from ..envs.registry import implementation_class, make_from
 from ..settings import POINT_KEYS, MeasurePoint
-from .provenance import cpu_model, gpu_name, machine_key, now_utc
+from .data.provenance import cpu_model, gpu_name, machine_key, now_utc
 from .timing import TIMER, time_regions
 
 

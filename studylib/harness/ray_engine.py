@@ -11,7 +11,7 @@ from a task that asks for none), so a GPU cluster measures on nodes that have bo
 
 The driver (the process running the sweep) keeps the data: each result comes back with the
 ``machine_info()`` of the node that measured it and is saved at once, atomically, in
-``<data_dir>/<that node's machine key>/<name>.json`` (``harness.store``). A point is pending when
+``<data_dir>/<that node's machine key>/<name>.json`` (``harness.data.store``). A point is pending when
 no file of the cluster's machine kinds holds it, so a rerun resumes where any run stopped. A
 worker or node that dies loses only its in-flight point: Ray retries it (``max_retries``), and a
 point still lost is reported and left for the next run. A row is saved once per key, whatever
@@ -30,7 +30,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ..errors import StudyError
 from ..native.build import check_measuring_native
-from .store import DataFile
+from .data.store import DataFile
 from .sweep import SKIP_ERRORS, Keying, Result, progress_bar, run_parameters, save_skipped
 
 SLOT = "studylib_slot"
@@ -46,7 +46,7 @@ _INFO: dict = {}  # this worker process's machine_info(): its code and packages 
 
 def _info_here() -> dict:
     """This node's provenance, dated now."""
-    from .provenance import machine_info, now_utc
+    from .data.provenance import machine_info, now_utc
 
     if not _INFO:
         _INFO.update(machine_info())
@@ -228,7 +228,7 @@ def connect(address: str, *, max_retries: int = 2, log=None):
     measuring slot (stopped on exit), "auto" joins the cluster this machine belongs to, HOST:PORT
     a head node's. A process already connected to that cluster (a test) is reused and stays
     connected. Raises RayError, one line, if the cluster cannot be reached or cannot measure."""
-    from .provenance import cpu_cores
+    from .data.provenance import cpu_cores
 
     started = False
     here = ray.get_runtime_context().gcs_address if ray.is_initialized() else None

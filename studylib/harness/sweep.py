@@ -33,9 +33,9 @@ from ..errors import (ConfigError, DeviceUnavailableError, InstrumentUnavailable
 from ..settings import MeasurePoint, point_key
 from .measure import measure
 from ..native.build import check_measuring_native
-from .provenance import machine_key
-from .semantics import stamp
-from .store import DataFile
+from .data.provenance import machine_key
+from .data.semantics import stamp
+from .data.store import DataFile
 
 GRID_KEYS = ("impl", "num_envs", "steps", "state_factor", "compute_factor", "policy", "device", "sim", "params")
 # params: the simulator's constants (e.g. ChainParams(links=8)); None, its reference ones
@@ -49,7 +49,7 @@ SKIP_ERRORS = (InsufficientMemoryError, DeviceUnavailableError, ConfigError, Pac
 class Keying:
     """How a data file names its items: ``columns(item)`` are the item's identifying values (saved
     with a skipped item), ``row_key(row)`` the key of a saved row or of those columns; ``kind``:
-    what its rows measure (``harness.semantics``), which decides whether a saved row is reused."""
+    what its rows measure (``harness.data.semantics``), which decides whether a saved row is reused."""
 
     columns: Callable[[object], dict]
     row_key: Callable[[dict], tuple]
@@ -178,7 +178,7 @@ def run(name: str, items, measure_one, keying: Keying, *, data_dir="data", progr
         machine=None) -> Result:
     """Measure each item not yet saved in this machine's file ``name`` with ``measure_one(item)``
     (-> row dict); SKIP_ERRORS it raises mark the item skipped. The file is written only when
-    something new is measured or skipped (see ``harness.store``). ``machine``: another machine's
+    something new is measured or skipped (see ``harness.data.store``). ``machine``: another machine's
     folder to read instead, measuring nothing."""
     items = list(items)
     current = _SESSION.get()

@@ -51,7 +51,7 @@ def format_roofline_report(rows) -> str:
     if not placed:
         return ""
     r = placed[0]
-    return (f"\nAgainst this CPU's ceilings (studylib.harness.roofline): FMA {r['fma_gflop_per_s']:.1f} GFLOP/s "
+    return (f"\nAgainst this CPU's ceilings (studylib.harness.model.roofline): FMA {r['fma_gflop_per_s']:.1f} GFLOP/s "
             f"(cuda/fma_peak.cpp, {r['fma_ceiling_from']}), memory {r['memory_gb_per_s']:.1f} GB/s (a stream copy, "
             f"{r['memory_ceiling_from']})\n" + format_roofline_table(placed) + "\n"
             "compute: the FMA ceiling over the step's counted flops (sin, cos and tanh are not counted, so no step "

@@ -22,7 +22,7 @@ the CPU, so editing a header it includes rebuilds it and a stale build is never 
     ``rollout`` of the two libraries above (``step_binding()``; studylib.native.backends uses it).
 ``fma_peak``
     ``cuda/fma_peak.cpp``: this CPU's peak FP32 multiply-add throughput, the roofline's compute
-    ceiling (``studylib.harness.roofline``), independent of any CartPole code.
+    ceiling (``studylib.harness.model.roofline``), independent of any CartPole code.
 
 The package, by job: ``sources`` (where the kernel sources are, what each includes), ``abi`` (the
 data layouts Python shares with every build, CPU and CUDA: ``RolloutArgs``, ``TrajectoryArgs``,

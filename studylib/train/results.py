@@ -3,7 +3,7 @@
 The one module that knows where training results live and what identifies one. A row is a
 ``TrainResult.as_dict()``; its key is (collector, num_envs, seed, the PPO settings but the budget,
 the time budget): a rerun with the same key reads the saved row instead of training again, and an
-interrupted sweep resumes. The file is the study's one format (studylib.harness.store: runs with
+interrupted sweep resumes. The file is the study's one format (studylib.harness.data.store: runs with
 provenance, rows, atomic writes, one writer at a time).
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..harness.provenance import machine_info  # the one import of provenance in studylib.train
-from ..harness.store import DataFile
+from ..harness.data.provenance import machine_info
+from ..harness.data.store import DataFile
 
 FILE_NAME = "training"
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..policy import LAYER_SIZES, mlp_logits, mlp_weights
+from ...policy import LAYER_SIZES, mlp_logits, mlp_weights
 
 HIDDEN = LAYER_SIZES[1:-1]  # CartPole's hidden layers, kept
 

@@ -1,4 +1,4 @@
-"""Whether the robotics engines (studylib.harness.engines) compute the same physics: from the same
+"""Whether the robotics engines (studylib.harness.robotics.engines) compute the same physics: from the same
 state and controls, the state each reaches after s steps against ``mujoco.mj_step`` in float64.
 
 Like for like: every engine and the reference run the MjModel with ``opt.solver`` set to Newton

@@ -25,7 +25,7 @@ A sample is one physics step (``mj_step``) of one environment: samples/s = N x K
 call; a gymnasium environment step is ``frame_skip`` of them (engine_models). Every engine starts
 from the same states (engine_models.initial_state); with policy "none" it applies the same
 controls (engine_models.controls) open loop, repeated every call; with policy "mlp" the study's
-MLP chooses them from the engine's observation (harness.engine_policy): inside MJX's compiled
+MLP chooses them from the engine's observation (harness.robotics.engine_policy): inside MJX's compiled
 call, from Python between one-step calls for the others. No engine resets an environment.
 """
 
@@ -35,11 +35,11 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from ..errors import ConfigError
-from .atari_engines import cores
+from ...errors import ConfigError
+from ..atari.engines import cores
 from .engine_kinds import make_envpool, make_gymnasium_async, make_mjx, make_python, make_rollout
 from .engine_models import controls, describe, initial_state, load, model_record
-from .timing import time_regions
+from ..timing import time_regions
 
 POLICIES = ("none", "mlp")  # open-loop controls (simulation only), or the study's MLP on the batch
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 from .engines import engine_record, measure_engine
-from .sweep import Keying, keyed_by, run
+from ..sweep import Keying, keyed_by, run
 
 FILE = "engines"
 COLUMNS = ("engine", "model", "num_envs", "steps", "policy")
@@ -24,7 +24,7 @@ COLUMNS = ("engine", "model", "num_envs", "steps", "policy")
 @dataclass(frozen=True)
 class EngineItem:
     """One engine measurement: K = ``steps`` mj_steps per call of N = ``num_envs`` environments,
-    controls open loop (policy "none") or from the study's MLP ("mlp": harness.engine_policy)."""
+    controls open loop (policy "none") or from the study's MLP ("mlp": harness.robotics.engine_policy)."""
 
     engine: str
     model: str

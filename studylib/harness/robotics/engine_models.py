@@ -1,4 +1,4 @@
-"""The robotics models the engines of studylib.harness.engines step, one record each
+"""The robotics models the engines of studylib.harness.robotics.engines step, one record each
 (``RoboticsModel``): gymnasium's own MuJoCo XMLs (read from the installed gymnasium, never
 downloaded) and the study's n-link chain, with the frame skip of their gymnasium v5 environment.
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 
 PERTURBATION = 0.01  # the scale of the seeded uniform perturbation of qpos0 and of qvel = 0 (gymnasium
 #                      v5's reset_noise_scale is 0.005 to 0.1 by environment; one scale for all here)
@@ -67,7 +67,7 @@ class RoboticsModel:
     def mjcf(self) -> tuple[str, Path | None]:
         """(MJCF text, the file it was read from or None for a generated one)."""
         if self.chain_links is not None:
-            from ..sims.chain.model import chain_mjcf
+            from ...sims.chain.model import chain_mjcf
 
             return chain_mjcf(self.chain_links), None
         path = gymnasium_mujoco_dir() / "assets" / v5_default(self.gym_module, "xml_file")
@@ -79,7 +79,7 @@ class RoboticsModel:
     def frame_skip(self) -> int:
         """mj_steps per environment step of its gymnasium v5 environment (the chain: ChainParams')."""
         if self.chain_links is not None:
-            from ..sims.chain.model import ChainParams
+            from ...sims.chain.model import ChainParams
 
             return ChainParams(links=self.chain_links).frame_skip
         return int(v5_default(self.gym_module, "frame_skip"))

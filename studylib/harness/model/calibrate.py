@@ -1,8 +1,8 @@
-"""The cost model's calibration (``studylib.harness.costmodel``): microbenchmarks and counts, never the
+"""The cost model's calibration (``studylib.harness.model.costmodel``): microbenchmarks and counts, never the
 throughputs the model predicts. Each item is measured once per machine into
 ``<data_dir>/<machine>/costmodel_calibration.json`` through ``harness.sweep`` (resumable, with
 provenance, like every other measurement); the ceilings come from ``beyond_roofline.json``
-(``harness.roofline``: FMA peak and stream bandwidth), measured there if absent.
+(``harness.model.roofline``: FMA peak and stream bandwidth), measured there if absent.
 
 Timed items (seconds; ``harness.timing``, the fastest of 100 timed regions of at least 0.5 ms: an
 overhead is what an undisturbed call costs, and short regions are the likeliest to run without
@@ -36,10 +36,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..settings import POLICIES
-from .provenance import cpu_cores, now_utc
-from .sweep import Keying, keyed_by, run
-from .timing import time_regions
+from ...settings import POLICIES
+from ..data.provenance import cpu_cores, now_utc
+from ..sweep import Keying, keyed_by, run
+from ..timing import time_regions
 
 NAME = "costmodel_calibration"
 TIMED = ("torch_op_s", "jax_call_s", "native_call_s", "xla_kernel_s", "gym_env_step_s", "transcendental_s")
@@ -74,7 +74,7 @@ def jax_call_s() -> float:
 
 
 def native_call_s() -> float:
-    from ..native import library
+    from ...native import library
 
     lib = library("fma_peak")
     return _best(lambda: lib.fma_peak(0))
@@ -141,10 +141,10 @@ def _timed(name: str) -> float:
 def _counts_at(impl: str, policy: str, k: int, sim: str | None = None, params=None) -> tuple[float, float]:
     """(Python->backend calls, device kernels) of one rollout of ``k`` steps at N = COUNT_N (of
     simulator ``sim`` with ``params``; None: CartPole-v1)."""
-    from ..implspec import spec
-    from ..envs.registry import make_from
-    from ..settings import MeasurePoint
-    from . import profiler
+    from ...implspec import spec
+    from ...envs.registry import make_from
+    from ...settings import MeasurePoint
+    from .. import profiler
 
     point = MeasurePoint.of(impl, COUNT_N, k, policy=policy, sim=sim or "cartpole", params=params)
     env = make_from(point.env)

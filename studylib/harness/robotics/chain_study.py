@@ -11,7 +11,7 @@ prediction; the chapter's plan calls it before ``sweep`` measures (``chain.json`
 prediction file is committed before its measurements (git history shows the order).
 
 What the model is given, per point: the machine's calibration (CartPole's microbenchmarks and
-ceilings: ``harness.calibrate``), the chain's work per environment step from its record's counts
+ceilings: ``harness.model.calibrate``), the chain's work per environment step from its record's counts
 (``sims.chain``: flops, sin/cos/sqrt, bytes, for n links) and the calls and kernels each
 implementation makes per step on the chain, *counted* (not timed) from the implementation itself
 (``calibrate.count_calls``). Nothing it is given was measured on the chain.
@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..settings import MeasurePoint
-from .. import sims
-from . import calibrate, costmodel
-from .sweep import Keying, keyed_by, run
+from ...settings import MeasurePoint
+from ... import sims
+from ..model import calibrate, costmodel
+from ..sweep import Keying, keyed_by, run
 
 SIM = "chain"
 PREDICTIONS = "chain_predictions"  # the data file of the predictions (before) ...

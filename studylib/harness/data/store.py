@@ -22,7 +22,7 @@ row's ``run_id`` names the machine and code that measured it.
 Files written before this format (``studylib-profile/1``, ``studylib-brax/1``,
 ``studylib-roofline/1``) are read transparently and rewritten in it when next changed.
 
-**Stale rows.** A ``DataFile`` holds rows of one kind (``harness.semantics``); a saved row counts
+**Stale rows.** A ``DataFile`` holds rows of one kind (``harness.data.semantics``); a saved row counts
 (``rows``) only when its stamp is today's for that kind, and the others are listed in ``stale``
 with the reason: a run measures their points again, replacing them.
 
@@ -47,7 +47,7 @@ import uuid
 from functools import lru_cache
 from pathlib import Path
 
-from ..errors import ConfigError, StudyError
+from ...errors import ConfigError, StudyError
 from .provenance import machine_info, machine_key, now_utc
 from .semantics import FIELD, stamp, staleness
 
@@ -171,7 +171,7 @@ def read(path: Path) -> dict:
 
 class DataFile:
     """The file ``name`` of one machine (``machine``: its key; None: this machine) under
-    ``data_dir``, holding rows of ``kind`` (``harness.semantics``): its current rows and skipped
+    ``data_dir``, holding rows of ``kind`` (``harness.data.semantics``): its current rows and skipped
     items by key, and its stale rows' keys with the reason (``stale``).
 
     Reading needs no lock and writes nothing. Changes happen inside ``with f.locked(parameters):``
@@ -293,7 +293,7 @@ def _paths(name, data_dir, machine) -> list[Path]:
 
 def load(name, *, data_dir="data", machine=None):
     """The current rows of ``name`` (every machine folder under ``data_dir``, or just ``machine``;
-    stale rows, ``harness.semantics``, left out), with columns ``machine`` (the folder), ``commit``
+    stale rows, ``harness.data.semantics``, left out), with columns ``machine`` (the folder), ``commit``
     and ``dirty`` (of the run that measured the row). Raises ConfigError when no machine has this file."""
     import pandas as pd
 

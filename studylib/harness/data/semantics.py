@@ -17,14 +17,14 @@ Kinds (who measures them):
                     the sweeps fig2_cartpole, fig4, fig4_k, fig8, fig9, beyond and ``studylib sweep``
     profile         the Fig 5/6 time breakdown and call counts: harness.profiler
     brax            Brax and our CartPole through jax_functional, samples/s and XLA's counts: book.brax
-    ceiling         the roofline's ceilings (FMA peak, stream bandwidth, physics, GEMM): harness.roofline
-    calibration     the cost model's per-call and per-operation costs: harness.calibrate
+    ceiling         the roofline's ceilings (FMA peak, stream bandwidth, physics, GEMM): harness.model.roofline
+    calibration     the cost model's per-call and per-operation costs: harness.model.calibrate
     atari           Atari frames/s per implementation: harness.atari
     atari-breakdown the Atari step's phases: harness.atari
     training        PPO runs to a solve: studylib.train
-    prediction      the cost model's samples/s for a point, made before it is measured: harness.chain_study,
-                    harness.engine_predict
-    engine          a robotics engine's mj_steps/s on a MuJoCo model (MuJoCo C, MJX, envpool): harness.engine_study
+    prediction      the cost model's samples/s for a point, made before it is measured: harness.robotics.chain_study,
+                    harness.robotics.engine_predict
+    engine          a robotics engine's mj_steps/s on a MuJoCo model (MuJoCo C, MJX, envpool): harness.robotics.engine_study
 
 History:
     1 (every kind, 2026-11-25): the first stamped rows. Rows saved before carry no stamp and are

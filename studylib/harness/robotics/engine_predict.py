@@ -1,6 +1,6 @@
 """The cost model's prediction of each robotics-engine row, saved before the row is measured
 (``engine_predictions.json``, kind "prediction"; a saved prediction is never rewritten), as the
-chain's (harness.chain_study).
+chain's (harness.robotics.chain_study).
 
 The paper's cost terms, priced for an engine from its record and a model from MuJoCo's own timer:
 
@@ -24,13 +24,13 @@ prediction (the row says why).
 
 from __future__ import annotations
 
-from . import costmodel
+from ..model import costmodel
 from .engine_models import load
 from .engine_policy import EnginePolicy
 from .engine_study import KEYING as ROW_KEYING
 from .engine_study import EngineItem
 from .engines import engine_record, reference_run
-from .sweep import Keying, run
+from ..sweep import Keying, run
 
 PREDICTIONS = "engine_predictions"
 POLICY_OPS = 11  # three matmuls, three bias adds, three tanh, the range's scale and shift (engine_policy)

@@ -1,4 +1,4 @@
-"""The Atari engines the harness times (studylib.harness.atari), one record each (``AtariEngine``):
+"""The Atari engines the harness times (studylib.harness.atari.frames), one record each (``AtariEngine``):
 how its vector environment is built, stepped and closed, whether it steps more than one
 environment, the threads or processes it runs on, and what it needs installed. Every engine's
 environment has the same interface: ``reset(seed) -> obs`` and ``step(actions) -> obs``, obs a
@@ -29,7 +29,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 
 FRAMESKIP = 4  # emulator frames per agent step (frames counted = agent steps x FRAMESKIP)
 SCREEN = 84  # observations are SCREEN x SCREEN grey

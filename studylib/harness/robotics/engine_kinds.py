@@ -1,4 +1,4 @@
-"""The robotics engines behind one interface (harness.engines holds their records and times them).
+"""The robotics engines behind one interface (harness.robotics.engines holds their records and times them).
 
 call() steps all N environments K steps; state() -> (qpos, qvel); sync() waits for the work;
 close(). observe() -> the batch's observation and step_once(ctrl) -> one step of every environment:
@@ -13,8 +13,8 @@ import time
 
 import numpy as np
 
-from ..errors import ConfigError
-from .atari_engines import cores
+from ...errors import ConfigError
+from ..atari.engines import cores
 from .engine_policy import EnginePolicy, closed_loop
 
 

@@ -21,7 +21,7 @@ Assumptions (each a term of ``Prediction.terms``, seconds per call):
 * launch   per device kernel: on a GPU, each kernel launch costs the launch latency; on a CPU,
            XLA's cost per kernel inside a compiled loop (eager frameworks' per-kernel cost is part
            of their per-operation cost). Operations and kernels per step are counted from our
-           implementations (``harness.calibrate``).
+           implementations (``harness.model.calibrate``).
 * compute  flops ÷ peak FP32 plus sin/cos/tanh × their cost (on a GPU they are left to the flops:
            special-function units).
 * memory   bytes ÷ stream bandwidth. Unfused (every eager or compiled framework, and a native
@@ -48,9 +48,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from .. import costs, sims
-from ..errors import ConfigError
-from ..implspec import DISPATCHES, spec, specs
+from ... import costs, sims
+from ...errors import ConfigError
+from ...implspec import DISPATCHES, spec, specs
 
 TERMS = ("python", "launch", "compute", "memory")
 INTERMEDIATE_BYTES_PER_KERNEL = 2 * 4  # one float32 per environment read and one written by each kernel
@@ -70,7 +70,7 @@ class Processor:
 
 @dataclass(frozen=True)
 class HostCosts:
-    """Seconds of the host's single-threaded costs (microbenchmarks, ``harness.calibrate``)."""
+    """Seconds of the host's single-threaded costs (microbenchmarks, ``harness.model.calibrate``)."""
 
     torch_op_s: float  # one eager PyTorch op doing no work
     jax_call_s: float  # one call of a jitted JAX function
@@ -243,8 +243,8 @@ def counts_from_rows(rows) -> Counts:
 
 
 def machine_from_calibration(calibration_rows, ceiling_rows, name: str = "this machine") -> Machine:
-    """This machine as its microbenchmarks measured it (``harness.calibrate``) and its ceilings
-    (``harness.roofline``: FMA peak, stream bandwidth)."""
+    """This machine as its microbenchmarks measured it (``harness.model.calibrate``) and its ceilings
+    (``harness.model.roofline``: FMA peak, stream bandwidth)."""
     value = {r["quantity"]: r.get("value") for r in calibration_rows if r.get("quantity") != "calls"}
     ceil = {r["ceiling"]: r["value"] for r in ceiling_rows if r.get("ceiling") in ("fma", "memory")}
     missing = [q for q in (*HostCosts.__dataclass_fields__, "transcendental_s") if value.get(q) is None]
@@ -252,10 +252,10 @@ def machine_from_calibration(calibration_rows, ceiling_rows, name: str = "this m
         raise ConfigError(f"calibration incomplete: missing {', '.join(missing + sorted({'fma', 'memory'} - set(ceil)))}")
     host = HostCosts(**{f: float(value[f]) for f in HostCosts.__dataclass_fields__})
     cpu = Processor(ceil["fma"], ceil["memory"], transcendental_s=float(value["transcendental_s"]))
-    src = {**{f: "microbenchmark on this machine (harness.calibrate)" for f in HostCosts.__dataclass_fields__},
-           "transcendental_s": "microbenchmark on this machine (numpy sin/cos, harness.calibrate)",
+    src = {**{f: "microbenchmark on this machine (harness.model.calibrate)" for f in HostCosts.__dataclass_fields__},
+           "transcendental_s": "microbenchmark on this machine (numpy sin/cos, harness.model.calibrate)",
            "cpu.flops_per_s": "FMA microbenchmark (cuda/fma_peak.cpp)", "cpu.bytes_per_s": "stream copy (numpy)",
-           "counts": "counted in our implementations at N = 8 (harness.calibrate)"}
+           "counts": "counted in our implementations at N = 8 (harness.model.calibrate)"}
     return Machine(name, cpu, host, counts_from_rows(calibration_rows), sources=src)
 
 

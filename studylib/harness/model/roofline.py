@@ -25,7 +25,7 @@ measurement stays is what the chapters read.
 inference with: the MLP's three GEMMs alone through PyTorch ``mm`` at the same shapes.
 
 Saved rows: ``{"ceiling": "memory" | "fma" | "gemm", "value": ..., "num_envs" (gemm)}``, one data
-file per machine (``harness.store``); ``ceiling_items`` names those a build needs,
+file per machine (``harness.data.store``); ``ceiling_items`` names those a build needs,
 ``measure_ceiling`` measures one, ``from_rows`` turns rows into the dict ``bound_for`` reads.
 """
 
@@ -35,11 +35,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import costs
-from ..implspec import IMPLEMENTATIONS, spec
-from ..policy import mlp_weights
-from .provenance import now_utc
-from .timing import time_regions
+from ... import costs
+from ...implspec import IMPLEMENTATIONS, spec
+from ...policy import mlp_weights
+from ..data.provenance import now_utc
+from ..timing import time_regions
 
 MIN_SECONDS = 0.02  # per timed region: long enough for the timer, short enough to repeat
 CEILING_KEYS = ("ceiling", "state_factor", "compute_factor", "num_envs")
@@ -59,7 +59,7 @@ def memory_bandwidth(nbytes: int = 512 * 2**20) -> float:
 
 def fma_flops_per_s(iterations: int = FMA_ITERATIONS) -> float:
     """Peak FP32 flops/s of this CPU (``cuda/fma_peak.cpp``, all cores), best of 5 timed regions."""
-    from ..native import library
+    from ...native import library
 
     lib = library("fma_peak")
 
@@ -75,8 +75,8 @@ CEILINGS_FILE = "beyond_roofline.json"  # where a machine folder keeps its ceili
 def saved_ceilings(folder) -> dict:
     """The ceilings a machine folder saved (``CEILINGS_FILE``, current rows only, as ``from_rows``
     reads them; None where it has none): measures nothing."""
-    from . import store
-    from .semantics import staleness
+    from ..data import store
+    from ..data.semantics import staleness
 
     path = Path(folder) / CEILINGS_FILE
     rows = store.read(path)["rows"] if path.is_file() else []
@@ -89,7 +89,7 @@ def fma_ceiling(data_dir=None) -> tuple[float, str]:
     ceiling is the best the machine does; measured while another process holds a core it reads
     low, and a share of it high. Under $STUDYLIB_NATIVE_ARCH (``native.build.native_arch``) the
     ceiling of that build, measured now: the saved ones are the native build's."""
-    from ..native.build import native_arch
+    from ...native.build import native_arch
 
     live = fma_flops_per_s()
     if native_arch() != "native":  # the saved ceilings are the native build's: another ISA's is its own
@@ -104,9 +104,9 @@ def memory_ceiling(data_dir=None) -> tuple[float, str]:
 
 
 def _larger_of_now_and_saved(live: float, key: str, data_dir) -> tuple[float, str]:
-    from . import store
-    from .presets import resolve_data_dir
-    from .provenance import machine_key
+    from ..data import store
+    from ..presets import resolve_data_dir
+    from ..data.provenance import machine_key
 
     folder = store.machine_folder(resolve_data_dir(data_dir), machine_key())
     try:

@@ -3,7 +3,7 @@ where no GPU is: ALE emulators with the standard preprocessing, stepped by three
 environments, with and without the Nature-CNN policy, inference only. This module owns the ROMs,
 the points and their timing (``measure``) and where a step's time goes (``measure_breakdown``);
 the engines themselves (gym, gym-async, ale-vector, envpool: how each is built, what it runs on)
-are the records of studylib/harness/atari_engines.py, and every check of an implementation reads
+are the records of studylib/harness/atari/engines.py, and every check of an implementation reads
 its record, never its name.
 
 The slides' terms: slide 23 contrasts the gym loop, "for agent in (0, agents): action.cpu() #
@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError
-from .atari_engines import (ENGINES, FRAMESKIP, IMPLS, NOOP_MAX, SCREEN, STACK, AtariEngine, cores,  # noqa: F401
-                            envpool_task, quiet_ale)
+from ...errors import ConfigError
+from .engines import (ENGINES, FRAMESKIP, IMPLS, NOOP_MAX, SCREEN, STACK, AtariEngine, cores, envpool_task,
+                      quiet_ale)
 
 POLICIES = ("none", "cnn")  # none: uniform random actions; cnn: the Nature CNN's greedy action
 

@@ -3,9 +3,9 @@
     python -m studylib data check [--data-dir DIR]     # one line per snapshot (cli.data); exit 1 if one is stale
 
 A snapshot (``<data_dir>/<key>/``) is *current* when its ``machine.json`` records the whole
-identity (``harness.identity``: vendor, family/model, ISA, cores, cache, GPU) and its folder is
+identity (``harness.data.identity``: vendor, family/model, ISA, cores, cache, GPU) and its folder is
 that identity's key, and every row of its data files was measured by code of today's semantics
-(``harness.semantics``). A stale snapshot is not wrong data: it is data today's code would not
+(``harness.data.semantics``). A stale snapshot is not wrong data: it is data today's code would not
 reuse, so a build on its machine measures those rows again, and the book does not show them.
 Reads only; measures and writes nothing.
 """

@@ -1,9 +1,9 @@
 """Where a measurement came from: the machine, the software and the code version.
 
-``machine_info()`` is written into every data file the harness produces (``harness.store``);
+``machine_info()`` is written into every data file the harness produces (``harness.data.store``);
 ``machine_key()`` names the per-machine folder under ``data/`` so that results taken on several
 machines can be merged by copying folders side by side. The key depends on the hardware only
-(``harness.identity``: vendor, family/model, ISA level, cores, last-level cache, GPU), not on the
+(``harness.data.identity``: vendor, family/model, ISA level, cores, last-level cache, GPU), not on the
 hostname, so two identical cloud instances share a key and two different CPUs behind one generic
 name do not. ``$STUDYLIB_CPUINFO`` names a file read instead of ``/proc/cpuinfo`` and sysfs: the
 process poses as the host the file describes (its CPU, cores and cache; ``identity.posed_facts``),
@@ -20,7 +20,7 @@ from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 from .identity import cpu_identity, key, posed_facts, size_bytes
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -104,7 +104,7 @@ def gpu_name() -> str | None:
     except Exception:  # a broken CUDA install must not stop a CPU measurement
         pass
     try:
-        from ..devices import cuda_status
+        from ...devices import cuda_status
 
         ok, name = cuda_status()
         return name if ok else None

@@ -1,0 +1,1 @@
+"""Where measurements live and what they are worth: the data-file format (``store``), the machine's identity and provenance behind each row (``identity``, ``provenance``), the semantics stamp that decides reuse (``semantics``), and the committed snapshots' checks (``snapshots``)."""

@@ -1,0 +1,1 @@
+"""The robotics side of the study: MuJoCo's engines (C, Python loop, rollout, MJX, envpool, gymnasium) on real models (``engines`` and its ``engine_*`` parts), and the n-link chain's measurement plan (``chain_study``)."""
