@@ -69,9 +69,15 @@ def links_rows(n: int, d: pd.DataFrame, kmax: int) -> list[Finding]:
     return rows
 
 
-def chain_findings(P: ChainParams, measured: pd.DataFrame) -> list[Finding]:
-    """Every n's rows, in the order of n."""
+def labelled_findings(P: ChainParams, measured: pd.DataFrame) -> list[tuple[int, Finding]]:
+    """Every n's rows, in the order of n, each with its n."""
     if measured.empty:
         return []
     kmax = max(P.steps)
-    return [r for n in sorted(measured["links"].unique()) for r in links_rows(int(n), measured[measured["links"] == n], kmax)]
+    return [(int(n), r) for n in sorted(measured["links"].unique())
+            for r in links_rows(int(n), measured[measured["links"] == n], kmax)]
+
+
+def chain_findings(P: ChainParams, measured: pd.DataFrame) -> list[Finding]:
+    """Every n's rows, in the order of n."""
+    return [r for _, r in labelled_findings(P, measured)]
