@@ -61,7 +61,7 @@ def main(argv=None) -> int:
 
     import studylib
     from studylib import costs
-    from studylib.harness import roofline
+    from studylib.harness.model import roofline
     from studylib.sims.chain import ChainParams, chain_flops, chain_mjcf
     from studylib.sims.chain.episode import hash_controls, reset_states
 

@@ -65,7 +65,7 @@ _MLP_ALONE = _FLAGGED_BUILD + """
 import json, statistics, time
 import numpy as np
 from studylib import costs
-from studylib.harness import roofline
+from studylib.harness.model import roofline
 from studylib.native import library, pack_weights
 from studylib.policy import mlp_weights
 n, repeats = int(sys.argv[2]), int(sys.argv[3])
@@ -100,7 +100,7 @@ class Variant(NamedTuple):
 
 def variants() -> dict[str, Variant]:
     """name -> Variant: jax, the fused builds, then each fused build's MLP alone."""
-    from studylib.harness.provenance import machine_identity
+    from studylib.harness.data.provenance import machine_identity
 
     out = {"jax": Variant("jax", {}, ""), "fused": Variant("fused", {}, "")}
     if machine_identity()["isa"] == "avx512":  # the ISA level the machine key names

@@ -21,6 +21,8 @@
 ``model``     the cost model's chapter: calibration, validation against F.1–F.4, the paper's machine
 ``atari``     the Atari chapter's rules and its summary (``AtariSummary``)
 ``machines``  the "Across machines" page: provenance, findings and verdicts per machine
+``overview``  the introduction's answer: every chapter's verdicts in one table (CartPole's F.1–F.4, the
+              chain's, the engines'), and the paper's Fig 2 claim against the engines' measurements
 ``rerun``     ``python -m studylib.book rerun <chapter> -p NAME VALUE`` (papermill, then rebuild)
 
 Each chapter (``book/*.md``) has a ``parameters`` cell (papermill overrides it) and then calls

@@ -125,11 +125,18 @@ def compute_bound_row(measured: pd.DataFrame, kmax: int, fused: str = "cpp") -> 
                reason, paper_text="smaller when more compute-bound (§4.2)")
 
 
-def chain_findings(P: ChainParams, measured: pd.DataFrame) -> list[Finding]:
-    """Every n's rows, in the order of n, then F.4 across n."""
+def labelled_findings(P: ChainParams, measured: pd.DataFrame) -> list[tuple[str, Finding]]:
+    """Every n's rows, in the order of n, each labelled with its n ("n = 2"), then F.4 across n
+    (labelled with the n it spans)."""
     if measured.empty:
         return []
     kmax = max(P.steps)
-    rows = [r for n in sorted(measured["links"].unique()) for r in links_rows(int(n), measured[measured["links"] == n], kmax)]
+    links = sorted(int(n) for n in measured["links"].unique())
+    rows = [(f"n = {n}", r) for n in links for r in links_rows(n, measured[measured["links"] == n], kmax)]
     f4 = compute_bound_row(measured, kmax)
-    return rows + ([f4] if f4 is not None else [])
+    return rows + ([(f"across n = {links[0]}…{links[-1]}", f4)] if f4 is not None else [])
+
+
+def chain_findings(P: ChainParams, measured: pd.DataFrame) -> list[Finding]:
+    """Every n's rows, in the order of n, then F.4 across n."""
+    return [r for _, r in labelled_findings(P, measured)]

@@ -58,10 +58,15 @@ def model_rows(model: str, d: pd.DataFrame, kmax: int, policy: str = "none") -> 
     return rows
 
 
-def engine_findings(P: EnginesParams, rows: pd.DataFrame) -> list[Finding]:
+def labelled_findings(P: EnginesParams, rows: pd.DataFrame) -> list[tuple[tuple[str, str], Finding]]:
+    """Every model's rows under each policy, each with its (model, policy)."""
     if rows.empty:
         return []
     kmax = max(P.steps)
-    return [r for pol in P.policies for m in P.models
+    return [((m, pol), r) for pol in P.policies for m in P.models
             if ((rows["model"] == m) & (rows["policy"] == pol)).any()
             for r in model_rows(m, rows[(rows["model"] == m) & (rows["policy"] == pol)], kmax, pol)]
+
+
+def engine_findings(P: EnginesParams, rows: pd.DataFrame) -> list[Finding]:
+    return [r for _, r in labelled_findings(P, rows)]

@@ -226,3 +226,53 @@ def beyond_the_plan(P: EnginesParams, rows: pd.DataFrame) -> pd.DataFrame:
     shown = set(map(tuple, rows[list(engine_study.COLUMNS)].itertuples(index=False))) if len(rows) else set()
     extra = saved[[tuple(r) not in shown for r in saved[list(engine_study.COLUMNS)].itertuples(index=False)]]
     return extra.sort_values(["engine", "model", "policy", "num_envs", "steps"]).reset_index(drop=True)
+
+
+# The one robotics model the book also implements itself: the engines' "chain2" is the chain chapter's
+# n = 2 (InvertedDoublePendulum-v5's cart and two links, without its rail limit; harness.robotics.engine_models).
+TWIN_MODEL, TWIN_LINKS = "chain2", 2
+SPLIT_COLUMNS = ["impl", "cartpole", "chain", "mujoco", "mujoco_engine", "engine", "model", "gap", "engine_share"]
+
+
+def _simulation_only(d: pd.DataFrame) -> pd.DataFrame:
+    """The rows without a policy, at the paper's CartPole (S = C = 1) where the rows have the knobs."""
+    if d is None or d.empty:
+        return pd.DataFrame(columns=["impl", "samples_per_s"])
+    keep = pd.Series(True, index=d.index)
+    for col, value in (("policy", "none"), ("state_factor", 1), ("compute_factor", 1)):
+        if col in d:
+            keep &= d[col] == value
+    return d[keep]
+
+
+def gap_split(engine_rows: pd.DataFrame, cartpole: pd.DataFrame, chain_rows: pd.DataFrame) -> pd.DataFrame:
+    """Fig 2's gap between CartPole and a robotics model taken apart on the one model measured both in
+    MuJoCo's engines and in our implementations (``TWIN_MODEL`` = the chain at n = ``TWIN_LINKS``).
+    Every system simulation only, in environment steps/s, each at its fastest (N, K). Per
+    implementation of ours that ran both CartPole (``cartpole``: any CartPole sweep's rows, e.g.
+    fig2_cartpole and fig8 together) and the chain at n = 2 (``chain_rows``):
+
+      engine = the chain in it / the same model in MuJoCo's fastest engine (same model, other engine)
+      model  = CartPole in it / the chain in it (same engine, other model)
+      gap    = engine × model = CartPole in it / the model in MuJoCo's fastest engine
+      engine_share = log(engine) / log(gap): the engine's part of the gap on a log scale (0.5: even)
+
+    Rows sorted by the chain's rate, fastest first (the first: our fastest implementation of the
+    model). Empty where MuJoCo's engines, the chain or CartPole have no such row."""
+    e = engine_rows[(engine_rows["model"] == TWIN_MODEL) & (engine_rows["policy"] == "none")] \
+        if len(engine_rows) and {"model", "policy"} <= set(engine_rows.columns) else pd.DataFrame()
+    chain = _simulation_only(chain_rows)
+    chain = chain[chain["links"] == TWIN_LINKS] if "links" in chain else chain.iloc[0:0]
+    cart = _simulation_only(cartpole)
+    if e.empty or chain.empty or cart.empty:
+        return pd.DataFrame(columns=SPLIT_COLUMNS)
+    top = e.loc[e["env_steps_per_s"].idxmax()]
+    both = pd.DataFrame({"cartpole": cart.groupby("impl")["samples_per_s"].max(),
+                         "chain": chain.groupby("impl")["samples_per_s"].max()}).dropna()
+    both["mujoco"], both["mujoco_engine"] = float(top["env_steps_per_s"]), top["engine"]
+    both["engine"] = both["chain"] / both["mujoco"]
+    both["model"] = both["cartpole"] / both["chain"]
+    both["gap"] = both["engine"] * both["model"]
+    both["engine_share"] = np.log(both["engine"]) / np.log(both["gap"])
+    return both.rename_axis("impl").reset_index().sort_values("chain", ascending=False,
+                                                                 ignore_index=True)[SPLIT_COLUMNS]
