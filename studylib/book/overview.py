@@ -288,12 +288,20 @@ def fig2_text(gap: pd.DataFrame, split: pd.DataFrame, where: str = "this machine
     text = (f"Measured on {where} ({chapter_link('engines')}): our CartPole (`{n.cartpole_runs_on}`, "
             f"Fig 2's line) reaches **{fmt_x(n.low)}** to **{fmt_x(n.high)}** the environment-step rate of "
             f"{len(n.models)} robotics models ({whose}, each at its fastest engine and N): {similar}.")
+    return text + " " + split_text(gap, split)
+
+
+def split_text(gap: pd.DataFrame, split: pd.DataFrame) -> str:
+    """Fig 2's gap taken apart (``engines.gap_split``) in words chosen by rules: the engine's
+    factor on the one model measured both in MuJoCo and in our code, the model's factor in one
+    engine of ours, which is the larger, and the same in our other implementations."""
+    n = fig2_numbers(gap, split)
     if n.impl is None:
-        return text + (" The gap is not taken apart here: that needs the chain at n = 2 measured both in MuJoCo "
-                       "and in our implementations.")
+        return ("The gap is not taken apart here: that needs the chain at n = 2 measured both in MuJoCo "
+                "and in our implementations.")
     share = (f" (**{fmt_x(n.gap)}** in `{n.impl}`; the engine is **{_pct(n.engine_share)}** of it on a log scale)"
              if n.engine > 1 and n.model > 1 else "")
-    text += (f" On the one model measured both in MuJoCo and in our code, InvertedDoublePendulum's cart with two "
+    text = (f"On the one model measured both in MuJoCo and in our code, InvertedDoublePendulum's cart with two "
              f"links (without its rail limit: the chain of {chapter_link('chain')} at n = 2), our `{n.impl}` steps it at **{fmt_x(n.engine)}** "
              f"the rate of MuJoCo's fastest engine (`{n.mujoco_engine}`): the same model in another engine. In "
              f"`{n.impl}`, CartPole runs at **{fmt_x(n.model)}** the chain's rate: another model in the same engine. "
