@@ -25,7 +25,6 @@ from ..train.params import TrainingParams
 from .brax import brax_data
 from .claims import (Finding, complexity_findings, findings_frame, fusion_findings, overheads_findings,
                      vectorization_findings)
-from .machines_scale import GPU_SCALE
 from .model import model_calibration
 from .plans import (atari_breakdown_data, atari_data, beyond_data, cartpole_fig2_data, complexity_data, fusion_data,
                     overheads_data, profile_data, roofline_data, vectorization_data)
@@ -75,6 +74,10 @@ def _engine_data(P: EnginesParams):
 
     return engine_data(P)
 
+
+# The sweep a GPU machine adds past the default preset's N (``machines.gpu_scale`` reads it):
+#   python -m studylib sweep gpu_scale --impl cuda,jax,torch,fused --num-envs 2^16,2^20,2^22,2^24 --steps 1,1000 --policy mlp
+GPU_SCALE = "gpu_scale"
 
 CHAPTERS: dict[str, Chapter] = {ch.name: ch for ch in (
     Chapter("intro", PageParams),

@@ -21,7 +21,7 @@ from ..harness.model import roofline
 from ..harness.data.provenance import machine_key
 from ..harness.data.semantics import staleness
 from ..harness.sweep import READ_ONLY, session
-from .chapters import CHAPTERS, findings
+from .chapters import CHAPTERS, GPU_SCALE, findings
 from .claims import verdict_text
 from .paper import PAPER
 from .presets import PRESETS, machine_info_of
@@ -164,3 +164,18 @@ def ratios_to_paper(F: pd.DataFrame) -> pd.DataFrame:
     out = out[out["ratio"].notna() & (out["ratio"] > 0)].reset_index(drop=True)
     out.attrs["claims"] = list(dict.fromkeys(out.sort_values("finding", kind="stable")["claim"]))
     return out
+
+
+# The sweep a GPU machine adds past the default preset's N (``chapters.GPU_SCALE``, its command
+# there): the default preset stops at N = 2^18 (sized for 2 CPU cores), where a GPU keeps gaining.
+SCALE_COLUMNS = ["machine", "impl", "device", "num_envs", "steps", "policy", "samples_per_s", "rel_spread"]
+
+
+def gpu_scale(folders: dict) -> pd.DataFrame:
+    """Every machine's ``gpu_scale`` rows (``SCALE_COLUMNS``), sorted by machine, impl, N and K; empty
+    when no folder holds the sweep."""
+    rows = [{**{c: r.get(c) for c in SCALE_COLUMNS}, "machine": key}
+            for key, folder in folders.items() if (folder / f"{GPU_SCALE}.json").exists()
+            for r in store.read(folder / f"{GPU_SCALE}.json")["rows"]]
+    frame = pd.DataFrame(rows, columns=SCALE_COLUMNS)
+    return frame.sort_values(["machine", "impl", "num_envs", "steps"], kind="stable").reset_index(drop=True)
