@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from studylib import book, costs
-from studylib.book import analysis, claims
-from studylib.book.analysis import NOT_MEASURED, NOT_REPRODUCED, PARTLY, REPRODUCED
+from studylib.book.claims import analysis, findings as claims
+from studylib.book.claims.analysis import NOT_MEASURED, NOT_REPRODUCED, PARTLY, REPRODUCED
 
 # (rule, ours, paper) -> verdict: every verdict each rule can give
 CASES = [
@@ -210,7 +210,7 @@ def test_fig6_pattern_matches_only_constant_calls_and_kernels_linear_in_k():
 
 
 def test_beyond_ratios_and_the_share_of_the_gap_closed():
-    from studylib.book import beyond
+    from studylib.book.pages import beyond
 
     d = pd.DataFrame(_rows("torch", {4: 1e4, 2**14: 2e4}, samples_per_s_min=0.5e4, samples_per_s_max=2e4)
                      + _rows("torch-compile", {4: 3e4, 2**14: 2e4}) + _rows("jax", {4: 5e4, 2**14: 4e4}))

@@ -1,4 +1,4 @@
-"""The Atari chapter's rules (studylib/book/atari.py) on rows made up for the purpose: each can
+"""The Atari chapter's rules (studylib/book/pages/atari.py) on rows made up for the purpose: each can
 come out either way."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from studylib.book import atari as ab
+from studylib.book.pages import atari as ab
 
 
 def _rows(vector_fps=4000.0, single_fps=1000.0, cnn_fps=500.0):

@@ -6,7 +6,7 @@ def test_the_compile_gap_text_says_widens_when_compiling_is_slower_than_torch():
     widening, not a closing of −67 %."""
     import pandas as pd
 
-    from studylib.book import beyond
+    from studylib.book.pages import beyond
 
     rows = [{"num_envs": n, "impl": i, "samples_per_s": v} for n in (16, 256) for i, v in
             (("torch", 100.0), ("torch-compile", 50.0 if n == 16 else 120.0), ("jax", 200.0))]

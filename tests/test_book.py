@@ -302,7 +302,7 @@ def test_pages_name_the_commit_that_measured_their_data(tmp_path, monkeypatch):
 
 
 def test_one_palette_for_every_implementation():
-    from studylib.book.charts import IMPL_COLORS, impl_color, impl_scale
+    from studylib.book.figures.charts import IMPL_COLORS, impl_color, impl_scale
     from studylib.settings import IMPLEMENTATIONS, PEERS
 
     names = set(IMPLEMENTATIONS) | set(PEERS) | {"fused-step"}

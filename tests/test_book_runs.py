@@ -84,7 +84,7 @@ def test_committed_data_resumes_without_measuring(tmp_path, monkeypatch):
         "beyond": len(book.beyond_data(P["beyond"])), "fig2_cartpole": len(book.cartpole_fig2_data(P["cartpole"])),
         "fig56_profile": len(book.profile_data(P["overheads"])), "fig2_brax": len(book.brax_data(P["cartpole"])),
     }
-    from studylib.book import chain, engines
+    from studylib.book.pages import chain, engines
 
     if all(r.get("episode_rules") is None for r in saved["chain"]["rows"]):
         # A snapshot from before the chain was an environment (the committed Intel one): its rows are

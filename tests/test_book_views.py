@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from studylib.book import model
+from studylib.book.pages import model
 
 
 def _validation(errors, copies=()):
@@ -36,7 +36,7 @@ def test_paper_agreement_splits_at_2x():
 
 
 def _conformance(error=1e-7, obs=True, carried=True):
-    from studylib.book.cartpole import FLOAT32_EPS
+    from studylib.book.pages.cartpole import FLOAT32_EPS
 
     rows = [("gym", 1, 1, 1e-16, 1e-15, "—"), ("cpp", 1, 1, 3e-8, 4 * FLOAT32_EPS, "—"),
             ("jax", 4, 8, error, 2e-7, carried)]
@@ -46,7 +46,7 @@ def _conformance(error=1e-7, obs=True, carried=True):
 
 
 def test_conformance_summary_names_the_worst_and_each_check_can_fail():
-    from studylib.book import cartpole
+    from studylib.book.pages import cartpole
 
     s = cartpole.conformance_summary(_conformance())
     assert s.checks == 3 and s.agree
@@ -58,7 +58,7 @@ def test_conformance_summary_names_the_worst_and_each_check_can_fail():
 
 
 def test_conformance_of_gymnasium_itself_is_exact():
-    from studylib.book import cartpole
+    from studylib.book.pages import cartpole
 
     conf = cartpole.conformance(["gym"], 4)
     assert list(zip(conf["S"], conf["C"])) == list(cartpole.KNOBS)
@@ -66,7 +66,7 @@ def test_conformance_of_gymnasium_itself_is_exact():
 
 
 def _gap(slower, more_work):
-    from studylib.book import brax
+    from studylib.book.pages import brax
 
     sims = [brax.CARTPOLE] + [f"env{i}" for i in range(len(slower))]
     slower, more_work = [1.0, *slower], [1.0, *more_work]
@@ -81,7 +81,7 @@ def _gap(slower, more_work):
     ([1000.0], [10.0], 1 / 3, "little"),
 ])
 def test_brax_gap_summary_states_the_share_the_work_explains(slower, work, share, explained):
-    from studylib.book import brax
+    from studylib.book.pages import brax
 
     g = brax.brax_gap_summary(_gap(slower, work))
     assert g.work_share == pytest.approx(share) and g.explained == explained
@@ -89,7 +89,7 @@ def test_brax_gap_summary_states_the_share_the_work_explains(slower, work, share
 
 
 def test_brax_gap_summary_without_counted_work_or_brax_rows():
-    from studylib.book import brax
+    from studylib.book.pages import brax
 
     g = brax.brax_gap_summary(_gap([4.0], [np.nan]))
     assert g.more_work is None and g.work_share is None and g.explained is None and g.slower == (4.0, 4.0)
@@ -97,7 +97,7 @@ def test_brax_gap_summary_without_counted_work_or_brax_rows():
 
 
 def test_ratios_to_paper_divides_ours_by_the_papers_and_drops_the_unmeasured():
-    from studylib.book import machines
+    from studylib.book.pages import machines
 
     F = pd.DataFrame({"machine": ["a", "a", "b", "b"], "preset": "default", "finding": ["F.2", "F.1", "F.1", "F.1"],
                       "paper source": ["§3.4", "§3.3", "§3.3", "§3.3"], "paper": ["13×", "1024×", "1024×", "4×"],
@@ -119,7 +119,7 @@ def _fig4():
 
 
 def test_speedup_over_gym_is_each_best_over_gyms_at_the_same_n():
-    from studylib.book import vectorization
+    from studylib.book.pages import vectorization
 
     sp = vectorization.speedup_over_gym(_fig4()).set_index(["impl", "num_envs"])
     assert sp["speedup"].to_dict() == pytest.approx({("cpp", 1): 0.5, ("cpp", 16): 4.0, ("jax", 1): 4.0,
@@ -130,7 +130,7 @@ def test_speedup_over_gym_is_each_best_over_gyms_at_the_same_n():
 
 
 def test_plateaus_are_the_smallest_n_within_90_percent_of_the_best():
-    from studylib.book import vectorization
+    from studylib.book.pages import vectorization
 
     plat = vectorization.plateaus(_fig4(), ["gym", "cpp", "jax", "torch"]).set_index("impl")
     assert list(plat.index) == ["gym", "cpp", "jax"]  # torch not measured
@@ -142,7 +142,7 @@ def test_plateaus_are_the_smallest_n_within_90_percent_of_the_best():
 
 def test_against_ceilings_divides_by_the_smaller_ceiling_and_fusion_bound_is_balance_over_intensity():
     from studylib import costs
-    from studylib.book import beyond
+    from studylib.book.pages import beyond
 
     ceil = {"fma_flops_per_s": 1e11, "memory_bytes_per_s": 1e10, "gemm_steps_per_s": {}}
     memory = 1e10 / costs.unfused_bytes(1)  # an unfused step's memory ceiling (steps/s)
@@ -167,7 +167,7 @@ def test_mlp_port_bound_sets_the_best_fused_cpu_row_with_the_mlp_beside_its_isas
     """Only rows that run the MLP in a kernel holding their block in cache on the CPU count: not the
     unfused ones, not the fused kernel without the MLP, not a GPU's."""
     from studylib import costs
-    from studylib.book import beyond
+    from studylib.book.pages import beyond
 
     ceil = {"fma_flops_per_s": 1e11, "memory_bytes_per_s": 1e10, "gemm_steps_per_s": {}}
     compute = 1e11 / costs.step_flops(1, 1, "mlp")  # the compute ceiling of a step with the MLP (steps/s)
@@ -193,7 +193,7 @@ def _profile(impl="jax", total=2.0, unprofiled=1.0, python=0.8, backend=0.4, dev
 
 
 def test_profile_shares_bounds_and_fig5_bars():
-    from studylib.book import overheads
+    from studylib.book.pages import overheads
 
     prof = overheads.with_shares(pd.DataFrame([_profile(), _profile("torch", total=1.0, unprofiled=1.0, python=0.5,
                                                                      backend=0.25, device=0.25)]))
@@ -211,7 +211,8 @@ def test_profile_shares_bounds_and_fig5_bars():
 
 
 def test_fusion_speedup_lines_read_f3s_records_and_compute_the_others():
-    from studylib.book import claims, fusion
+    from studylib.book.claims import findings as claims
+    from studylib.book.pages import fusion
 
     records = [claims.row("F.3", "speedup", "fused K 1→100", "f3_fusion", pd.Series({1: 2.0, 16: 8.0}), ""),
                claims.row("F.3", "speedup", "fused over jax", "f3_fused_over_xla", pd.Series({16: 3.0}), "")]
@@ -225,9 +226,10 @@ def test_fusion_speedup_lines_read_f3s_records_and_compute_the_others():
 
 
 def test_verdict_counts_and_fig2s_best_rate():
-    from studylib.book import brax, claims
+    from studylib.book.pages import brax
+    from studylib.book.claims import findings as claims
 
-    from studylib.book.analysis import NOT_REPRODUCED, PARTLY, REPRODUCED
+    from studylib.book.claims.analysis import NOT_REPRODUCED, PARTLY, REPRODUCED
 
     F = pd.DataFrame({"verdict": [REPRODUCED, NOT_REPRODUCED, REPRODUCED, PARTLY],
                       "borderline": ["", "one N", "", ""]})
@@ -239,7 +241,7 @@ def test_verdict_counts_and_fig2s_best_rate():
 
 
 def test_where_fused_is_not_faster_names_its_n():
-    from studylib.book import beyond
+    from studylib.book.pages import beyond
 
     r = pd.DataFrame({"num_envs": [2**10, 2**13, 2**16], "ratio": [0.9, 1.2, 2.0], "low": [0.8, 0.95, 1.5]})
     text = beyond.where_not_faster(r)

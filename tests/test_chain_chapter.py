@@ -1,4 +1,4 @@
-"""The chain chapter's package side (studylib/book/chain.py, claims_chain.py, harness/chain_study.py):
+"""The chain chapter's package side (studylib/book/pages/chain.py, claims_chain.py, harness/chain_study.py):
 predictions saved before measurements and never rewritten, the comparison of the two, the fused
 vs XLA table, and F.1–F.3 judged per n on synthetic rows whose verdicts are known."""
 
@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from studylib import book
-from studylib.book import chain, claims_chain
+from studylib.book.pages import chain
+from studylib.book.claims import chain as claims_chain
 from studylib.harness.robotics import chain_study
 from studylib.harness.data import provenance
 from studylib.harness.model.costmodel import Counts
@@ -32,7 +33,7 @@ def _stored(tmp_path, name):
 def test_predictions_come_first_and_are_never_rewritten(tiny, tmp_path, monkeypatch):
     counts = Counts({**SYNTH.counts.table})
     machine = dataclasses.replace(SYNTH, counts=counts)
-    monkeypatch.setattr("studylib.book.model.model_machine", lambda P: machine)
+    monkeypatch.setattr("studylib.book.pages.model.model_machine", lambda P: machine)
     seen = []
 
     def measure_after_predicting(name, P, points, dropped=()):
@@ -44,7 +45,7 @@ def test_predictions_come_first_and_are_never_rewritten(tiny, tmp_path, monkeypa
     assert seen == [len(predicted)] == [4] and set(predicted["impl"]) == {"cpp", "jax"}
     first = _stored(tmp_path, chain_study.PREDICTIONS)
     faster = dataclasses.replace(machine, host=dataclasses.replace(machine.host, native_call_s=1e-12))
-    monkeypatch.setattr("studylib.book.model.model_machine", lambda P: faster)
+    monkeypatch.setattr("studylib.book.pages.model.model_machine", lambda P: faster)
     again = chain.chain_predictions(tiny)
     assert _stored(tmp_path, chain_study.PREDICTIONS) == first  # a saved prediction stands
     assert list(again["predicted_samples_per_s"]) == [r["predicted_samples_per_s"] for r in first]
@@ -115,8 +116,8 @@ def test_the_manual_fusion_table_is_f3s_comparison_at_one_k_per_n():
     """The §7 table's median per n is F.3's cpp-over-jax headline of that n: one K per n (a median
     mixing K = 100 at small N with K = 1 at large N gave the page two figures for one comparison)."""
     from studylib import book
-    from studylib.book import chain
-    from studylib.book.claims_chain import chain_findings
+    from studylib.book.pages import chain
+    from studylib.book.claims.chain import chain_findings
     from studylib.harness.sweep import READ_ONLY, session
     from tests.snapshot_cases import ROOT, SNAPSHOT
 
@@ -136,8 +137,8 @@ def test_the_chains_f4_is_judged_by_a_rule_that_can_fail():
     is, the less speedup that comes from fusion"); a rising or flat speedup is "not reproduced"."""
     import pandas as pd
 
-    from studylib.book import claims_chain
-    from studylib.book.analysis import NOT_REPRODUCED, REPRODUCED
+    from studylib.book.claims import chain as claims_chain
+    from studylib.book.claims.analysis import NOT_REPRODUCED, REPRODUCED
 
     def rows(gain_by_n):
         return pd.DataFrame([{"impl": "cpp", "links": n, "num_envs": 16, "steps": k, "state_factor": 1,

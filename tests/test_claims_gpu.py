@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from studylib.book import machines
+from studylib.book.pages import machines
 from tests.snapshot_cases import GPU_SNAPSHOTS, ROOT
 
 

@@ -12,7 +12,7 @@ import pytest
 from studylib import costs
 from studylib.harness.model import costmodel
 from studylib.__main__ import main
-from studylib.book import model
+from studylib.book.pages import model
 from studylib.errors import ConfigError
 
 COUNTS = costmodel.Counts({

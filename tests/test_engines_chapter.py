@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from studylib import book
-from studylib.book import claims_engines
-from studylib.book import engines as eng
+from studylib.book.claims import engines as claims_engines
+from studylib.book.pages import engines as eng
 from studylib.harness.robotics import engine_study
 from studylib.harness.data import provenance
 

@@ -88,7 +88,7 @@ def test_records_are_checked_once():
 
 def test_records_say_what_the_code_does():
     from studylib import native
-    from studylib.book import charts
+    from studylib.book.figures import charts
     from studylib.harness.model.roofline import keeps_state_in_cache
 
     # Every native library a record names exists; the fused kernels' records say when state stays in cache.

@@ -1,4 +1,4 @@
-"""The introduction's answer (``studylib.book.overview``, book/intro.md): one table of every chapter's
+"""The introduction's answer (``studylib.book.pages.overview``, book/intro.md): one table of every chapter's
 verdicts, the chain's and the engines' beside CartPole's, and the paper's Fig 2 claim against the
 engines' measurements, its gap split into the engine's factor and the model's. Checked on made-up
 records and rows (each rule can come out either way) and on the committed snapshot, read without
@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from studylib.book import claims_chain, claims_engines, engines, overview
-from studylib.book.claims_base import row
+from studylib.book.claims import chain as claims_chain, engines as claims_engines
+from studylib.book.pages import engines, overview
+from studylib.book.claims.base import row
 from studylib.book.format import fmt_x
 from studylib.harness import sweep
 from tests.snapshot_cases import SNAPSHOT
@@ -96,7 +97,7 @@ def no_measuring(monkeypatch):
 
 @pytest.mark.skipif(SNAPSHOT is None, reason="no committed CPU snapshot")
 def test_the_snapshots_table_holds_the_chain_and_the_engines_and_fig2_from_their_rows(no_measuring):
-    from studylib.book import chain as chain_page
+    from studylib.book.pages import chain as chain_page
     from studylib.book import params
     from studylib.book.plans import cartpole_fig2_data, fusion_data
 

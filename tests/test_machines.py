@@ -1,4 +1,4 @@
-"""The "Across machines" page's helpers (``studylib.book.machines``): which machine folders it finds,
+"""The "Across machines" page's helpers (``studylib.book.pages.machines``): which machine folders it finds,
 their provenance, and F.1–F.4 read from each snapshot without measuring. The page itself executes
 with the other chapters (tests/test_book.py)."""
 
@@ -10,7 +10,8 @@ from pathlib import Path  # noqa: F401
 
 import pytest
 
-from studylib.book import machines, presets
+from studylib.book.pages import machines
+from studylib.book import presets
 from studylib.harness.data import provenance, store
 from studylib.harness import sweep
 

@@ -1,4 +1,4 @@
-"""Side views of MuJoCo models (studylib/book/model_pictures.py) and the two pages' pictures: the
+"""Side views of MuJoCo models (studylib/book/figures/model_pictures.py) and the two pages' pictures: the
 geometry read from MuJoCo agrees with the chain's own kinematics (studylib.sims.chain), shapes
 other than capsules project as stated, and the chart keeps one scale in x and z."""
 
@@ -10,9 +10,9 @@ import pytest
 
 pytest.importorskip("mujoco")
 
-from studylib.book import chain as chain_chapter  # noqa: E402
-from studylib.book import engines as engines_chapter  # noqa: E402
-from studylib.book.model_pictures import COLUMNS, picture, side_view  # noqa: E402
+from studylib.book.pages import chain as chain_chapter
+from studylib.book.pages import engines as engines_chapter
+from studylib.book.figures.model_pictures import COLUMNS, picture, side_view
 from studylib.sims.chain import ChainParams, dynamics  # noqa: E402
 from studylib.sims.chain.model import chain_mjcf  # noqa: E402
 

@@ -22,8 +22,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "studylib"
 # Where a name may decide: the records and the implementations' own modules (each knows itself),
 # and the findings, whose text is about the paper's named implementations (F.1 "over gym", F.2
 # "XLA against PyTorch").
-ALLOWED = ("implspec.py", "envs/", "native/", "book/claims.py", "book/claims_base.py", "book/claims_f1.py",
-           "book/claims_f2.py", "book/claims_f3.py", "book/claims_f4.py", "book/claims_chain.py", "book/paper.py", "harness/atari/engines.py")
+ALLOWED = ("implspec.py", "envs/", "native/", "book/claims/findings.py", "book/claims/base.py", "book/claims/f1.py",
+           "book/claims/f2.py", "book/claims/f3.py", "book/claims/f4.py", "book/claims/chain.py", "book/claims/paper.py",
+           "harness/atari/engines.py")
 
 
 def implementation_names() -> set[str]:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from studylib import book
-from studylib.book import chain
-from studylib.book.claims_chain import chain_findings
+from studylib.book.pages import chain
+from studylib.book.claims.chain import chain_findings
 from studylib.harness.sweep import READ_ONLY, session
 from tests.snapshot_cases import CPU_SNAPSHOTS, GPU_SNAPSHOTS, ROOT
 

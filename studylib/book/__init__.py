@@ -1,29 +1,22 @@
-"""What the Jupyter Book's chapters share, one module per job:
+"""What the Jupyter Book's chapters share, one module per job, in three rooms:
 
-``paper``     the paper's reported values (``PAPER``)
 ``chapters``  the chapters, one record each (``CHAPTERS``): parameters, plans, data files, findings;
               ``params(chapter, ...)`` -> that chapter's frozen parameters
 ``presets``   each chapter's typed parameters (``ChapterParams`` and one subclass per chapter); the
               presets' values are ``harness.presets.PRESETS``
 ``plans``     what each chapter measures, through ``harness.sweep`` into data/<machine>/
-``brax``      Fig 2's Brax timings and their gap to CartPole (``brax_gap_summary``)
-``cartpole``  the CartPole chapter's conformance check against the float64 reference
-``analysis``  plateaus, speedups, trends, and the rules that give a verdict against the paper
-``claims``    F.1–F.4 as records (``Finding``: value, spread over N, rule, verdict, reason); ``findings``
-              (``chapters``): the introduction's table
-``charts``    Altair helpers;  ``model_pictures``: side views of MuJoCo models drawn from their geoms
-              (the chain's and the robotics models' pictures; no renderer)
 ``format``    numbers, Markdown and HTML tables;  ``notes``: the admonitions atop each chapter
-``vectorization``  Fig 4's plateaus and speedups over gym (as F.1 computes them)
-``fusion``    Fig 8's speedup lines from F.3's records
-``overheads``  Fig 5's profiled shares (with the bounds an unprofiled call lies in), the paper's bar
-``beyond``    the "Beyond the paper" page's ratios (compile gap, fused over jax, ours over the peers)
-``model``     the cost model's chapter: calibration, validation against F.1–F.4, the paper's machine
-``atari``     the Atari chapter's rules and its summary (``AtariSummary``)
-``machines``  the "Across machines" page: provenance, findings and verdicts per machine
-``overview``  the introduction's answer: every chapter's verdicts in one table (CartPole's F.1–F.4, the
-              chain's, the engines'), and the paper's Fig 2 claim against the engines' measurements
 ``rerun``     ``python -m studylib.book rerun <chapter> -p NAME VALUE`` (papermill, then rebuild)
+
+``claims/``   the findings: the paper's values (``paper``), the rules that give a verdict against
+              them (``analysis``), F.1–F.4 as records (``base``: ``Finding``; ``f1`` to ``f4``), the
+              chain's and the engines' (``chain``, ``engines``), and the findings table (``findings``)
+``pages/``    each chapter's data, tables and sentences: ``overview`` (the introduction's answer: every
+              chapter's verdicts in one table, the paper's Fig 2 claim against the engines'
+              measurements), ``cartpole``, ``brax``, ``vectorization``, ``overheads``, ``fusion``,
+              ``beyond``, ``chain``, ``engines``, ``atari``, ``model``, ``machines``
+``figures/``  Altair helpers (``charts``) and side views of MuJoCo models drawn from their geoms
+              (``model_pictures``: the chain's and the robotics models' pictures; no renderer)
 
 Each chapter (``book/*.md``) has a ``parameters`` cell (papermill overrides it) and then calls
 
@@ -45,19 +38,18 @@ try:  # tqdm.auto warns in kernels without ipywidgets; the book shows no progres
 except ImportError:  # pragma: no cover
     pass
 
-from .analysis import (BORDERLINE, RULES, VERDICTS, fusion_speedups, judge, k_speedup, k_speedup_spread, plateau_n,
-                       seconds_per_call, spread, trend, trend_direction, verdict)
-from .brax import CARTPOLE as BRAX_CARTPOLE, brax_available, brax_data, brax_gap
-from .charts import (IMPL_COLORS, POW2_LABEL, finish, impl_color, impl_scale, line_points, paper_rules, tooltip, x_n,
-                     y_rate)
+from .claims.analysis import (BORDERLINE, RULES, VERDICTS, fusion_speedups, judge, k_speedup, k_speedup_spread,
+                              plateau_n, seconds_per_call, spread, trend, trend_direction, verdict)
+from .pages.brax import CARTPOLE as BRAX_CARTPOLE, brax_available, brax_data, brax_gap
+from .figures.charts import (IMPL_COLORS, POW2_LABEL, finish, impl_color, impl_scale, line_points, paper_rules,
+                             tooltip, x_n, y_rate)
 from .chapters import CHAPTERS, Chapter, finding_records, findings, params
-from .claims import (Finding, cache_multiple, complexity_rows, fig6_pattern, findings_frame, findings_md, fusion_grid,
-                     fusion_rows,
-                     memory_traffic,
-                     memory_regime_table, on_gpu, overheads_rows, vectorization_rows, verdict_counts, verdict_text)
+from .claims.findings import (Finding, cache_multiple, complexity_rows, fig6_pattern, findings_frame, findings_md,
+                              fusion_grid, fusion_rows, memory_traffic, memory_regime_table, on_gpu,
+                              overheads_rows, vectorization_rows, verdict_counts, verdict_text)
 from .format import fmt_bytes, fmt_list, fmt_rate, fmt_time, fmt_x, fmt_x_range, md, pow2_label, table
 from .notes import coverage_note, machine_note, params_note, provenance_sentence
-from .paper import PAPER, PAPER_GPU, PaperValue
+from .claims.paper import PAPER, PAPER_GPU, PaperValue
 from .plans import (atari_breakdown_data, atari_data, beyond_data, cartpole_fig2_data, complexity_data, fusion_data,
                     fusion_impl, overheads_data, profile_data, roofline_data, vectorization_data)
 from .presets import (IMPL_ORDER, PRESETS, ChapterParams, available_impls, display_path, machine_facts,

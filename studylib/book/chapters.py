@@ -22,10 +22,10 @@ import pandas as pd
 from ..errors import ConfigError
 from ..harness.presets import PRESETS
 from ..train.params import TrainingParams
-from .brax import brax_data
-from .claims import (Finding, complexity_findings, findings_frame, fusion_findings, overheads_findings,
-                     vectorization_findings)
-from .model import model_calibration
+from .pages.brax import brax_data
+from .claims.findings import (Finding, complexity_findings, findings_frame, fusion_findings, overheads_findings,
+                              vectorization_findings)
+from .pages.model import model_calibration
 from .plans import (atari_breakdown_data, atari_data, beyond_data, cartpole_fig2_data, complexity_data, fusion_data,
                     overheads_data, profile_data, roofline_data, vectorization_data)
 from .presets import (AtariParams, BeyondParams, CartpoleParams, ChainParams, ComplexityParams, EnginesParams,
@@ -62,15 +62,15 @@ def _training_runs(P: TrainingParams):
 
 
 def _chain_data(P: ChainParams):
-    """The chain chapter's predictions, then its measurements (book.chain)."""
-    from .chain import chain_data
+    """The chain chapter's predictions, then its measurements (book.pages.chain)."""
+    from .pages.chain import chain_data
 
     return chain_data(P)
 
 
 def _engine_data(P: EnginesParams):
-    """The robotics engines' rows (book.engines)."""
-    from .engines import engine_data
+    """The robotics engines' rows (book.pages.engines)."""
+    from .pages.engines import engine_data
 
     return engine_data(P)
 

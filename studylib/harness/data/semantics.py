@@ -16,7 +16,7 @@ Kinds (who measures them):
     throughput      samples/s of a MeasurePoint (impl, N, K, S, C, policy, device): harness.measure;
                     the sweeps fig2_cartpole, fig4, fig4_k, fig8, fig9, beyond and ``studylib sweep``
     profile         the Fig 5/6 time breakdown and call counts: harness.profiler
-    brax            Brax and our CartPole through jax_functional, samples/s and XLA's counts: book.brax
+    brax            Brax and our CartPole through jax_functional, samples/s and XLA's counts: book.pages.brax
     ceiling         the roofline's ceilings (FMA peak, stream bandwidth, physics, GEMM): harness.model.roofline
     calibration     the cost model's per-call and per-operation costs: harness.model.calibrate
     atari           Atari frames/s per implementation: harness.atari

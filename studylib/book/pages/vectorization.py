@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .analysis import best_rates_by_n, plateau_n, ratio_by_n
-from .format import pow2_label
-from .paper import PAPER
+from ..claims.analysis import best_rates_by_n, plateau_n, ratio_by_n
+from ..format import pow2_label
+from ..claims.paper import PAPER
 
 def scalar_baseline() -> str:
     """F.1's baseline, the paper's "single-core OpenAI implementation" (§3.3): the implementation
     whose record steps each environment by a Python call (dispatch "python-loop")."""
-    from ..implspec import specs
+    from ...implspec import specs
 
     return next(r.name for r in specs() if r.dispatch == "python-loop")
 

@@ -239,7 +239,7 @@ def judge(rule: str, paper, values, *, summary: str = MEDIAN, low=None, high=Non
     point's repeats (a Series like ``values``, or a number); ``margin`` a noise band around a
     single value that has no repeats. The verdict needs the rule at the summary and, for a median,
     at every N (``failing_n`` lists those where it does not)."""
-    from .format import pow2_label
+    from ..format import pow2_label
 
     if rule not in RULES:
         raise ValueError(f"unknown rule {rule!r}; valid: {', '.join(RULES)}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .analysis import k_speedup
+from ..claims.analysis import k_speedup
 
 LINE_KINDS = ("K = 1 → K", "over jax")
 

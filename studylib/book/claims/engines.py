@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..harness.robotics.engines import engine_record
+from ...harness.robotics.engines import engine_record
 from .analysis import LARGEST, best_rates_by_n, k_speedup_spread, ratio_by_n
-from .claims_base import Finding, row
-from .presets import EnginesParams
+from .base import Finding, row
+from ..presets import EnginesParams
 
 
 def _against_one(rates: pd.DataFrame, base: pd.DataFrame) -> pd.DataFrame:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..harness.sweep import Keying, keyed_by, run
-from .presets import ChapterParams
+from ...harness.sweep import Keying, keyed_by, run
+from ..presets import ChapterParams
 
 # Rows saved before the work was counted (no ``work_counted``) do not match and are measured again.
 BRAX_KEYS = ("env", "num_envs", "steps", "repeats", "min_seconds", "work_counted")
@@ -49,7 +49,7 @@ class _CartPoleAsBrax:
 
     @staticmethod
     def reset(key):
-        from ..adapters import jax_functional as cartpole
+        from ...adapters import jax_functional as cartpole
 
         return key, cartpole.reset(key)[1]
 
@@ -58,7 +58,7 @@ class _CartPoleAsBrax:
         import jax
         import jax.numpy as jnp
 
-        from ..adapters import jax_functional as cartpole
+        from ...adapters import jax_functional as cartpole
 
         key, env_state = state
         key, sub = jax.random.split(key)
@@ -92,8 +92,8 @@ def brax_throughput(item: dict) -> dict:
     import jax
     import jax.numpy as jnp
 
-    from ..harness.data.provenance import machine_key, now_utc
-    from ..harness.timing import time_regions
+    from ...harness.data.provenance import machine_key, now_utc
+    from ...harness.timing import time_regions
 
     n, k = item["num_envs"], item["steps"]
     env = _load_env(item["env"])
@@ -146,7 +146,7 @@ def brax_gap(bx: pd.DataFrame) -> pd.DataFrame:
     """Fig 2's gap in numbers, at the largest N where CartPole and Brax were both measured (same K):
     per simulator its rate, time per environment-step, how much slower than CartPole, XLA-counted
     flops per step, how many times CartPole's, and time per flop against CartPole's."""
-    from .format import pow2_label
+    from ..format import pow2_label
 
     if not len(bx) or CARTPOLE not in set(bx["env"]):
         return pd.DataFrame()

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError
-from ..harness.model import costmodel
-from ..implspec import spec
-from .paper import PAPER
-from .presets import ChapterParams
+from ...errors import ConfigError
+from ...harness.model import costmodel
+from ...implspec import spec
+from ..claims.paper import PAPER
+from ..presets import ChapterParams
 
 FINDING_SWEEPS = {"F.1": "fig4", "F.2": "fig4_k", "F.3": "fig8", "F.4": "fig9"}
 SMALL_N = [2**k for k in range(0, 14, 2)]  # the paper's Fig 4 grid (powers of 4) at N <= 2^13
@@ -27,21 +27,21 @@ BIG_N = 2**40  # "N -> infinity": per-call and per-step host costs vanish per en
 
 
 def _machine_key(P: ChapterParams) -> str:
-    from ..harness.data.provenance import machine_key
+    from ...harness.data.provenance import machine_key
 
     return P.machine or machine_key()
 
 
 def model_calibration(P: ChapterParams) -> tuple[list, list]:
     """(calibration rows, ceiling rows) of the machine P reads: measured here once, then read."""
-    from ..harness.model import calibrate
+    from ...harness.model import calibrate
 
     return calibrate.calibration_rows(P.data_dir, P.machine), calibrate.ceiling_rows(P.data_dir, P.machine)
 
 
 def host_facts(P: ChapterParams, calibration_rows) -> tuple[float, int]:
     """(clock in Hz, cores) of the machine whose calibration P reads."""
-    from .presets import machine_facts
+    from ..presets import machine_facts
 
     hz = next((r["value"] for r in calibration_rows if r.get("quantity") == "host_clock_hz"), None)
     if not hz:
@@ -66,7 +66,7 @@ def model_machine_or_reason(P: ChapterParams) -> tuple[costmodel.Machine | None,
 
 
 def _load(P: ChapterParams, sweep: str) -> pd.DataFrame:
-    from ..harness.data import store
+    from ...harness.data import store
 
     try:
         return store.load(sweep, data_dir=P.data_dir, machine=_machine_key(P))
@@ -101,7 +101,7 @@ def _arithmetic_grows_with_s(row: dict) -> bool:
     """True for a row measured with S > 1 before S was the paper's (S copies of CartPole stepped: no
     ``state_layout`` of ``settings.STATE_LAYOUT``), whose arithmetic grew S×, which the model, with
     the paper's S (memory only), does not assume."""
-    from ..settings import STATE_LAYOUT
+    from ...settings import STATE_LAYOUT
 
     return int(row["state_factor"]) != 1 and row.get("state_layout") != STATE_LAYOUT
 
@@ -257,7 +257,7 @@ def projected(policy: str) -> list:
     """The records the projections show: the paper's implementations the model prices, less a
     GPU-only kernel whose policy would run between its steps (its calls are counted on a GPU only,
     and none measured them)."""
-    from ..implspec import specs
+    from ...implspec import specs
 
     return [r for r in specs() if r.in_paper and r.dispatch is not None
             and not (r.gpu_only and policy not in r.fused_policies)]
@@ -283,7 +283,7 @@ def projection_table(m: costmodel.Machine, num_envs, steps) -> pd.DataFrame:
 
 def validation_chart(v: pd.DataFrame, title: str, subtitle: str):
     """Predicted against measured samples/s, log–log, one colour per finding, the identity line."""
-    from .charts import _altair, finish
+    from ..figures.charts import _altair, finish
 
     alt = _altair()
     lo = float(min(v["measured"].min(), v["predicted"].min())) / 2
@@ -337,7 +337,7 @@ def miss_reasons(v: pd.DataFrame, threshold: float = WITHIN_LOG2) -> pd.DataFram
 
 def parameters_table(m: costmodel.Machine) -> pd.DataFrame:
     """Every parameter of ``m`` with its value and source."""
-    from .format import fmt_time
+    from ..format import fmt_time
 
     h, cpu = m.host, m.cpu
     rows = [("Python→PyTorch op", fmt_time(h.torch_op_s), m.sources.get("torch_op_s", "")),

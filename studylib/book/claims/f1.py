@@ -10,10 +10,10 @@ from __future__ import annotations
 import pandas as pd
 
 from .analysis import LARGEST, best_rates_by_n, ratio_by_n
-from .claims_base import Finding, _per_env_step, row
-from .format import fmt_time, fmt_x, pow2_label
+from .base import Finding, _per_env_step, row
+from ..format import fmt_time, fmt_x, pow2_label
 from .paper import PAPER
-from .presets import ChapterParams, machine_facts
+from ..presets import ChapterParams, machine_facts
 
 
 def vectorization_rows(P: ChapterParams, v: pd.DataFrame) -> list[Finding]:

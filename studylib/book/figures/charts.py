@@ -11,8 +11,8 @@ from functools import lru_cache
 
 import pandas as pd
 
-from ..implspec import specs
-from .presets import paper_impls
+from ...implspec import specs
+from ..presets import paper_impls
 
 
 @lru_cache(maxsize=1)

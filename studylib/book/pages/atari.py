@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from .format import fmt_list
-from .presets import ChapterParams, display_path
+from ..format import fmt_list
+from ..presets import ChapterParams, display_path
 
 IMPL_LABELS = {"gym": "gymnasium, one env (Python loop)", "gym-async": "gymnasium AsyncVectorEnv (a process per env)",
                "ale-vector": "ale-py AtariVectorEnv (C++ threads)", "envpool": "envpool (C++ threads)"}
@@ -37,7 +37,7 @@ CULE = [
 
 def describe(P: ChapterParams) -> str:
     """The parameters of an Atari run, one paragraph (Markdown)."""
-    from ..harness.atari.frames import FRAMESKIP, SCREEN, STACK, cores
+    from ...harness.atari.frames import FRAMESKIP, SCREEN, STACK, cores
 
     where = (f"the snapshot of machine **{P.machine}** (read, nothing measured)" if P.machine
              else f"`{display_path(P.data_dir)}`")
@@ -84,7 +84,7 @@ def cnn_bounds(breakdown: pd.DataFrame) -> pd.DataFrame:
     is the CNN ("inference"), i.e. whether the CNN, not the emulator, bounds throughput there; the
     same with the inference time of one thread (``limiting_one_thread``, ``cnn_bound_one_thread``),
     which differs where torch's threads waited for one another on a busy machine."""
-    from ..harness.atari.frames import limiting_phase
+    from ...harness.atari.frames import limiting_phase
 
     out = breakdown[["game", "loop", "num_envs"]].copy()
     rows = breakdown.to_dict("records")
@@ -193,7 +193,7 @@ def shares_long(breakdown: pd.DataFrame) -> pd.DataFrame:
 def fps_chart(df: pd.DataFrame):
     """Frames per second against N, one panel per game, colour = implementation, dashes = policy,
     with CuLE's published single-GPU rate as a labelled rule."""
-    from .charts import _altair, x_n
+    from ..figures.charts import _altair, x_n
 
     alt = _altair()
     d = df.assign(implementation=df["impl"].map(IMPL_LABELS),
@@ -219,7 +219,7 @@ def fps_chart(df: pd.DataFrame):
 
 def breakdown_chart(long: pd.DataFrame):
     """Stacked shares of one CNN-driven collection step, per game and loop."""
-    from .charts import _altair
+    from ..figures.charts import _altair
 
     alt = _altair()
     order = ["emulation", "preprocessing", "emulation + preprocessing", "host copies", "inference (CNN)"]

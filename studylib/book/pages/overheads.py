@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..implspec import spec
-from .paper import PAPER
+from ...implspec import spec
+from ..claims.paper import PAPER
 
 PARTS = {"python_s": "Python", "backend_s": "backend (C++ dispatch)", "device_s": "device (kernels)"}
 
@@ -21,7 +21,7 @@ def with_shares(prof: pd.DataFrame) -> pd.DataFrame:
     ``cpu_share`` (Python + backend over the profiled total) and the bounds an unprofiled call's
     share lies in (``cpu_share_low``, ``cpu_share_high``: ``profiler.cpu_share_bounds``), as
     fractions."""
-    from ..harness import profiler
+    from ...harness import profiler
 
     if not len(prof):
         return prof

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..harness.presets import repo_root
-from .analysis import SIZE_FACTOR, VERDICTS
-from .claims_base import Finding, verdict_text
-from .format import fmt_x
-from .paper import PAPER
+from ...harness.presets import repo_root
+from ..claims.analysis import SIZE_FACTOR, VERDICTS
+from ..claims.base import Finding, verdict_text
+from ..format import fmt_x
+from ..claims.paper import PAPER
 
 # the studies the table covers, in its order: CartPole's chapters (every chapter with ``findings``),
 # then the chain's and the engines' chapters, whose records their own modules judge
@@ -61,12 +61,13 @@ def study(preset=None, data_dir=None, machine=None) -> Study:
     engines'), Fig 2's gap (``engines.gap_table``) and its split (``engines.gap_split``), from the
     same plans the chapters run: this machine's missing points measured (resuming), another
     machine's snapshot (``machine``) read only."""
-    from ..harness.data.provenance import machine_key
-    from . import claims_chain, claims_engines, engines
+    from ...harness.data.provenance import machine_key
+    from ..claims import chain as claims_chain, engines as claims_engines
+    from . import engines
     from .brax import brax_available, brax_data
     from .chain import chain_data
-    from .chapters import CHAPTERS, params
-    from .plans import cartpole_fig2_data, fusion_data
+    from ..chapters import CHAPTERS, params
+    from ..plans import cartpole_fig2_data, fusion_data
 
     kw = dict(preset=preset, data_dir=data_dir, **({} if machine in (None, machine_key()) else {"machine": machine}))
     records = [Labelled(ch.name, "", r) for ch in CHAPTERS.values() if ch.findings for r in ch.findings(ch.params(**kw))]
@@ -325,7 +326,7 @@ def machines_text(folders: dict, this: str | None = None) -> str:
     """How many machines' snapshots the data hold (the "Across machines" page sets their F.1–F.4
     beside the paper) and, for each one with a GPU other than ``this``, its F.1 and F.3 verdicts."""
     from .machines import findings_by_machine
-    from .presets import machine_info_of
+    from ..presets import machine_info_of
 
     text = (f"The data hold **{len(folders)}** machines' measurements; {chapter_link('machines')} sets each "
             "one's F.1–F.4 beside the paper's.")

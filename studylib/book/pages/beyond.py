@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .. import costs
-from .analysis import rates_by_n, ratio_by_n
-from .format import pow2_label
+from ... import costs
+from ..claims.analysis import rates_by_n, ratio_by_n
+from ..format import pow2_label
 
 SMALL_N = 2**13  # the paper's F.2 comparisons are over N <= 2^13; so is the gap's summary here
 COMPILE_THREE = ("torch", "torch-compile", "jax")
@@ -89,7 +89,7 @@ def where_not_faster(r: pd.DataFrame, what: str = "fused", than: str = "jax") ->
     """The sentence that says at which N of ``ratio_with_spread``'s rows ``what`` is not faster
     than ``than`` (median ratio ≤ 1), and where only its repeats' range reaches 1× or below; or
     that it is faster at every N, even at the low end of the repeats."""
-    from .format import pow2_label
+    from ..format import pow2_label
 
     slower = [pow2_label(n) for n, v in zip(r["num_envs"], r["ratio"]) if v <= 1]
     unsure = [pow2_label(n) for n, v, lo in zip(r["num_envs"], r["ratio"], r["low"]) if v > 1 and lo <= 1]
@@ -133,7 +133,7 @@ def against_ceilings(d: pd.DataFrame, ceil: dict) -> pd.DataFrame:
     """Every measurement with the ceiling that binds it (``harness.model.roofline.bound_for``): ``bound``
     (its name), ``bound_per_s`` and ``fraction`` = measured / that ceiling; ``in_cache`` for the
     fused configurations (``roofline.keeps_state_in_cache``)."""
-    from ..harness.model import roofline
+    from ...harness.model import roofline
 
     if not len(d):
         return d.assign(bound=[], bound_per_s=[], fraction=[], in_cache=[])
@@ -214,7 +214,7 @@ class FusionBound:
 def fusion_bound(ceil: dict, gpu: dict) -> FusionBound:
     """``FusionBound`` from this machine's ceilings (``harness.model.roofline``) and a GPU's published
     peak and bandwidth (``paper.PAPER_GPU``)."""
-    from ..harness.model import roofline
+    from ...harness.model import roofline
 
     return FusionBound(roofline.balance(ceil), gpu["fp32_flops_per_s"] / gpu["memory_bytes_per_s"],
                        costs.arithmetic_intensity(1, 1, "none"), costs.arithmetic_intensity(1, 1, "mlp"))

@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..harness.robotics import engine_predict, engine_study
-from .presets import EnginesParams
+from ...harness.robotics import engine_predict, engine_study
+from ..presets import EnginesParams
 
 MODEL_COLUMNS = ["model", "nq", "nv", "nu", "frame_skip", "contacts", "contacts_per_step", "xml_solver"]
 
@@ -33,7 +33,7 @@ def engine_items(P: EnginesParams):
 def engine_predictions(P: EnginesParams, items=None) -> pd.DataFrame:
     """The cost model's predictions of the chapter's items (harness.robotics.engine_predict): saved ones
     read, missing ones predicted and saved first (here; another machine's snapshot is read only)."""
-    from ..harness.atari.engines import cores
+    from ...harness.atari.engines import cores
     from .model import model_machine
 
     items = engine_items(P)[0] if items is None else items
@@ -65,8 +65,8 @@ def agreement_table(P: EnginesParams) -> pd.DataFrame:
     that can be given a state (MJX on its compiled models only) against mj_step in float64 after
     1 and 100 steps from the same state and controls (environment 0 of N = MJX's N, one for the
     Python loop); an engine that cannot take part gives its reason."""
-    from ..harness.robotics.engine_agreement import agreement
-    from ..harness.robotics.engines import engine_record
+    from ...harness.robotics.engine_agreement import agreement
+    from ...harness.robotics.engines import engine_record
 
     rows, n = [], (P.compiled_num_envs or P.num_envs)[0]  # MJX: the N its measurement compiled
     for model in P.models:
@@ -92,7 +92,7 @@ def models_table(rows: pd.DataFrame) -> pd.DataFrame:
 def pictured_models(P: EnginesParams, rows: pd.DataFrame) -> list[str]:
     """The models the page measures (its parameters' and any its rows hold), in the models
     table's order (by nv)."""
-    from ..harness.robotics import engine_models
+    from ...harness.robotics import engine_models
 
     names = list(dict.fromkeys([*P.models, *(rows["model"] if "model" in rows else [])]))
     return sorted(names, key=lambda name: (int(engine_models.load(name).nv), name))
@@ -106,8 +106,8 @@ def models_picture(names):
     ``mj_forward``), seen from the side, one panel each at one scale, ``PICTURE_COLUMNS`` to a row
     (an Altair chart; the page titles it). Drawn from the compiled models' geoms
     (``model_pictures``), no renderer."""
-    from ..harness.robotics import engine_models
-    from .model_pictures import picture, side_view
+    from ...harness.robotics import engine_models
+    from ..figures.model_pictures import picture, side_view
 
     views = pd.concat([side_view(engine_models.load(name)).assign(panel=name) for name in names], ignore_index=True)
     return picture(views, order=list(names), columns=min(len(names), PICTURE_COLUMNS), panel_height=170.0)
@@ -214,9 +214,9 @@ def beyond_the_plan(P: EnginesParams, rows: pd.DataFrame) -> pd.DataFrame:
     """The rows this machine's engines file holds beyond the chapter's plan (measured by a rerun
     with other parameters, e.g. MJX at more N or gymnasium's AsyncVectorEnv): current rows only,
     read, never measured; one row per (engine, model, policy, N, K)."""
-    from ..errors import ConfigError
-    from ..harness.data import store
-    from ..harness.data.provenance import machine_key
+    from ...errors import ConfigError
+    from ...harness.data import store
+    from ...harness.data.provenance import machine_key
 
     try:
         saved = store.load(engine_study.FILE, data_dir=P.data_dir, machine=P.machine or machine_key())

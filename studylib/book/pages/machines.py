@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..harness.data import identity, store
-from ..harness.model import roofline
-from ..harness.data.provenance import machine_key
-from ..harness.data.semantics import staleness
-from ..harness.sweep import READ_ONLY, session
-from .chapters import CHAPTERS, GPU_SCALE, findings
-from .claims import verdict_text
-from .paper import PAPER
-from .presets import PRESETS, machine_info_of
+from ...harness.data import identity, store
+from ...harness.model import roofline
+from ...harness.data.provenance import machine_key
+from ...harness.data.semantics import staleness
+from ...harness.sweep import READ_ONLY, session
+from ..chapters import CHAPTERS, GPU_SCALE, findings
+from ..claims.findings import verdict_text
+from ..claims.paper import PAPER
+from ..presets import PRESETS, machine_info_of
 PRESET_ORDER = ("paper", "default", "tiny")  # largest first: a tie goes to the larger preset
 DIFFERS, SAME, ONE_MACHINE = "differs", "same", "one machine only"  # verdicts_by_machine's ``differs``
 PROVENANCE_COLUMNS = ["machine", "this build", "cpu", "vendor", "family/model", "isa", "cores", "llc", "gpu",

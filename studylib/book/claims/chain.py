@@ -20,9 +20,9 @@ from __future__ import annotations
 import pandas as pd
 
 from .analysis import LARGEST, at_knobs, best_rates_by_n, k_speedup_spread, rates_by_n, ratio_by_n
-from .claims_base import Finding, on_gpu, ratio_reason, row
-from .format import fmt_x
-from .presets import ChainParams
+from .base import Finding, on_gpu, ratio_reason, row
+from ..format import fmt_x
+from ..presets import ChainParams
 
 VECTORIZED = ("torch", "jax")  # the paper's F.1 "DL framework (PyTorch) and ML compiler (XLA)" rows
 
@@ -90,8 +90,8 @@ def links_rows(n: int, d: pd.DataFrame, kmax: int) -> list[Finding]:
 
 def flops_per_byte(links: int) -> float:
     """The chain's counted flops over the bytes an unfused step moves, at n = ``links``."""
-    from .. import sims
-    from ..harness.robotics import chain_study
+    from ... import sims
+    from ...harness.robotics import chain_study
 
     w = chain_study.work(sims.sim(chain_study.SIM).params_of({"links": links}))
     return w["flops_per_step"] / w["bytes_per_step"]

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..implspec import spec
+from ...implspec import spec
 from .analysis import at_knobs, k_speedup, k_speedup_spread, rates_by_n, ratio_by_n
-from .claims_base import Finding, _k_reason, _per_env_step, k_overhead, on_gpu, row
-from .format import fmt_time, fmt_x, pow2_label
+from .base import Finding, _k_reason, _per_env_step, k_overhead, on_gpu, row
+from ..format import fmt_time, fmt_x, pow2_label
 from .paper import PAPER
-from .plans import fusion_impl
-from .presets import ChapterParams
+from ..plans import fusion_impl
+from ..presets import ChapterParams
 
 
 def fusion_rows(P: ChapterParams, f: pd.DataFrame) -> list[Finding]:

@@ -14,11 +14,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import sims
-from ..harness.robotics import chain_study
-from ..implspec import book_order, spec
-from .plans import _measured, capped_points
-from .presets import ChainParams
+from ... import sims
+from ...harness.robotics import chain_study
+from ...implspec import book_order, spec
+from ..plans import _measured, capped_points
+from ..presets import ChainParams
 
 KEY = ["impl", "links", "num_envs", "steps"]
 
@@ -62,8 +62,8 @@ def _relative_error(a, b) -> float:
 def _start(links: int, num_envs: int, seed: int):
     """(params, float64 states, float64 controls): v5's reset draws of episode 0 and the
     no-policy controls of the first step, the hashed ones every implementation draws."""
-    from ..sims import chain
-    from ..sims.chain import episode
+    from ...sims import chain
+    from ...sims.chain import episode
 
     p = chain.ChainParams(links=links)
     env, zero = np.arange(num_envs, dtype=np.uint32), np.zeros(num_envs, np.uint32)
@@ -76,8 +76,8 @@ def mujoco_agreement(links: int, num_envs: int = CHECK_ENVS, seed: int = 0) -> f
     step (frame_skip mj_steps) from ``num_envs`` reset draws with the hashed controls."""
     import mujoco
 
-    from ..sims import chain
-    from ..sims.chain.model import chain_mjcf
+    from ...sims import chain
+    from ...sims.chain.model import chain_mjcf
 
     p, states, ctrl = _start(links, num_envs, seed)
     m = mujoco.MjModel.from_xml_string(chain_mjcf(links))
@@ -98,8 +98,8 @@ def conformance(P: ChainParams) -> pd.DataFrame:
     (``set_state`` at v5's reset draws, then ``step`` with the hashed controls: its observation
     and reward) against the float64 reference's (``studylib.sims.chain.dynamics.env_step``):
     float32 implementations within float32 rounding of frame_skip RK4 steps; gym steps MuJoCo."""
-    from ..envs.registry import make
-    from ..sims import chain
+    from ...envs.registry import make
+    from ...sims import chain
 
     rows = []
     for n in P.links:
@@ -125,8 +125,8 @@ def first_episode(links: int, seed: int = 0) -> np.ndarray:
     draws) up to and including the step that ends it (the tip below n L / 1.2; at most the
     episode's time limit)."""
     p, state, _ = _start(links, 1, seed)
-    from ..sims import chain
-    from ..sims.chain import episode
+    from ...sims import chain
+    from ...sims.chain import episode
 
     env, zero = np.zeros(1, np.uint32), np.zeros(1, np.uint32)
     poses = [state[0, :links + 1]]
@@ -146,8 +146,8 @@ def chain_views(links=PICTURE_LINKS, seed: int = 0) -> pd.DataFrame:
     the rail is drawn once."""
     import mujoco
 
-    from ..sims.chain.model import chain_mjcf
-    from .model_pictures import side_view
+    from ...sims.chain.model import chain_mjcf
+    from ..figures.model_pictures import side_view
 
     frames = []
     for n in links:
@@ -165,7 +165,7 @@ def chain_views(links=PICTURE_LINKS, seed: int = 0) -> pd.DataFrame:
 def chain_picture(links=PICTURE_LINKS, seed: int = 0):
     """The chains of ``links`` links falling through their first episode (``chain_views``), side
     by side at one scale (an Altair chart; the page titles it)."""
-    from .model_pictures import picture
+    from ..figures.model_pictures import picture
 
     return picture(chain_views(links, seed), order=[f"n = {n}" for n in links], panel_height=200.0)
 

@@ -2,7 +2,7 @@
 records are tabulated and printed (``findings_frame``, ``verdict_counts``, ``verdict_text``,
 ``findings_md``); with the reasons more than one finding gives in this machine's numbers: seconds
 per environment-step of an implementation, and a K = 1 call split into its fixed cost and its step
-(``k_overhead``). The findings themselves are claims_f1 ... claims_f4; studylib/book/claims.py
+(``k_overhead``). The findings themselves are claims_f1 ... claims_f4; studylib/book/claims/findings.py
 gathers them.
 """
 
@@ -16,7 +16,7 @@ import pandas as pd
 
 from .analysis import (LARGEST, MEDIAN, NOT_MEASURED, NOT_REPRODUCED, ONE_N, ONE_VALUE, PARTLY, REPRODUCED, RULES,
                        SIZE_FACTOR, VERDICTS, Judgement, judge, k_speedup, seconds_per_call)
-from .format import fmt_time, fmt_x, pow2_label
+from ..format import fmt_time, fmt_x, pow2_label
 from .paper import PAPER
 
 COLUMNS = ["finding", "key", "rule", "quantity", "paper", "paper source", "ours", "summary", "over N", "verdict",

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .analysis import (SINGLE_RUN_SHARE_MARGIN, best_rates_by_n, k_speedup, k_speedup_spread, rates_by_n,
-                       ratio_by_n)
-from .claims_base import Finding, _k_reason, _per_env_step, on_gpu, row
-from .format import fmt_time, pow2_label
+from .analysis import SINGLE_RUN_SHARE_MARGIN, best_rates_by_n, k_speedup, k_speedup_spread, rates_by_n, ratio_by_n
+from .base import Finding, _k_reason, _per_env_step, on_gpu, row
+from ..format import fmt_time, pow2_label
 from .paper import PAPER
-from .presets import ChapterParams
+from ..presets import ChapterParams
 
 SMALL_N = 2**13  # the paper's F.2 comparisons are over N <= 2^13
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import costs
+from ... import costs
 from .analysis import fusion_speedups, k_speedup_spread, seconds_per_call, spread, trend, trend_direction
-from .claims_base import Finding, k_overhead, on_gpu, row
-from .format import fmt_bytes, fmt_time, fmt_x, pow2_label
+from .base import Finding, k_overhead, on_gpu, row
+from ..format import fmt_bytes, fmt_time, fmt_x, pow2_label
 from .paper import PAPER
-from .plans import fusion_impl
-from .presets import ChapterParams
+from ..plans import fusion_impl
+from ..presets import ChapterParams
 
 
 def memory_regime_table(c: pd.DataFrame, ceil: dict) -> pd.DataFrame:

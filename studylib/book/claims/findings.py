@@ -25,16 +25,14 @@ them here), and the public names of the modules above, so ``claims.X`` is every 
 from __future__ import annotations
 
 from .analysis import VERDICTS
-from .claims_base import (COLUMNS, Finding, findings_frame, findings_md, k_overhead, on_gpu, row, verdict_counts,
-                          verdict_text)
-from .claims_f1 import vectorization_rows
-from .claims_f2 import CALLS_CONSTANT, LAUNCHES_LINEAR, SMALL_N, fig6_pattern, overheads_rows
-from .claims_f3 import fusion_rows
-from .claims_f4 import (BYTES_FACTOR, cache_multiple, complexity_rows, fusion_grid, memory_regime_table,
-                        memory_traffic)
-from .plans import (complexity_data, fusion_data, overheads_data, profile_data, roofline_data,
-                    vectorization_data)
-from .presets import ChapterParams
+from .base import (COLUMNS, Finding, findings_frame, findings_md, k_overhead, on_gpu, row, verdict_counts,
+                   verdict_text)
+from .f1 import vectorization_rows
+from .f2 import CALLS_CONSTANT, LAUNCHES_LINEAR, SMALL_N, fig6_pattern, overheads_rows
+from .f3 import fusion_rows
+from .f4 import BYTES_FACTOR, cache_multiple, complexity_rows, fusion_grid, memory_regime_table, memory_traffic
+from ..plans import complexity_data, fusion_data, overheads_data, profile_data, roofline_data, vectorization_data
+from ..presets import ChapterParams
 
 __all__ = [
     "BYTES_FACTOR", "CALLS_CONSTANT", "COLUMNS", "Finding", "LAUNCHES_LINEAR", "SMALL_N", "VERDICTS",

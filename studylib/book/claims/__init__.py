@@ -1,0 +1,1 @@
+"""The findings and their verdicts: the paper's values (``paper``), the rules that compare ours with them (``analysis``), each finding's rows with the reason in this machine's numbers (``f1`` to ``f4``, ``chain``, ``engines``, on ``base``), and the findings table every page reads (``findings``)."""
