@@ -21,10 +21,20 @@ from .progress import Clock, SharedTime
 class ChainClock(Clock):
     judged_on = "gymnasium ChainMujocoEnv"
 
-    def __init__(self, run: ChainRun, *, log=None):
+    def __init__(self, run: ChainRun, *, log=None, progress=None):
         self._time = SharedTime()  # paused while the judge runs
         super().__init__(run, num_envs=run.n, batch_size=run.settings.batch_size, log=log, now=self._time.now)
         self.judgement = None  # the judge's verdict that solved the run
+        # progress(samples, training mean return, screen or None): a progress bar's update; with
+        # one, ``log`` gets only the checks' lines and the result's
+        self.progress = progress
+
+    def _maybe_log(self, force=False, greedy=None) -> None:
+        if self.progress is not None and self._t0 is not None:
+            self.progress(self.samples, self.train_return, greedy)
+            if not force:
+                return
+        super()._maybe_log(force, greedy)
 
     def check(self, policy_arrays: dict) -> bool:
         with self.phase("eval"):

@@ -225,10 +225,10 @@ def policy_arrays(runner: Runner, s: ChainPPOSettings) -> dict:
                               np.finfo(np.float32).max)
 
 
-def train(run: ChainRun, *, log=None) -> TrainResult:
+def train(run: ChainRun, *, log=None, progress=None) -> TrainResult:
     """Train ``run`` (collector ``jax``) until gymnasium's judge says solved or the budget is spent."""
     s = run.settings
-    clock = ChainClock(run, log=log)
+    clock = ChainClock(run, log=log, progress=progress)
     start = time.perf_counter()
     init, chunk, collect_only = _compiled(s, clock.updates_per_check)
     runner = jax.block_until_ready(init(jax.random.key(run.seed)))

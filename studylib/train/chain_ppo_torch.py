@@ -101,12 +101,12 @@ def policy_arrays(learner: ChainTorchPPO, collector: ChainStepCollector) -> dict
                               clip)
 
 
-def train(run: ChainRun, *, log=None) -> TrainResult:
+def train(run: ChainRun, *, log=None, progress=None) -> TrainResult:
     """Collect, update, check: until gymnasium's judge says solved or the budget is spent."""
     s = run.settings
     collector = ChainStepCollector(run.collector, s, run.seed)
     learner = ChainTorchPPO(s, run.seed, collector.device)
-    clock = ChainClock(run, log=log)
+    clock = ChainClock(run, log=log, progress=progress)
     collector.warm_up()
     clock.start(compile_s=collector.compile_s, device=collector.device)
     while True:
