@@ -127,3 +127,28 @@ def test_judge_needs_both_evaluations():
     impossible = judge(policy, 1e6, seed=5, episodes=10)
     assert not impossible.solved and impossible.second is None
     assert JUDGE_EPISODES == 100
+
+
+def test_clock_solves_only_on_the_judges_word(monkeypatch):
+    """A screen at the threshold calls the judge, with the clock paused; a judge that does not
+    confirm leaves the run unsolved and counts an unconfirmed check; one that does solves it."""
+    import time
+
+    from studylib.train import chain_clock
+    from studylib.train.chain_evaluate import Judgement
+
+    verdicts = iter([Judgement(9500.0, 9000.0, 9100.0, 100), Judgement(9500.0, 9200.0, 9100.0, 100)])
+
+    def slow_judge(arrays, threshold, seed):
+        time.sleep(0.3)
+        return next(verdicts)
+
+    monkeypatch.setattr(chain_clock, "screen_return", lambda arrays, episodes, seed: 9300.0)
+    monkeypatch.setattr(chain_clock, "judge", slow_judge)
+    clock = chain_clock.ChainClock(ChainRun("cpp", settings=ChainPPOSettings(links=1)))
+    clock.start(compile_s=0.0, device="cpu")
+    policy = zero_policy(1)
+    assert not clock.check(policy) and clock.unconfirmed == 1 and clock.judgement is None
+    assert clock.check(policy) and clock.judgement.second == 9200.0 and clock.stopped == "solved"
+    assert clock.elapsed() < 0.3  # the judge's 0.6 s are not in the run's wall-clock
+    assert clock.final_return(policy) == 9500.0  # the verdict's first evaluation, not a new one
