@@ -22,7 +22,7 @@ where they are made (ConfigError, one line).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 
 from ..errors import ConfigError
 from ..settings import check_seed, positive_int
@@ -123,9 +123,6 @@ class ChainPPOSettings:
     def as_dict(self) -> dict:
         return asdict(self)
 
-    def key(self) -> tuple:
-        return tuple((f.name, getattr(self, f.name)) for f in fields(self) if f.name not in ("max_seconds", "max_samples"))
-
 
 @dataclass(frozen=True)
 class ChainRun:
@@ -153,7 +150,3 @@ class ChainRun:
     @property
     def budget_seconds(self) -> float:
         return self.max_seconds if self.max_seconds is not None else self.settings.max_seconds
-
-    @property
-    def is_peer(self) -> bool:
-        return False

@@ -43,7 +43,7 @@ class TrainResult:
     compile_s: float  # before the first env step, not in wall_s
     samples: int  # transitions collected until solved (or stopped)
     updates: int
-    eval_return: float  # mean greedy return, 100 episodes of gymnasium's CartPoleEnv (untimed)
+    eval_return: float  # mean greedy return, 100 episodes of gymnasium's own env (CartPole; the chain's MuJoCo), untimed
     solved_in_training: bool
     stopped: str  # "solved" | "max_seconds" | "max_samples"
     collect_s: float  # parts of wall_s: collection, learning, greedy checks
