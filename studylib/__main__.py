@@ -10,6 +10,7 @@
     python -m studylib advise --flops-per-step 26 --bytes-per-step 48 --num-envs 2^20 --steps 1000 \
         [--gpu-tflops 67 --gpu-bandwidth-gbs 3350]
     python -m studylib train --collector fused --num-envs 4096 --seed 0 [--json] [--save policy.npz]
+    python -m studylib train --sim chain --links 2 --collector fused --seed 0
 
 ``measure`` runs the book's measurement plans (the same points and files as ``jupyter-book build
 book/``, which then only reads them) without the book's toolchain. ``sweep`` and ``measure`` write
@@ -98,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--gpu-tflops", default=None, help="a GPU's published peak FP32 in TFLOP/s (with --gpu-bandwidth-gbs)")
     a.add_argument("--gpu-bandwidth-gbs", default=None, help="that GPU's memory bandwidth in GB/s")
     a.add_argument("--data-dir", default=None, help="data folder holding this machine's calibration (measured if absent)")
-    sub.add_parser("train", help="train PPO on CartPole-v1 with one collector until solved (see train --help)",
+    sub.add_parser("train", help="train PPO on CartPole-v1 (or, with --sim chain, the n-link chain) with one collector until solved (see train --help)",
                    add_help=False)
     sub.add_parser("data", help="data check: each machine snapshot, the rows today's code would not reuse, "
                                "and whether one serves this machine",

@@ -15,10 +15,18 @@ seeds in one batched model (``population_collectors``: all seeds' environments i
 Stable-Baselines3 and our PPO with cleanrl's settings on gymnasium's vector env by the same clock (``progress``); ``evaluate`` judges a
 greedy actor; ``results`` keeps results on disk; ``stats`` aggregates seeds (rliable's IQM and
 probability of improvement, bootstrap intervals, censored times to solve).
+
+The n-link chain (continuous actions) has its own PPO with the same clock: ``train_chain(ChainRun(
+"jax", seed=0, settings=ChainPPOSettings(links=2)))``; ``chain_settings`` (its settings),
+``chain_ppo_jax`` / ``chain_ppo_torch`` (the trainers), ``chain_collectors`` (any implementation,
+stepped), ``gaussian`` and ``running_norm`` (the policy's distribution, the normalizations),
+``chain_policy`` (the trained policy as arrays), ``chain_evaluate`` and ``chain_clock``
+(gymnasium's judge, and when it is called).
 """
 
 from __future__ import annotations
 
+from .chain_settings import CHAIN_COLLECTORS, ChainPPOSettings, ChainRun
 from .settings import COLLECTORS, PEER_TRAINERS, TRAINERS, CollectorSpec, PPOSettings, TrainRun, collector_spec
 
 
@@ -37,6 +45,25 @@ def train(run: TrainRun, *, log=None):
     torch.set_num_threads(run.settings.torch_threads)
     try:
         return trainer(run, log=log)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def train_chain(run, *, log=None, progress=None):
+    """Train a ``ChainRun`` (PPO for continuous actions on the n-link chain): the JAX PPO for
+    ``jax`` (studylib.train.chain_ppo_jax), the PyTorch PPO for the other collectors
+    (chain_ppo_torch); a TrainResult judged by gymnasium (chain_evaluate). ``progress``: see
+    ``chain_clock.ChainClock``."""
+    import torch
+
+    if run.collector == "jax":
+        from .chain_ppo_jax import train as trainer
+    else:
+        from .chain_ppo_torch import train as trainer
+    threads = torch.get_num_threads()
+    torch.set_num_threads(run.settings.torch_threads)
+    try:
+        return trainer(run, log=log, progress=progress)
     finally:
         torch.set_num_threads(threads)
 
@@ -66,5 +93,5 @@ def train_population(runs: list[TrainRun], *, log=None, on_result=None):
     return trainer(runs, log=log, on_result=on_result)
 
 
-__all__ = ["COLLECTORS", "PEER_TRAINERS", "TRAINERS", "CollectorSpec", "PPOSettings", "TrainRun", "collector_spec",
+__all__ = ["CHAIN_COLLECTORS", "ChainPPOSettings", "ChainRun", "train_chain", "COLLECTORS", "PEER_TRAINERS", "TRAINERS", "CollectorSpec", "PPOSettings", "TrainRun", "collector_spec",
            "has_population", "train", "train_population"]

@@ -109,10 +109,11 @@ def check_save_path(path) -> Path:
     return p
 
 
-def save_npz(path, arrays: dict) -> Path:
-    """Write the actor to ``path`` atomically (a temporary file in the same folder, then rename)."""
+def save_npz(path, arrays: dict, check=check_arrays) -> Path:
+    """Write the actor to ``path`` atomically (a temporary file in the same folder, then rename);
+    ``check``: what validates the arrays first (the chain's policy has its own)."""
     p = check_save_path(path)
-    arrays = check_arrays(arrays)
+    arrays = check(arrays)
     fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.stem}.", suffix=".npz.tmp")
     try:
         with os.fdopen(fd, "wb") as f:

@@ -1,6 +1,7 @@
 """``python -m studylib.train``: train PPO on CartPole-v1 with one collector until solved.
 
     python -m studylib.train --collector fused --num-envs 4096 --seed 0 [--json] [--save policy.npz] [--max-seconds S]
+    python -m studylib.train --sim chain --links 2 --collector fused --seed 0   # continuous PPO (chain_cli)
 
 Progress lines go to stderr (updates, samples, samples/s, mean training return, greedy checks);
 the result goes to stdout: one JSON line with ``--json`` (collector, num_envs, seed, solved,
@@ -19,6 +20,7 @@ import json
 import sys
 
 from ..errors import StudyError
+from .chain_settings import CHAIN_COLLECTORS
 from .settings import COLLECTORS, PEER_TRAINERS, TRAINERS, collector_spec
 
 EXIT_USAGE = 2
@@ -43,6 +45,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--save", default=None, metavar="PATH.npz", help="write the trained actor here (W1 b1 W2 b2 W3 b3)")
     p.add_argument("--max-seconds", type=float, default=None, metavar="S",
                    help="training wall-clock budget (default: the settings'); reaching it ends with solved: false")
+    p.add_argument("--sim", choices=("cartpole", "chain"), default="cartpole",
+                   help="cartpole (CartPole-v1, the default) or chain (the n-link chain, continuous actions)")
+    p.add_argument("--links", type=int, default=None, metavar="n",
+                   help=f"the chain's links, 1 to 32 (default 2: InvertedDoublePendulum-v5); with --sim chain, whose "
+                        f"collectors are {', '.join(CHAIN_COLLECTORS)}")
     return p
 
 
@@ -51,6 +58,15 @@ def _preflight(args):
     from .actor_critic import check_save_path
     from .settings import TrainRun
 
+    if args.sim == "chain":
+        from .chain_cli import chain_run
+
+        run = chain_run(args)
+        if args.save is not None:
+            check_save_path(args.save)
+        return run
+    if args.links is not None:
+        raise _UsageError("--links is the chain's: give it with --sim chain")
     if args.collector not in TRAINERS:
         raise _UsageError(f"unknown collector {args.collector!r}; valid: {', '.join(COLLECTORS)} "
                           f"(peers: {', '.join(PEER_TRAINERS)})")
@@ -72,6 +88,8 @@ def main(argv=None) -> int:
     try:
         args = _parser().parse_args(argv)
         run = _preflight(args)
+        if args.sim == "chain":
+            return _main_chain(args, run)
         result = train(run, log=stderr_log)
         if args.save is not None:
             from .actor_critic import save_npz
@@ -87,4 +105,21 @@ def main(argv=None) -> int:
         print(f"{result.collector} N={result.num_envs} seed={result.seed}: {what}, {result.samples:,d} samples, "
               f"{result.updates} updates, compile {result.compile_s:.2f} s; greedy return on gymnasium's CartPole-v1: "
               f"{result.eval_return:.1f}" + (f"; actor saved to {args.save}" if args.save else ""))
+    return 0
+
+
+def _main_chain(args, run) -> int:
+    """Train a checked chain run with a progress bar; the result as for CartPole (JSON or a sentence)."""
+    from . import train_chain
+    from .chain_cli import SampleBar, sentence
+    from .chain_policy import save_policy
+
+    bar = SampleBar(run)
+    try:
+        result = train_chain(run, log=bar.write, progress=bar)
+    finally:
+        bar.close()
+    if args.save is not None:
+        save_policy(args.save, result.actor)
+    print(json.dumps(result.as_dict(), default=float) if args.json else sentence(result, args.save))
     return 0

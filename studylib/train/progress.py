@@ -43,7 +43,7 @@ class TrainResult:
     compile_s: float  # before the first env step, not in wall_s
     samples: int  # transitions collected until solved (or stopped)
     updates: int
-    eval_return: float  # mean greedy return, 100 episodes of gymnasium's CartPoleEnv (untimed)
+    eval_return: float  # mean greedy return, 100 episodes of gymnasium's own env (CartPole; the chain's MuJoCo), untimed
     solved_in_training: bool
     stopped: str  # "solved" | "max_seconds" | "max_samples"
     collect_s: float  # parts of wall_s: collection, learning, greedy checks
@@ -179,6 +179,12 @@ class Clock:
         self.log(line)
 
     # ---- the end ------------------------------------------------------------------------------
+    judged_on = "gymnasium CartPole-v1"  # what final_return plays
+
+    def final_return(self, actor_arrays: dict) -> float:
+        """The untimed final verdict: the greedy return over 100 episodes of gymnasium's CartPole-v1."""
+        return gymnasium_return(actor_arrays, FINAL_EPISODES, seed=self.run.seed)
+
     def finish(self, actor_arrays: dict, *, trainer: str) -> TrainResult:
         """Stop the clock; confirm on gymnasium's CartPoleEnv (untimed); the result."""
         from .results import provenance
@@ -186,12 +192,12 @@ class Clock:
         wall = self._wall if self.solved_in_training else self.elapsed()
         if not self.stopped:
             self.stopped = "max_seconds"
-        eval_return = gymnasium_return(actor_arrays, FINAL_EPISODES, seed=self.run.seed)
+        eval_return = self.final_return(actor_arrays)
         solved = self.solved_in_training and eval_return >= self.s.solve_return
         if self.log is not None:
             self.log(f"[{self.run.collector} N={self.num_envs} seed={self.run.seed}] "
                      + (f"solved in {wall:.2f} s" if solved else f"not solved ({self.stopped}) after {wall:.2f} s")
-                     + f", {self.samples:,d} samples, {self.updates} updates; gymnasium CartPole-v1 greedy return "
+                     + f", {self.samples:,d} samples, {self.updates} updates; {self.judged_on} greedy return "
                      f"{eval_return:.1f} over {FINAL_EPISODES} episodes (compile {self.compile_s:.2f} s, not counted)")
         settings = self.peer.get("settings", {**self.s.as_dict(), "num_envs": self.num_envs})
         return TrainResult(

@@ -1,0 +1,97 @@
+"""How a trained chain policy is judged: deterministic episodes, mean return, the threshold.
+
+Two evaluators, one rule (the mean undiscounted return of whole episodes from fresh resets, at
+most 1000 steps, the action the Gaussian's mean: ``chain_policy.deterministic_actions``):
+
+``screen_return``  the check made *during* training (timed: it is part of a run's wall-clock),
+                   cheap: ``episodes`` chains of the ``cpp`` implementation stepped together
+                   (v5's rules, checked against MuJoCo elsewhere) until each one's first episode
+                   ends. It only decides when the judge is called.
+``judge``          the verdict: gymnasium itself, ``ChainMujocoEnv`` (a gymnasium MujocoEnv of the
+                   same XML, stepped by MuJoCo's mj_step) under gymnasium's ``TimeLimit(1000)``.
+                   Solved when the mean return over 100 episodes reaches the threshold AND a
+                   second, independent evaluation of 100 episodes (other reset seeds) confirms it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..sims.chain import ChainParams
+from .chain_policy import check_policy_arrays, deterministic_actions, links_of
+
+JUDGE_EPISODES = 100
+EVAL_SEED_OFFSET = 1_000_003  # evaluation resets never share seeds with training's
+CONFIRM_SEED_OFFSET = 7_000_001  # the confirming evaluation's reset seeds: none the first one uses
+
+
+def screen_return(arrays: dict, episodes: int, seed: int) -> float:
+    """Mean deterministic return of ``episodes`` episodes on the cpp chain (seeded resets)."""
+    from ..envs.registry import make
+
+    arrays = check_policy_arrays(arrays)
+    env = make("cpp", episodes, sim="chain", params=ChainParams(links=links_of(arrays)),
+               seed=(seed + EVAL_SEED_OFFSET) & 0xFFFFFFFF)
+    obs = env.reset()
+    returns = np.zeros(episodes)
+    alive = np.ones(episodes, dtype=bool)
+    while alive.any():
+        obs, reward, terminated, truncated = env.step(deterministic_actions(arrays, obs).astype(np.float32))
+        returns += np.where(alive, reward, 0.0)
+        alive &= ~(np.asarray(terminated) | np.asarray(truncated))
+    return float(returns.mean())
+
+
+def gymnasium_returns(arrays: dict, episodes: int = JUDGE_EPISODES, seed: int = 0,
+                      seed_offset: int = EVAL_SEED_OFFSET) -> np.ndarray:
+    """The deterministic returns of ``episodes`` episodes of ``ChainMujocoEnv`` under
+    ``TimeLimit(1000)``, episode i reset with seed ``seed * episodes + i + seed_offset``; the
+    episodes step in lockstep so the policy runs batched."""
+    from gymnasium.wrappers import TimeLimit
+
+    from ..sims.chain.mujoco_env import ChainMujocoEnv
+
+    arrays = check_policy_arrays(arrays)
+    links = links_of(arrays)
+    envs = [TimeLimit(ChainMujocoEnv(links=links), max_episode_steps=ChainParams(links=links).max_episode_steps)
+            for _ in range(episodes)]
+    obs = np.stack([env.reset(seed=seed * episodes + i + seed_offset)[0] for i, env in enumerate(envs)])
+    returns = np.zeros(episodes)
+    alive = np.ones(episodes, dtype=bool)
+    while alive.any():
+        idx = np.flatnonzero(alive)
+        actions = deterministic_actions(arrays, obs[idx])
+        for i, a in zip(idx, actions):
+            o, r, terminated, truncated, _ = envs[i].step(np.array([a], dtype=np.float64))
+            obs[i] = o
+            returns[i] += r
+            alive[i] = not (terminated or truncated)
+    for env in envs:
+        env.close()
+    return returns
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """gymnasium's verdict on a policy: two independent evaluations and whether both pass."""
+
+    first: float  # mean return, 100 episodes
+    second: float | None  # the confirming evaluation's mean (None: not run, the first failed)
+    threshold: float
+    episodes: int
+
+    @property
+    def solved(self) -> bool:
+        return self.first >= self.threshold and self.second is not None and self.second >= self.threshold
+
+
+def judge(arrays: dict, threshold: float, seed: int = 0, episodes: int = JUDGE_EPISODES) -> Judgement:
+    """Solved when the mean return over ``episodes`` gymnasium episodes reaches ``threshold`` and
+    a second evaluation from other reset seeds confirms it (run only if the first passes)."""
+    first = float(gymnasium_returns(arrays, episodes, seed).mean())
+    second = None
+    if first >= threshold:
+        second = float(gymnasium_returns(arrays, episodes, seed, seed_offset=CONFIRM_SEED_OFFSET).mean())
+    return Judgement(first, second, float(threshold), episodes)

@@ -1,0 +1,41 @@
+"""``python -m studylib train --sim chain``: bad input is one line and exit 2 before anything runs;
+a short run gives the JSON contract and a saved policy that the judge can read."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from studylib.__main__ import main
+from studylib.train.chain_policy import load_policy
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--sim", "chain", "--links", "0", "--collector", "fused"], "links from 1 to 32, got 0"),
+    (["--sim", "chain", "--links", "33", "--collector", "jax"], "links from 1 to 32, got 33"),
+    (["--sim", "chain", "--collector", "fused-step"], "the chain trains with the collectors"),
+    (["--sim", "chain", "--collector", "sb3"], "the chain trains with the collectors"),
+    (["--links", "2", "--collector", "fused"], "--links is the chain's"),
+    (["--sim", "chain", "--collector", "cpp", "--num-envs", "0"], "num_envs must be a positive integer"),
+    (["--sim", "chain", "--collector", "cpp", "--save", "policy.txt"], "--save must name a .npz file"),
+])
+def test_bad_input_is_one_line(argv, message, capsys):
+    assert main(["train", *argv]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and message in err, err
+
+
+def test_short_run_json_and_saved_policy(tmp_path, capsys):
+    path = tmp_path / "policy.npz"
+    rc = main(["train", "--sim", "chain", "--links", "1", "--collector", "cpp", "--num-envs", "4", "--seed", "3",
+               "--max-seconds", "0.5", "--json", "--save", str(path)])
+    assert rc == 0
+    out, err = capsys.readouterr()
+    result = json.loads(out)
+    assert result["collector"] == "cpp" and result["seed"] == 3 and result["num_envs"] == 4
+    assert result["settings"]["links"] == 1 and result["stopped"] == "max_seconds" and not result["solved"]
+    assert result["trainer"] == "torch-ppo-continuous" and result["samples"] >= 4 * 256
+    policy = load_policy(path)
+    assert policy["W1"].shape == (6, 64) and policy["obs_mean"].shape == (6,)
+    assert "cpp n=1 seed=3" in err  # the progress bar

@@ -1,0 +1,24 @@
+"""The JAX PPO for continuous actions learns the single pendulum (n = 1) in a few seconds.
+
+One seed, fixed: the deterministic screen's return must rise across the run and gymnasium's
+judge must call it solved (threshold 9100: balanced for nearly all 1000 steps), well within
+200k samples (seed 0 solved at 49k when written). A broken loss, sign or normalization fails it.
+"""
+
+from __future__ import annotations
+
+import math
+
+from studylib.train.chain_ppo_jax import train
+from studylib.train.chain_settings import ChainPPOSettings, ChainRun
+
+
+def test_jax_ppo_solves_the_single_pendulum():
+    s = ChainPPOSettings(links=1, max_samples=200_000, max_seconds=60)
+    result = train(ChainRun("jax", seed=0, settings=s))
+    screens = [row[3] for row in result.curve]
+    assert len(screens) >= 2 and screens[-1] > screens[0]
+    assert result.solved and result.stopped == "solved", result.curve
+    assert result.eval_return >= 9100 and result.samples <= 200_000
+    assert result.trainer == "jax-ppo-continuous" and math.isfinite(result.compile_s)
+    assert 0 < result.collect_s < result.wall_s and result.settings["links"] == 1
