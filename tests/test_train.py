@@ -15,8 +15,8 @@ import torch
 
 from studylib.errors import ConfigError
 from studylib.train import PPOSettings, TrainRun, cli, train
-from studylib.train.collectors import FusedCollector, StepCollector, Trajectory, make_collector
-from studylib.train.ppo_torch import TorchPPO
+from studylib.train.cartpole.collectors import FusedCollector, StepCollector, Trajectory, make_collector
+from studylib.train.cartpole.ppo_torch import TorchPPO
 
 RANDOM_GREEDY = 30  # an untrained actor's greedy return is ~10; random actions average ~22
 SHORT = PPOSettings(num_envs=16, eval_every_samples=512, max_samples=4096)  # 16 updates, a check every 2
@@ -295,7 +295,8 @@ def test_fused_trajectory_and_gae_stay_on_a_fake_accelerator():
 
 def test_an_interrupted_population_resumes_with_the_unfinished_seeds(tmp_path, monkeypatch):
     """Each seed of a population is saved as it finishes; a rerun trains only the others."""
-    from studylib.train import chapter, ppo_jax
+    from studylib.train import chapter
+    from studylib.train.cartpole import ppo_jax
     from studylib.train.results import POPULATION_TRAINER
 
     runs = [TrainRun("jax", 16, seed=k, settings=SHORT, max_seconds=5) for k in range(4)]

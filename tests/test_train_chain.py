@@ -9,10 +9,11 @@ import pytest
 import torch
 
 from studylib.errors import ConfigError
-from studylib.train import gaussian, running_norm as rn
-from studylib.train.chain_evaluate import JUDGE_EPISODES, gymnasium_returns, judge, screen_return
-from studylib.train.chain_policy import deterministic_actions, load_policy, make_policy_arrays, save_policy, zero_policy
-from studylib.train.chain_settings import CHAIN_SOLVE_RETURN, ChainPPOSettings, ChainRun
+from studylib.train.chain import gaussian, running_norm as rn
+from studylib.train.chain.evaluate import JUDGE_EPISODES, gymnasium_returns, judge, screen_return
+from studylib.train.chain.policy import (deterministic_actions, load_policy, make_policy_arrays, save_policy,
+                                         zero_policy)
+from studylib.train.chain.settings import CHAIN_SOLVE_RETURN, ChainPPOSettings, ChainRun
 
 
 def _samples(seed=0, rows=257):
@@ -134,8 +135,8 @@ def test_clock_solves_only_on_the_judges_word(monkeypatch):
     confirm leaves the run unsolved and counts an unconfirmed check; one that does solves it."""
     import time
 
-    from studylib.train import chain_clock
-    from studylib.train.chain_evaluate import Judgement
+    from studylib.train.chain import clock as chain_clock
+    from studylib.train.chain.evaluate import Judgement
 
     verdicts = iter([Judgement(9500.0, 9000.0, 9100.0, 100), Judgement(9500.0, 9200.0, 9100.0, 100)])
 

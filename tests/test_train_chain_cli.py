@@ -8,7 +8,7 @@ import json
 import pytest
 
 from studylib.__main__ import main
-from studylib.train.chain_policy import load_policy
+from studylib.train.chain.policy import load_policy
 
 
 @pytest.mark.parametrize("argv, message", [

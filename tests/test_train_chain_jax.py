@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 
-from studylib.train.chain_ppo_jax import train
-from studylib.train.chain_settings import ChainPPOSettings, ChainRun
+from studylib.train.chain.ppo_jax import train
+from studylib.train.chain.settings import ChainPPOSettings, ChainRun
 
 
 def test_jax_ppo_solves_the_single_pendulum():

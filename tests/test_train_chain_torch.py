@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from studylib.train import gaussian
-from studylib.train.chain_collectors import ChainStepCollector
-from studylib.train.chain_ppo_torch import ChainTorchPPO, policy_arrays, train
-from studylib.train.chain_policy import deterministic_actions
-from studylib.train.chain_settings import ChainPPOSettings, ChainRun
+from studylib.train.chain import gaussian
+from studylib.train.chain.collectors import ChainStepCollector
+from studylib.train.chain.ppo_torch import ChainTorchPPO, policy_arrays, train
+from studylib.train.chain.policy import deterministic_actions
+from studylib.train.chain.settings import ChainPPOSettings, ChainRun
 
 SMALL = ChainPPOSettings(links=2, num_envs=4, num_steps=64, num_minibatches=4, update_epochs=2)
 

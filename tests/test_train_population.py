@@ -1,7 +1,7 @@
 """Many seeds in one program: a seed's run does not depend on the seeds beside it.
 
 Seed 3 alone and as one member of a population of 16, for the batched PyTorch PPO
-(studylib.train.population_torch) and the vmapped JAX PPO (studylib.train.ppo_jax): the same first
+(studylib.train.cartpole.population_torch) and the vmapped JAX PPO (studylib.train.cartpole.ppo_jax): the same first
 rollout and the same first update, to float tolerance. Also: a block of a population env draws
 its seed's streams, gradient clipping is per seed, collectors are chosen by their records.
 """
@@ -13,15 +13,15 @@ import pytest
 import torch
 
 from studylib.train import PPOSettings, TrainRun
-from studylib.train.collectors import make_collector
-from studylib.train.ppo_torch import TorchPPO
+from studylib.train.cartpole.collectors import make_collector
+from studylib.train.cartpole.ppo_torch import TorchPPO
 
 SMALL = PPOSettings(num_envs=8, num_steps=8, num_minibatches=2, update_epochs=1)
 NEIGHBOURS = [3, *range(100, 115)]  # seed 3 at index 0 of 16 (and 3 is not 0: its index is not its seed)
 
 
 def _first_update(collector_name: str, seeds, n=8):
-    from studylib.train.population_torch import PopulationCollector, PopulationPPO
+    from studylib.train.cartpole.population_torch import PopulationCollector, PopulationPPO
 
     collector = PopulationCollector(collector_name, n, seeds)
     learner = PopulationPPO(SMALL, seeds, n)
@@ -52,7 +52,7 @@ def test_torch_compile_population_draws_each_blocks_resets_from_its_seed():
     a single env of seed k draws (checked without compiling: the draws only)."""
     from studylib.settings import EnvSettings
     from studylib.envs.torch_compile_env import TorchCompileCartPole
-    from studylib.train.population_collectors import population_env
+    from studylib.train.cartpole.population_collectors import population_env
 
     pop = population_env("torch-compile", 8, [3, 7])
     pop.reset()
@@ -67,7 +67,7 @@ def test_torch_compile_population_draws_each_blocks_resets_from_its_seed():
 def test_torch_population_block_is_the_single_run_of_its_seed():
     """Block 0 of a population [3, 100, ...] starts as the single-run PyTorch PPO of seed 3 (the
     ``torch`` collector, ``TorchPPO``): the same networks, the same first rollout."""
-    from studylib.train.population_torch import PopulationCollector, PopulationPPO
+    from studylib.train.cartpole.population_torch import PopulationCollector, PopulationPPO
 
     single = make_collector("torch", 8, seed=3, device="cpu")
     learner = TorchPPO(SMALL, seed=3)
@@ -85,7 +85,7 @@ def test_torch_population_block_is_the_single_run_of_its_seed():
 def test_a_finished_seed_leaves_the_population_without_changing_the_others():
     """Population [100, 3, 101]: after one update seeds 100 and 101 leave (model, Adam, sampling);
     seed 3's second rollout and update are those of seed 3 alone."""
-    from studylib.train.population_torch import PopulationCollector, PopulationPPO
+    from studylib.train.cartpole.population_torch import PopulationCollector, PopulationPPO
 
     def run(seeds, leave_after_first):
         collector, learner = PopulationCollector("torch", 8, seeds), PopulationPPO(SMALL, seeds, 8)
@@ -110,7 +110,7 @@ def test_a_finished_seed_leaves_the_population_without_changing_the_others():
 def test_gradient_clipping_is_per_seed():
     """Each seed's gradient is clipped by its own norm, as clip_grad_norm_ does for a single run
     (a global norm over the population would shrink a small seed's gradient because of a big one)."""
-    from studylib.train.population_torch import clip_grad_norm_per_seed
+    from studylib.train.cartpole.population_torch import clip_grad_norm_per_seed
 
     g = torch.Generator().manual_seed(0)
     params = [torch.zeros(3, 4, 5, requires_grad=True), torch.zeros(3, 5, requires_grad=True)]
@@ -132,7 +132,7 @@ def test_gradient_clipping_is_per_seed():
 
 def test_population_env_without_per_seed_streams_is_refused():
     from studylib.errors import ConfigError
-    from studylib.train.population_collectors import population_env
+    from studylib.train.cartpole.population_collectors import population_env
 
     from studylib.train import has_population
 
@@ -144,7 +144,7 @@ def test_population_env_without_per_seed_streams_is_refused():
 
 def test_torch_population_trains_and_reports_each_seed_once():
     """Two seeds, a small budget: one result per seed through on_result, in the population's terms."""
-    from studylib.train.population_torch import train_population
+    from studylib.train.cartpole.population_torch import train_population
     from studylib.train.results import TORCH_POPULATION_TRAINER
 
     runs = [TrainRun("torch", 8, seed=k, settings=SMALL.replace(eval_every_samples=64, eval_episodes=4), max_seconds=0.5)
@@ -164,7 +164,7 @@ def test_jax_population_seed_alone_and_among_sixteen():
     ``population_init``): the same init, first rollout and first update, to float tolerance."""
     import jax
 
-    from studylib.train.ppo_jax import make_program, population_init, population_keys
+    from studylib.train.cartpole.ppo_jax import make_program, population_init, population_keys
 
     init, update, _ = make_program(SMALL, 8)
     a, a_totals = jax.jit(lambda key: update(init(key)))(jax.random.key(3))  # init, first rollout, first update
@@ -181,7 +181,7 @@ def test_collectors_are_chosen_by_their_records_not_their_names():
     from studylib.errors import ConfigError
     from studylib.implspec import spec
     from studylib.train import COLLECTORS, collector_spec
-    from studylib.train.collectors import FusedCollector, StepCollector
+    from studylib.train.cartpole.collectors import FusedCollector, StepCollector
 
     for name in COLLECTORS:
         record = collector_spec(name)

@@ -20,7 +20,7 @@ stepping, restarts and the arrays handed out (numpy copies, or zero-copy torch v
 ``collect(T)`` is the same kernel with the MLP as a *stochastic* policy: each step's action is
 sampled inside the kernel from the softmax of the logits, and the whole trajectory (observations,
 actions, log-probabilities, flags, pre-reset observations) is written by one call. It is how
-PPO collects with ``fused`` (studylib.train.collectors.FusedCollector).
+PPO collects with ``fused`` (studylib.train.cartpole.collectors.FusedCollector).
 """
 
 from __future__ import annotations

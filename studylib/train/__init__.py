@@ -7,26 +7,28 @@
     results = train_population([TrainRun("jax", 64, seed=k) for k in range(32)], on_result=save)
 
 ``settings.PPOSettings`` holds every hyperparameter (``settings.collector_spec``: what a collector
-is); ``collectors`` turns an implementation into T-step trajectories; ``ppo_torch`` (PyTorch PPO)
-and ``ppo_jax`` (PPO fully jitted in JAX; many seeds in one vmapped program with
-``ppo_jax.train_population``) learn from them; ``population_torch`` is the PyTorch PPO over many
-seeds in one batched model (``population_collectors``: all seeds' environments in one call);
-``train_population`` picks the JAX or the PyTorch population; ``peers`` times
-Stable-Baselines3 and our PPO with cleanrl's settings on gymnasium's vector env by the same clock (``progress``); ``evaluate`` judges a
-greedy actor; ``results`` keeps results on disk; ``stats`` aggregates seeds (rliable's IQM and
-probability of improvement, bootstrap intervals, censored times to solve).
+is); ``peers`` times Stable-Baselines3 and our PPO with cleanrl's settings on gymnasium's vector env
+by the same clock (``progress``); ``evaluate`` judges a greedy actor; ``results`` keeps results on
+disk; ``stats`` aggregates seeds (rliable's IQM and probability of improvement, bootstrap
+intervals, censored times to solve); ``chapter`` and ``answers`` are the training chapter's. Two
+rooms hold the trainers:
 
-The n-link chain (continuous actions) has its own PPO with the same clock: ``train_chain(ChainRun(
-"jax", seed=0, settings=ChainPPOSettings(links=2)))``; ``chain_settings`` (its settings),
-``chain_ppo_jax`` / ``chain_ppo_torch`` (the trainers), ``chain_collectors`` (any implementation,
-stepped), ``gaussian`` and ``running_norm`` (the policy's distribution, the normalizations),
-``chain_policy`` (the trained policy as arrays), ``chain_evaluate`` and ``chain_clock``
-(gymnasium's judge, and when it is called).
+``cartpole/``  ``collectors`` turns an implementation into T-step trajectories; ``ppo_torch``
+               (PyTorch PPO) and ``ppo_jax`` (fully jitted in JAX; many seeds in one vmapped
+               program with ``ppo_jax.train_population``) learn from them; ``population_torch`` is
+               the PyTorch PPO over many seeds in one batched model (``population_collectors``: all
+               seeds' environments in one call); ``train_population`` picks the JAX or the PyTorch one
+``chain/``     the n-link chain (continuous actions), with the same clock: ``train_chain(ChainRun(
+               "jax", seed=0, settings=ChainPPOSettings(links=2)))``; ``settings``, ``ppo_jax`` /
+               ``ppo_torch`` (the trainers), ``collectors`` (any implementation, stepped),
+               ``gaussian`` and ``running_norm`` (the policy's distribution, the normalizations),
+               ``policy`` (the trained policy as arrays), ``evaluate`` and ``clock`` (gymnasium's
+               judge, and when it is called), ``cli``
 """
 
 from __future__ import annotations
 
-from .chain_settings import CHAIN_COLLECTORS, ChainPPOSettings, ChainRun
+from .chain.settings import CHAIN_COLLECTORS, ChainPPOSettings, ChainRun
 from .settings import COLLECTORS, PEER_TRAINERS, TRAINERS, CollectorSpec, PPOSettings, TrainRun, collector_spec
 
 
@@ -38,9 +40,9 @@ def train(run: TrainRun, *, log=None):
     if run.is_peer:
         from .peers import train_peer as trainer
     elif collector_spec(run.collector).trainer == "jax-ppo":
-        from .ppo_jax import train as trainer
+        from .cartpole.ppo_jax import train as trainer
     else:
-        from .ppo_torch import train as trainer
+        from .cartpole.ppo_torch import train as trainer
     threads = torch.get_num_threads()
     torch.set_num_threads(run.settings.torch_threads)
     try:
@@ -51,15 +53,15 @@ def train(run: TrainRun, *, log=None):
 
 def train_chain(run, *, log=None, progress=None):
     """Train a ``ChainRun`` (PPO for continuous actions on the n-link chain): the JAX PPO for
-    ``jax`` (studylib.train.chain_ppo_jax), the PyTorch PPO for the other collectors
+    ``jax`` (studylib.train.chain.ppo_jax), the PyTorch PPO for the other collectors
     (chain_ppo_torch); a TrainResult judged by gymnasium (chain_evaluate). ``progress``: see
     ``chain_clock.ChainClock``."""
     import torch
 
     if run.collector == "jax":
-        from .chain_ppo_jax import train as trainer
+        from .chain.ppo_jax import train as trainer
     else:
-        from .chain_ppo_torch import train as trainer
+        from .chain.ppo_torch import train as trainer
     threads = torch.get_num_threads()
     torch.set_num_threads(run.settings.torch_threads)
     try:
@@ -74,7 +76,7 @@ def has_population(collector: str) -> bool:
     gym; not the kernels, whose draws are keyed by one seed per call)."""
     if collector_spec(collector).trainer == "jax-ppo":
         return True
-    from .population_collectors import POPULATION_ENVS
+    from .cartpole.population_collectors import POPULATION_ENVS
 
     return collector in POPULATION_ENVS
 
@@ -87,9 +89,9 @@ def train_population(runs: list[TrainRun], *, log=None, on_result=None):
     if not runs:
         return []
     if collector_spec(runs[0].collector).trainer == "jax-ppo":
-        from .ppo_jax import train_population as trainer
+        from .cartpole.ppo_jax import train_population as trainer
     else:
-        from .population_torch import train_population as trainer
+        from .cartpole.population_torch import train_population as trainer
     return trainer(runs, log=log, on_result=on_result)
 
 

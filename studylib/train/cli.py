@@ -20,7 +20,7 @@ import json
 import sys
 
 from ..errors import StudyError
-from .chain_settings import CHAIN_COLLECTORS
+from .chain.settings import CHAIN_COLLECTORS
 from .settings import COLLECTORS, PEER_TRAINERS, TRAINERS, collector_spec
 
 EXIT_USAGE = 2
@@ -55,11 +55,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def _preflight(args):
     """Every check that can fail, before training starts: settings, GPU, the --save path."""
-    from .actor_critic import check_save_path
+    from .cartpole.actor_critic import check_save_path
     from .settings import TrainRun
 
     if args.sim == "chain":
-        from .chain_cli import chain_run
+        from .chain.cli import chain_run
 
         run = chain_run(args)
         if args.save is not None:
@@ -92,7 +92,7 @@ def main(argv=None) -> int:
             return _main_chain(args, run)
         result = train(run, log=stderr_log)
         if args.save is not None:
-            from .actor_critic import save_npz
+            from .cartpole.actor_critic import save_npz
 
             save_npz(args.save, result.actor)
     except StudyError as e:
@@ -111,8 +111,8 @@ def main(argv=None) -> int:
 def _main_chain(args, run) -> int:
     """Train a checked chain run with a progress bar; the result as for CartPole (JSON or a sentence)."""
     from . import train_chain
-    from .chain_cli import SampleBar, sentence
-    from .chain_policy import save_policy
+    from .chain.cli import SampleBar, sentence
+    from .chain.policy import save_policy
 
     bar = SampleBar(run)
     try:

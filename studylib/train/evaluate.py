@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..sims.cartpole import CARTPOLE_V1, RESET_HIGH, RESET_LOW, STATE_SIZE, is_terminated, physics_step
-from .actor_critic import check_arrays, greedy_actions
+from .cartpole.actor_critic import check_arrays, greedy_actions
 
 EVAL_SEED_OFFSET = 1_000_003  # evaluation episodes never share reset draws with training's seed
 

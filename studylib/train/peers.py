@@ -22,7 +22,7 @@ import time
 import numpy as np
 import torch
 
-from .collectors import Collector, Trajectory, sample_actions
+from .cartpole.collectors import Collector, Trajectory, sample_actions
 from .progress import Clock, TrainResult
 from .settings import PPOSettings, TrainRun
 
@@ -160,7 +160,7 @@ class GymnasiumVectorCollector(Collector):
 
 
 def train_on_gymnasium_vector(run: TrainRun, *, log=None) -> TrainResult:
-    from .ppo_torch import TorchPPO, train_loop
+    from .cartpole.ppo_torch import TorchPPO, train_loop
 
     settings = CLEANRL_SETTINGS.replace(**{k: getattr(run.settings, k) for k in
                                            ("eval_every_samples", "eval_episodes", "solve_return", "max_seconds")})

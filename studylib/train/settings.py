@@ -29,7 +29,7 @@ loss, backward, clipping, Adam); collecting the trajectory with the fused kernel
   * tanh as 2 sigmoid(2x) - 1 (PyTorch's CPU tanh is ~8x slower than numpy's here): an autograd
     Function's overhead cancels the gain: not adopted;
   * the fused Adam (one kernel over all parameters) and one gather per epoch instead of one per
-    minibatch (the same minibatches): adopted (studylib/train/ppo_torch.py).
+    minibatch (the same minibatches): adopted (studylib/train/cartpole/ppo_torch.py).
 The same settings object drives every collector and the JAX PPO, so their comparison holds.
 """
 
@@ -63,7 +63,7 @@ class CollectorSpec:
 
     name: str
     impl: str  # the studylib implementation whose environments it steps (its ImplSpec)
-    trainer: str  # "torch-ppo" (studylib.train.ppo_torch) or "jax-ppo" (studylib.train.ppo_jax, one XLA program)
+    trainer: str  # "torch-ppo" (studylib.train.cartpole.ppo_torch) or "jax-ppo" (studylib.train.cartpole.ppo_jax, one XLA program)
     samples_in_kernel: bool  # the kernel samples the actions (one call per trajectory), else PyTorch per step
 
     @property

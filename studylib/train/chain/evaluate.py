@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..sims.chain import ChainParams
-from .chain_policy import check_policy_arrays, deterministic_actions, links_of
+from ...sims.chain import ChainParams
+from .policy import check_policy_arrays, deterministic_actions, links_of
 
 JUDGE_EPISODES = 100
 EVAL_SEED_OFFSET = 1_000_003  # evaluation resets never share seeds with training's
@@ -29,7 +29,7 @@ CONFIRM_SEED_OFFSET = 7_000_001  # the confirming evaluation's reset seeds: none
 
 def screen_return(arrays: dict, episodes: int, seed: int) -> float:
     """Mean deterministic return of ``episodes`` episodes on the cpp chain (seeded resets)."""
-    from ..envs.registry import make
+    from ...envs.registry import make
 
     arrays = check_policy_arrays(arrays)
     env = make("cpp", episodes, sim="chain", params=ChainParams(links=links_of(arrays)),
@@ -51,7 +51,7 @@ def gymnasium_returns(arrays: dict, episodes: int = JUDGE_EPISODES, seed: int = 
     episodes step in lockstep so the policy runs batched."""
     from gymnasium.wrappers import TimeLimit
 
-    from ..sims.chain.mujoco_env import ChainMujocoEnv
+    from ...sims.chain.mujoco_env import ChainMujocoEnv
 
     arrays = check_policy_arrays(arrays)
     links = links_of(arrays)

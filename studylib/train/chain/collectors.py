@@ -26,10 +26,10 @@ import time
 import numpy as np
 import torch
 
-from ..envs.registry import make
+from ...envs.registry import make
 from . import gaussian, running_norm as rn
-from .chain_settings import ChainPPOSettings
-from .collectors import Trajectory
+from .settings import ChainPPOSettings
+from ..cartpole.collectors import Trajectory
 
 NATIVE_ARRAYS = ("cpp", "fused", "torch", "torch-compile")  # these hand out torch tensors with arrays="native"
 

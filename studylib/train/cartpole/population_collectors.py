@@ -31,12 +31,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..sims.cartpole import RESET_HIGH, RESET_LOW, STATE_SIZE
-from ..errors import ConfigError
-from ..envs.gym_env import GymCartPole
-from ..settings import EnvSettings
-from ..envs.torch_compile_env import TorchCompileCartPole
-from ..envs.torch_env import TorchCartPole
+from ...sims.cartpole import RESET_HIGH, RESET_LOW, STATE_SIZE
+from ...errors import ConfigError
+from ...envs.gym_env import GymCartPole
+from ...settings import EnvSettings
+from ...envs.torch_compile_env import TorchCompileCartPole
+from ...envs.torch_env import TorchCartPole
 from .collectors import Trajectory, sample_actions, step_trajectory
 
 
@@ -68,7 +68,7 @@ class BlockSeededTorchCartPole(TorchCartPole):
     def _restart(self, mask):
         # As TorchCartPole on a GPU: fresh rows for every env, kept where the mask is set (whole
         # blocks drawn, so each block stays on its seed's stream).
-        from ..envs.base import restart_rows
+        from ...envs.base import restart_rows
 
         mask = mask if self._native else torch.from_numpy(mask).to(self.device)
         self.state, self.elapsed, self.episode, self._final_obs = restart_rows(

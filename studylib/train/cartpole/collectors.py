@@ -42,12 +42,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..sims.cartpole import STATE_SIZE
-from ..errors import ConfigError
-from ..policy import MLPWeights
-from ..envs.registry import make
+from ...sims.cartpole import STATE_SIZE
+from ...errors import ConfigError
+from ...policy import MLPWeights
+from ...envs.registry import make
 from .actor_critic import ARRAY_NAMES
-from .settings import collector_spec
+from ..settings import collector_spec
 
 
 @dataclass
@@ -229,7 +229,7 @@ class FusedCollector(Collector):
 
 def make_collector(name: str, num_envs: int, seed: int, device: str | None = None) -> Collector:
     """The collector for a torch-side PPO run, chosen by its record (``settings.collector_spec``;
-    ``jax`` trains with studylib.train.ppo_jax instead): one that samples in its kernel (``fused``)
+    ``jax`` trains with studylib.train.cartpole.ppo_jax instead): one that samples in its kernel (``fused``)
     collects a trajectory per call; ``fused-step`` is the same kernel stepped with PyTorch's
     sampling (for the comparison); every other implementation is stepped. ``device``: "cpu" or
     "cuda", None for the implementation's default (CUDA where it can and a GPU exists); the

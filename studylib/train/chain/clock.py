@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import time
 
-from .chain_evaluate import JUDGE_EPISODES, gymnasium_returns, judge, screen_return
-from .chain_settings import ChainRun
-from .progress import Clock, SharedTime
+from .evaluate import JUDGE_EPISODES, gymnasium_returns, judge, screen_return
+from .settings import ChainRun
+from ..progress import Clock, SharedTime
 
 
 class ChainClock(Clock):

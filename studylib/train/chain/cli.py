@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import sys
 
-from .chain_settings import ChainPPOSettings, ChainRun
+from .settings import ChainPPOSettings, ChainRun
 
 
 def chain_run(args) -> ChainRun:

@@ -24,15 +24,15 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field, replace
 
-from ..errors import ConfigError
-from ..settings import check_seed, positive_int
-from ..sims.chain import ChainParams
-from .settings import _positive_float
+from ...errors import ConfigError
+from ...settings import check_seed, positive_int
+from ...sims.chain import ChainParams
+from ..settings import _positive_float
 
 # What trains the chain: "jax" is the fully jitted JAX PPO (collection with the chain's pure
 # functions, studylib.adapters.jax_chain, and the update in one XLA program); the others are
 # studylib implementations stepped once per step through studylib.make(..., sim="chain") with the
-# actions sampled in PyTorch (studylib.train.chain_ppo_torch).
+# actions sampled in PyTorch (studylib.train.chain.ppo_torch).
 CHAIN_COLLECTORS = ("jax", "fused", "cpp", "torch", "torch-compile", "gym")
 
 # gymnasium's InvertedDoublePendulum-v5 registration: reward_threshold=9100. The chain keeps v5's

@@ -23,8 +23,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..errors import ConfigError
-from ..policy import LAYER_SIZES
+from ...errors import ConfigError
+from ...policy import LAYER_SIZES
 
 ARRAY_NAMES = ("W1", "b1", "W2", "b2", "W3", "b3")
 ARRAY_SHAPES = {"W1": (4, 64), "b1": (64,), "W2": (64, 64), "b2": (64,), "W3": (64, 2), "b3": (2,)}

@@ -18,8 +18,8 @@ import torch
 
 from .actor_critic import ActorCritic
 from .collectors import Collector, Trajectory, make_collector
-from .progress import Clock, TrainResult
-from .settings import PPOSettings, TrainRun
+from ..progress import Clock, TrainResult
+from ..settings import PPOSettings, TrainRun
 
 
 class TorchPPO:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 from .running_norm import EPSILON
 
 HIDDEN = 64
@@ -79,7 +79,7 @@ def zero_policy(links: int) -> dict[str, np.ndarray]:
 
 
 def save_policy(path, arrays: dict):
-    from .actor_critic import save_npz
+    from ..cartpole.actor_critic import save_npz
 
     return save_npz(path, arrays, check=check_policy_arrays)
 

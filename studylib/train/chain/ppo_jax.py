@@ -45,13 +45,13 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ..adapters import jax_chain
+from ...adapters import jax_chain
 from . import gaussian, running_norm as rn
-from .chain_clock import ChainClock
-from .chain_policy import HIDDEN, make_policy_arrays
-from .chain_settings import ChainPPOSettings, ChainRun
-from .ppo_jax import _init_mlp, _mlp
-from .progress import TrainResult
+from .clock import ChainClock
+from .policy import HIDDEN, make_policy_arrays
+from .settings import ChainPPOSettings, ChainRun
+from ..cartpole.ppo_jax import _init_mlp, _mlp
+from ..progress import TrainResult
 
 
 class Transition(NamedTuple):

@@ -4,7 +4,7 @@ The environment is ``studylib.adapters.jax_functional`` (gymnax's ``reset``/``st
 the policy, the physics, GAE, the shuffles and the optimizer (optax: gradient-norm clipping and
 Adam) are traced together, and ``lax.scan`` runs several updates per call, so Python only sees
 the program between greedy checks. The algorithm and every hyperparameter are the PyTorch PPO's
-(``studylib.train.ppo_torch``, the same ``PPOSettings``); the environment returns the pre-reset
+(``studylib.train.cartpole.ppo_torch``, the same ``PPOSettings``); the environment returns the pre-reset
 observation (``info["final_observation"]``), so truncated episodes are bootstrapped.
 
 Timing (``studylib.train.progress``): tracing and XLA compilation come before the first step
@@ -25,11 +25,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ..adapters import jax_functional as env
-from ..policy import LAYER_SIZES
-from .progress import Clock, SharedTime, TrainResult, check_population
-from .results import POPULATION_TRAINER
-from .settings import PPOSettings, TrainRun
+from ...adapters import jax_functional as env
+from ...policy import LAYER_SIZES
+from ..progress import Clock, SharedTime, TrainResult, check_population
+from ..results import POPULATION_TRAINER
+from ..settings import PPOSettings, TrainRun
 
 
 class Transition(NamedTuple):

@@ -11,7 +11,7 @@ tensors is S independent Adams (all seeds step together, so they share its step 
 seed's minibatch order comes from its own generator, its advantages are normalized over its own
 minibatch. The collector (``population_collectors``) steps all seeds' environments in one call.
 
-    from studylib.train.population_torch import train_population
+    from studylib.train.cartpole.population_torch import train_population
     results = train_population([TrainRun("torch", 64, seed=k) for k in range(16)], on_result=save)
 
 The contract is ``ppo_jax.train_population``'s: one collector, N, settings and budget for all
@@ -33,9 +33,9 @@ from .actor_critic import ActorCritic
 from .collectors import Trajectory
 from .population_collectors import PopulationCollector
 from .ppo_torch import TorchPPO
-from .progress import Clock, SharedTime, TrainResult, check_population
-from .results import TORCH_POPULATION_TRAINER
-from .settings import PPOSettings, TrainRun
+from ..progress import Clock, SharedTime, TrainResult, check_population
+from ..results import TORCH_POPULATION_TRAINER
+from ..settings import PPOSettings, TrainRun
 
 
 def _stack(layers) -> list[tuple[torch.Tensor, torch.Tensor]]:

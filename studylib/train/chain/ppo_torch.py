@@ -17,14 +17,14 @@ import torch
 from torch import nn
 
 from . import gaussian
-from .actor_critic import _mlp
-from .chain_clock import ChainClock
-from .chain_collectors import ChainStepCollector
-from .chain_policy import HIDDEN, make_policy_arrays
-from .chain_settings import ChainPPOSettings, ChainRun
-from .collectors import Trajectory
-from .ppo_torch import TorchPPO
-from .progress import TrainResult
+from ..cartpole.actor_critic import _mlp
+from .clock import ChainClock
+from .collectors import ChainStepCollector
+from .policy import HIDDEN, make_policy_arrays
+from .settings import ChainPPOSettings, ChainRun
+from ..cartpole.collectors import Trajectory
+from ..cartpole.ppo_torch import TorchPPO
+from ..progress import TrainResult
 
 
 class GaussianActorCritic(nn.Module):

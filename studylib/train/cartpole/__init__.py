@@ -1,0 +1,1 @@
+"""PPO on CartPole-v1 (discrete actions): the PyTorch and the fully jitted JAX trainers (``ppo_torch``, ``ppo_jax``), the actor-critic they share (``actor_critic``), the collectors that turn an implementation into trajectories (``collectors``), and the populations of many seeds in one program (``population_torch``, ``population_collectors``)."""
