@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from studylib import book
+from studylib.book import chapters
 from studylib.book.pages import chain
 from studylib.book.claims.chain import chain_findings
 from studylib.harness.sweep import READ_ONLY, session
@@ -42,3 +43,23 @@ def test_every_chain_headline_is_its_reasons_ratio(key):
         got = headline_from_reason(f.reason)
         assert got is not None, f.reason
         assert got == pytest.approx(f.value, rel=0.01), (f.quantity, f.reason)
+
+
+# CartPole's comparisons of two rates (F.1–F.3): each reason gives the headline's own per-step times
+RATIO_KEYS = ("f1_gpu_over_gym", "f1_cpp_over_gym", "f2_xla_over_torch", "f2_xla_k1_to_k1000", "f3_fusion",
+              "f3_xla_k1_to_k1000", "f3_fused_over_xla")
+
+
+@pytest.mark.parametrize("key", [*CPU_SNAPSHOTS, *GPU_SNAPSHOTS])
+def test_every_cartpole_ratio_headline_is_its_reasons_ratio(key):
+    with session(engine=READ_ONLY):
+        records = chapters.finding_records(preset="default", data_dir=ROOT / "data", machine=key)
+    checked = 0
+    for f in records:
+        if f.key not in RATIO_KEYS or not f.reason:  # a "reproduced" row keeps no reason
+            continue
+        got = headline_from_reason(f.reason)
+        assert got is not None, (f.key, f.reason)
+        assert got == pytest.approx(f.value, rel=0.01), (f.key, f.reason)
+        checked += 1
+    assert checked >= 3, key

@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from .analysis import (LARGEST, MEDIAN, NOT_MEASURED, NOT_REPRODUCED, ONE_N, ONE_VALUE, PARTLY, REPRODUCED, RULES,
-                       SIZE_FACTOR, VERDICTS, Judgement, judge, k_speedup, seconds_per_call)
+                       SIZE_FACTOR, VERDICTS, Judgement, at_knobs, judge, k_speedup, rates_by_n,
+                       seconds_per_call)
 from ..format import fmt_time, fmt_x, pow2_label
 from .paper import PAPER
 
@@ -120,14 +121,6 @@ def _as_n(ours) -> pd.Series:
     return ours.dropna() if isinstance(ours, pd.Series) else pd.Series(dtype=float)
 
 
-def _per_env_step(df, impl, n=None, steps=None) -> float:
-    """Seconds per environment-step (1 / samples per s) of ``impl``'s best row, at N = ``n`` if given."""
-    d = df[df["impl"] == impl]
-    d = d if n is None else d[d["num_envs"] == n]
-    d = d if steps is None else d[d["steps"] == steps]
-    return 1 / d["samples_per_s"].max() if len(d) else np.nan
-
-
 def headline_ns(values: pd.Series, summary: str = MEDIAN) -> list:
     """The N whose ratios make a headline over N: the largest's N, or the middle N of a median (two
     when the count is even: the median is then their mean)."""
@@ -150,6 +143,22 @@ def ratio_reason(num: pd.DataFrame, den: pd.DataFrame, ratios: pd.DataFrame, a: 
     parts = [f"at N = {pow2_label(n)}: {fmt_time(1 / num['value'][n])} per environment-step in {a}, "
              f"{fmt_time(1 / den['value'][n])} in {b} ({fmt_x(ratios['value'][n])})" for n in ns]
     return "; ".join(parts) + ("; the median is their mean" if len(ns) == 2 else "")
+
+
+def k_gain_reason(df: pd.DataFrame, impl: str, kmax: int, gain: pd.DataFrame, max_n=None, state_factor=1,
+                  compute_factor=1) -> str:
+    """A K = 1 → ``kmax`` gain's reason: the per-step times at K = ``kmax`` and K = 1 at the N that
+    make its headline (``ratio_reason``, from the rates the gain was computed from), then why
+    (``_k_reason``: the fixed cost per call against the step)."""
+    d = at_knobs(df[df["impl"] == impl], state_factor, compute_factor)
+    if max_n is not None:
+        d = d[d["num_envs"] <= max_n]
+    hi, lo = rates_by_n(d[d["steps"] == kmax]), rates_by_n(d[d["steps"] == 1])
+    if not len(gain):
+        return ""
+    head = ratio_reason(hi, lo, gain, f"{impl} at K = {kmax}", f"{impl} at K = 1")
+    why = _k_reason(df, impl, kmax, max_n)
+    return head + (f"; {why}" if why else "")
 
 
 def k_overhead(df: pd.DataFrame, impl: str, k_hi: int, n: int) -> tuple[float, float]:

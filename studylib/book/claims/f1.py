@@ -10,8 +10,8 @@ from __future__ import annotations
 import pandas as pd
 
 from .analysis import LARGEST, best_rates_by_n, ratio_by_n
-from .base import Finding, _per_env_step, row
-from ..format import fmt_time, fmt_x, pow2_label
+from .base import Finding, ratio_reason, row
+from ..format import fmt_x, pow2_label
 from .paper import PAPER
 from ..presets import ChapterParams, machine_facts
 
@@ -26,12 +26,12 @@ def vectorization_rows(P: ChapterParams, v: pd.DataFrame) -> list[Finding]:
     gym = best_rates_by_n(v[v["impl"] == "gym"])
     vec = [i for i in ("torch", "jax") if i in best]  # the paper's F.1: PyTorch and XLA (CUDA is F.3's)
     if vec:
-        ratios = ratio_by_n(best_rates_by_n(v[v["impl"].isin(vec)]), gym)
+        fastest = best_rates_by_n(v[v["impl"].isin(vec)])
+        ratios = ratio_by_n(fastest, gym)
         sp = ratios["value"]
         n = sp.idxmax() if len(sp) else None
         top = best.loc[n, vec].idxmax() if n is not None else None
-        steps = (f"{fmt_time(_per_env_step(v, 'gym', n))} per environment-step in gym against "
-                 f"{fmt_time(_per_env_step(v, top, n))} in {top} at N = {pow2_label(n)}, inference included")
+        steps = ratio_reason(fastest, gym, ratios, top, "gym", LARGEST) + ", inference included" if n is not None else ""
         paper = fmt_x(PAPER["f1_gpu_over_gym"].value)
         if n is None:
             reason = ""
@@ -45,17 +45,17 @@ def vectorization_rows(P: ChapterParams, v: pd.DataFrame) -> list[Finding]:
         rows.append(row("F.1", "speedup", "best vectorized (torch/jax) over gym, largest over N",
                         "f1_gpu_over_gym", ratios, reason, summary=LARGEST))
     if "cpp" in best:
-        ratios = ratio_by_n(best_rates_by_n(v[v["impl"] == "cpp"]), gym)
+        cpp = best_rates_by_n(v[v["impl"] == "cpp"])
+        ratios = ratio_by_n(cpp, gym)
         sp = ratios["value"]
         n = sp.idxmax() if len(sp) else None
         ours = sp.max() if len(sp) else None
         if ours is not None and ours <= 1.05:
             reason = f"cpp is not faster than gym at any N measured (at best {fmt_x(ours)})"
         else:
-            reason = (f"our cpp steps all N environments in one native call per step, in SIMD lanes on every core "
-                      f"(gym: one Python call per environment): {fmt_time(_per_env_step(v, 'cpp', n))} per "
-                      f"environment-step against gym's {fmt_time(_per_env_step(v, 'gym', n))} at N = {pow2_label(n)}, "
-                      "the MLP in PyTorch for both; the paper's C++ used threads over shared memory and is not "
+            reason = (ratio_reason(cpp, gym, ratios, "cpp", "gym", LARGEST) + ", the MLP in PyTorch for both: our cpp "
+                      "steps all N environments in one native call per step, in SIMD lanes on every core (gym: one "
+                      "Python call per environment); the paper's C++ used threads over shared memory and is not "
                       "described as vectorized") if n is not None else ""
         rows.append(row("F.1", "at most", "cpp (multi-core C++) over gym, largest over N",
                         "f1_cpp_over_gym", ratios, reason, summary=LARGEST))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .analysis import SINGLE_RUN_SHARE_MARGIN, best_rates_by_n, k_speedup, k_speedup_spread, rates_by_n, ratio_by_n
-from .base import Finding, _k_reason, _per_env_step, on_gpu, row
+from .base import Finding, k_gain_reason, on_gpu, ratio_reason, row
 from ..format import fmt_time, pow2_label
 from .paper import PAPER
 from ..presets import ChapterParams
@@ -26,23 +26,23 @@ def overheads_rows(P: ChapterParams, o: pd.DataFrame, prof: pd.DataFrame) -> lis
     rows, kmax = [], max(P.steps)
     if {"jax", "torch"} <= set(o["impl"]) and kmax > 1:
         small = o[o["num_envs"] <= SMALL_N]
-        ratio = ratio_by_n(rates_by_n(small[(small["impl"] == "jax") & (small["steps"] == kmax)]),
-                           best_rates_by_n(small[small["impl"] == "torch"]))
+        jax = rates_by_n(small[(small["impl"] == "jax") & (small["steps"] == kmax)])
+        torch = best_rates_by_n(small[small["impl"] == "torch"])
+        ratio = ratio_by_n(jax, torch)
         tp = prof[prof["impl"] == "torch"] if len(prof) else prof
         calls = f", {tp['backend_calls_per_step'].median():.0f} Python→backend calls per torch step" if len(tp) else ""
         where = "the same GPU" if on_gpu(small, "jax") and on_gpu(small, "torch") else "the same CPU cores"
-        reason = (f"both compute on {where}, so what jax saves is torch's per-operation dispatch{calls}: "
-                  f"{fmt_time(_per_env_step(small, 'torch'))} per environment-step in torch at best, "
-                  f"{fmt_time(_per_env_step(small, 'jax', steps=kmax))} in jax")
+        reason = (ratio_reason(jax, torch, ratio, f"jax (K = {kmax})", "torch (its best K)")
+                  + f"; both compute on {where}, so what jax saves is torch's per-operation dispatch{calls}")
         torch_k = small[small["impl"] == "torch"]["steps"].max()
         torch_gain = k_speedup(o, "torch", 1, torch_k, max_n=SMALL_N) if torch_k > 1 else pd.Series(dtype=float)
         rows.append(row("F.2", "speedup", f"jax (K = {kmax}) over torch (its best K), median over N ≤ 2^13",
                         "f2_xla_over_torch", ratio, reason,
                         numbers={"torch_k_gain": float(torch_gain.median()) if len(torch_gain) else None,
                                  "torch_kmax": int(torch_k)}))
+        gain = k_speedup_spread(o, "jax", 1, kmax, max_n=SMALL_N)
         rows.append(row("F.2", "speedup", f"jax K = 1 → {kmax} (with inference), median over N ≤ 2^13",
-                        "f2_xla_k1_to_k1000", k_speedup_spread(o, "jax", 1, kmax, max_n=SMALL_N),
-                        _k_reason(o, "jax", kmax, SMALL_N)))
+                        "f2_xla_k1_to_k1000", gain, k_gain_reason(o, "jax", kmax, gain, SMALL_N)))
     jp = prof[prof["impl"] == "jax"].sort_values("steps") if len(prof) else prof
     if len(jp):
         r = jp.iloc[0]

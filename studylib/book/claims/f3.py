@@ -11,8 +11,8 @@ import pandas as pd
 
 from ...implspec import spec
 from .analysis import at_knobs, k_speedup, k_speedup_spread, rates_by_n, ratio_by_n
-from .base import Finding, _k_reason, _per_env_step, k_overhead, on_gpu, row
-from ..format import fmt_time, fmt_x, pow2_label
+from .base import Finding, k_gain_reason, on_gpu, ratio_reason, row
+from ..format import fmt_x
 from .paper import PAPER
 from ..plans import fusion_impl
 from ..presets import ChapterParams
@@ -31,34 +31,32 @@ def fusion_rows(P: ChapterParams, f: pd.DataFrame) -> list[Finding]:
         # The paper's "fusion alone" (CUDA K = 1 -> 10^3) includes what a K = 1 call costs besides its
         # step (launch, API call); so does ours. What a fused step saves is that cost and the state's
         # trip to memory, together: no point here times an empty call to part them.
-        splits = []
-        for n in sorted({r.index.min(), r.index.max()}):
-            saved, step = k_overhead(f, fi, kmax, n)
-            splits.append(f"at N = {pow2_label(n)} a K = 1 call takes {fmt_time(saved + step)} and a step of a "
-                          f"K = {kmax} call {fmt_time(step)} ({fmt_x(r[n])})")
-        reason = ("as in the paper, the gain is what a K = 1 call costs besides its step, which a fused call pays "
-                  "once per K steps: "
+        d = at_knobs(f[f["impl"] == fi])
+        head = ratio_reason(rates_by_n(d[d["steps"] == kmax]), rates_by_n(d[d["steps"] == 1]), fused,
+                            f"{fi} at K = {kmax}", f"{fi} at K = 1")
+        reason = (head + "; as in the paper, the gain is what a K = 1 call costs besides its step, which a fused "
+                  "call pays once per K steps: "
                   + ("the launch" if spec(fi).gpu_only else "the native call and its OpenMP parallel region")
-                  + ", and the state's trip to memory between steps; " + "; ".join(splits)
-                  + (": the gain is largest at the smallest N, where a call's own work is smallest"
-                     if r.idxmax() == r.index.min() else ""))
+                  + ", and the state's trip to memory between steps"
+                  + (f" (from {fmt_x(r.min())} to {fmt_x(r.max())} over N: the gain is largest at the smallest N, "
+                     "where a call's own work is smallest)" if r.idxmax() == r.index.min() and len(r) > 1 else ""))
     torch_k = f[f["impl"] == "torch"]["steps"].max() if (f["impl"] == "torch").any() else 1
     torch_gain = k_speedup(f, "torch", 1, torch_k) if torch_k > 1 else pd.Series(dtype=float)
     rows.append(row("F.3", "speedup", f"fusion alone: {fi} K = 1 → {kmax}, median over N", "f3_fusion",
                     fused, reason, numbers={"torch_k_gain": float(torch_gain.median()) if len(torch_gain) else None}))
+    gain = k_speedup_spread(f, "jax", 1, kmax)
     rows.append(row("F.3", "speedup", f"jax K = 1 → {kmax} (simulation only), median over N", "f3_xla_k1_to_k1000",
-                    k_speedup_spread(f, "jax", 1, kmax), _k_reason(f, "jax", kmax)))
+                    gain, k_gain_reason(f, "jax", kmax, gain)))
     at_kmax = f[f["steps"] == kmax]
-    ratios = ratio_by_n(rates_by_n(at_knobs(at_kmax[at_kmax["impl"] == fi])),
-                        rates_by_n(at_knobs(at_kmax[at_kmax["impl"] == "jax"])))
+    fused_k, jax_k = rates_by_n(at_knobs(at_kmax[at_kmax["impl"] == fi])), rates_by_n(at_knobs(at_kmax[at_kmax["impl"] == "jax"]))
+    ratios = ratio_by_n(fused_k, jax_k)
     over = ratios["value"]
     same = ("as in the paper, a fused CUDA kernel against XLA's per-step GPU kernels on one GPU"
             if on_gpu(f, fi) and on_gpu(f, "jax") else
             f"the paper's {fmt_x(PAPER['f3_fused_over_xla'].value)} sets a fused CUDA kernel against XLA's per-step "
             "GPU kernels")
-    reason = (f"{fi} and jax run on the same hardware here; at K = {kmax} jax needs "
-              f"{fmt_time(_per_env_step(f, 'jax', steps=kmax))} per environment-step and {fi} "
-              f"{fmt_time(_per_env_step(f, fi, steps=kmax))}; {same}") if len(over) else ""
+    reason = (ratio_reason(fused_k, jax_k, ratios, f"{fi} (K = {kmax})", f"jax (K = {kmax})")
+              + f"; {fi} and jax run on the same hardware here; {same}") if len(over) else ""
     rows.append(row("F.3", "speedup", f"{fi} over jax at K = {kmax}, median over N", "f3_fused_over_xla",
                     ratios, reason))
     return rows
