@@ -79,7 +79,7 @@ def test_fig2_frame_counts_environment_steps_and_the_gap():
     chain_rows = pd.DataFrame([{"impl": "cpp", "links": 2, "num_envs": 256, "steps": 100, "samples_per_s": 1e7},
                                {"impl": "cpp", "links": 3, "num_envs": 256, "steps": 100, "samples_per_s": 5e6}])
     f = eng.fig2_frame(engines, cartpole, chain_rows)
-    assert set(f["system"]) == {"hopper", "CartPole (ours)", "chain n = 2 (ours)"}
+    assert set(f["system"]) == {"hopper", "CartPole (ours)", "chain2 (ours)"}
     assert f[f["system"] == "hopper"]["env_steps_per_s"].max() == 2e4  # 8e4 mj_steps / frame skip 4
     gap = eng.gap_table(f).set_index("system")
     assert gap.loc["hopper", "cartpole_over"] == pytest.approx(1000.0) and gap.loc["CartPole (ours)", "cartpole_over"] == 1

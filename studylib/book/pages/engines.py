@@ -169,7 +169,7 @@ def fig2_frame(engine_rows: pd.DataFrame, cartpole: pd.DataFrame, chain: pd.Data
                                    "steps": c["steps"], "env_steps_per_s": c["samples_per_s"]}))
     if len(chain):
         c = chain[(chain["links"] == 2) & (chain["steps"] == chain["steps"].max())]
-        parts.append(pd.DataFrame({"system": "chain n = 2 (ours)", "runs_on": c["impl"], "num_envs": c["num_envs"],
+        parts.append(pd.DataFrame({"system": "chain2 (ours)", "runs_on": c["impl"], "num_envs": c["num_envs"],
                                    "steps": c["steps"], "env_steps_per_s": c["samples_per_s"]}))
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
