@@ -193,7 +193,7 @@ def counts_md(records, where: str = "this machine") -> str:
     chapters = list(dict.fromkeys(x.chapter for x in cart))
     parts = [f"On {where}, **CartPole** (" + ", ".join(chapter_link(c) for c in chapters) + "): "
              + (f"{len(cart)} comparisons ({_findings_text(cart)}), {_count_text(cart)}." if cart else "not measured.")]
-    links = list(dict.fromkeys(x.label for x in chain))
+    links = list(dict.fromkeys(x.label for x in chain if x.label.startswith("n = ")))  # not F.4's "across n"
     parts.append(f"**An articulated robot**, the chain of {chapter_link('chain')}"
                  + (f" at {_labels(links)} links: {len(chain)} comparisons ({_findings_text(chain)}, simulation only), "
                     f"{_count_text(chain)}." if chain else ": not measured."))
