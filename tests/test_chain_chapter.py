@@ -150,3 +150,27 @@ def test_the_chains_f4_is_judged_by_a_rule_that_can_fail():
     rising = claims_chain.compute_bound_row(rows({1: 2.0, 2: 2.0, 3: 2.5, 4: 3.0, 6: 3.5}), 100)
     assert rising.judgement.verdict == NOT_REPRODUCED and "without any one n" in rising.reason
     assert claims_chain.compute_bound_row(rows({1: 6.0, 2: 4.5}), 100) is None  # two n: no trend to judge
+
+
+def test_the_chains_verdicts_read_as_one_table_a_row_per_comparison():
+    """The page's verdict table: one row per comparison of the paper's, one column per n (and F.4's
+    across n), each cell ours and its verdict, "—" where the comparison was not made."""
+    from studylib import book
+    from studylib.book.claims import chain as claims_chain
+    from studylib.book.pages import chain
+    from studylib.harness.sweep import READ_ONLY, session
+    from tests.snapshot_cases import ROOT, SNAPSHOT
+
+    with session(engine=READ_ONLY):
+        P = book.params("chain", preset="default", data_dir=ROOT / "data", machine=SNAPSHOT)
+        _, measured = chain.chain_data(P)
+    labelled = claims_chain.labelled_findings(P, measured)
+    table = claims_chain.verdict_table(labelled)
+    assert len(table) == len({f.key for _, f in labelled})
+    assert list(table.columns[3:]) == list(dict.fromkeys(label for label, _ in labelled))
+    by = table.set_index(table["finding"] + "|" + table["claim"])
+    for label, f in labelled:
+        from studylib.book.claims.paper import PAPER
+
+        cell = by.loc[f"{f.finding}|{PAPER[f.key].claim}", label]
+        assert cell.startswith(f.ours_text + ": ")

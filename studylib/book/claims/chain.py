@@ -21,6 +21,7 @@ import pandas as pd
 
 from .analysis import LARGEST, at_knobs, best_rates_by_n, k_speedup_spread, rates_by_n, ratio_by_n
 from .base import Finding, on_gpu, ratio_reason, row
+from .paper import PAPER
 from ..format import fmt_x
 from ..presets import ChainParams
 
@@ -140,3 +141,23 @@ def labelled_findings(P: ChainParams, measured: pd.DataFrame) -> list[tuple[str,
 def chain_findings(P: ChainParams, measured: pd.DataFrame) -> list[Finding]:
     """Every n's rows, in the order of n, then F.4 across n."""
     return [r for _, r in labelled_findings(P, measured)]
+
+
+def verdict_table(labelled: list[tuple[str, Finding]]) -> pd.DataFrame:
+    """The chain's verdicts as one table: a row per comparison of the paper's (finding, its claim,
+    the paper's value), a column per label ("n = 1", …, F.4's "across n = 1…6") holding ours and
+    the verdict there ("—" where that comparison was not made at it)."""
+    from .analysis import PARTLY, REPRODUCED
+
+    short = {REPRODUCED: "reproduced", PARTLY: "partly"}
+    labels = list(dict.fromkeys(label for label, _ in labelled))
+    rows: dict[str, dict] = {}
+    for label, f in labelled:
+        r = rows.setdefault(f.key, {"finding": f.finding, "claim": PAPER[f.key].claim, "paper": f.paper_text})
+        verdict = short.get(f.judgement.verdict, "not reproduced" if f.judgement.verdict.startswith("not rep") else
+                            f.judgement.verdict)
+        r[label] = f"{f.ours_text}: {verdict}" + (" (borderline)" if f.borderline else "")
+    out = pd.DataFrame(list(rows.values()))
+    for label in labels:
+        out[label] = out[label].fillna("—") if label in out else "—"
+    return out[["finding", "claim", "paper", *labels]]
