@@ -174,3 +174,30 @@ def test_the_chains_verdicts_read_as_one_table_a_row_per_comparison():
 
         cell = by.loc[f"{f.finding}|{PAPER[f.key].claim}", label]
         assert cell.startswith(f.ours_text + ": ")
+
+
+def test_mujocos_engine_runs_the_chain_in_environment_steps_and_resumes(tmp_path, monkeypatch):
+    """The chain in mujoco.rollout at one (n, N, K): K counted in environment steps (K × frame_skip
+    mj_steps per call), environment steps/s the mj_steps/s over the frame skip; a rerun reads the
+    saved row instead of measuring."""
+    from studylib import book
+    from studylib.book.pages import chain
+    from studylib.harness import sweep
+    from studylib.sims.chain.model import ChainParams
+
+    P = book.params("chain", preset="tiny", links=[2], num_envs=[4], steps=[3], engines=["mujoco-rollout"],
+                    data_dir=tmp_path)
+    df = chain.chain_engine_data(P)
+    frame_skip = ChainParams(links=2).frame_skip
+    assert len(df) == 1 and df["model"][0] == "chain2" and df["steps"][0] == 3 * frame_skip
+    assert df["env_steps"][0] == 3 and df["env_steps_per_s"][0] == pytest.approx(df["samples_per_s"][0] / frame_skip)
+
+    def no_measuring(*args, **kwargs):
+        raise AssertionError("a rerun measured")
+
+    monkeypatch.setattr(sweep, "_measure_or_skip", no_measuring)
+    assert chain.chain_engine_data(P)["samples_per_s"][0] == df["samples_per_s"][0]
+    measured = pd.DataFrame([{"impl": "cpp", "links": 2, "num_envs": 4, "steps": 3, "samples_per_s": 1e6},
+                             {"impl": "jax", "links": 2, "num_envs": 4, "steps": 3, "samples_per_s": 1e5}])
+    side = chain.engines_beside_ours(measured, df)
+    assert side["fused_over_engine"][0] == pytest.approx(1e6 / df["env_steps_per_s"][0])

@@ -68,6 +68,13 @@ def _chain_data(P: ChainParams):
     return chain_data(P)
 
 
+def _chain_engine_data(P: ChainParams):
+    """MuJoCo's engines on the chain at every n (book.pages.chain)."""
+    from .pages.chain import chain_engine_data
+
+    return chain_engine_data(P)
+
+
 def _engine_data(P: EnginesParams):
     """The robotics engines' rows (book.pages.engines)."""
     from .pages.engines import engine_data
@@ -89,7 +96,7 @@ CHAPTERS: dict[str, Chapter] = {ch.name: ch for ch in (
     Chapter("complexity", ComplexityParams, (complexity_data, roofline_data), ("fig9", "beyond_roofline"),
             complexity_findings),
     Chapter("beyond", BeyondParams, (beyond_data, roofline_data), ("beyond", "beyond_roofline")),
-    Chapter("chain", ChainParams, (_chain_data,), ("chain_predictions", "chain")),
+    Chapter("chain", ChainParams, (_chain_data, _chain_engine_data), ("chain_predictions", "chain", "chain_engines")),
     Chapter("engines", EnginesParams, (_engine_data,), ("engine_predictions", "engines")),
     Chapter("atari", AtariParams, (atari_data, atari_breakdown_data), ("atari", "atari_breakdown")),
     Chapter("model", ModelParams, (model_calibration,), ("costmodel_calibration", "beyond_roofline")),

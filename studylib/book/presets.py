@@ -182,9 +182,17 @@ class ChainParams(ChapterParams):
     implement it."""
 
     links: Sizes  # n, the chain's links
+    engines: Names = ()  # MuJoCo's engines on the chain's MJCF at every n (harness.robotics.engines.ENGINES)
+
+    def check(self) -> None:
+        super().check()
+        from ..harness.robotics.engines import engine_record
+
+        for name in self.engines:
+            engine_record(name)
 
     def described(self) -> list[str]:
-        return [f"links n = {fmt_list(self.links)}"]
+        return [f"links n = {fmt_list(self.links)}"] + ([f"engines: {', '.join(self.engines)}"] if self.engines else [])
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -41,7 +41,8 @@ PRESETS: dict[str, dict[str, dict]] = {
         "atari": {"games": ["pong"], "num_envs": [2], "steps": [1], "async_num_envs": [1],
                   "breakdown_num_envs": [2], "breakdown_seconds": 0.05},
         "model": {"num_envs": [2**10, 2**20], "steps": [1, 1000], "gpu_flops_per_s": None, "gpu_bytes_per_s": None},
-        "chain": {"links": [1, 2], "num_envs": [4, 16], "steps": [1, 4], "cap": {"*": 2**6}},
+        "chain": {"links": [1, 2], "num_envs": [4, 16], "steps": [1, 4], "cap": {"*": 2**6},
+                  "engines": ["mujoco-rollout"]},
         "engines": {"engines": ["mujoco-python", "mujoco-rollout"], "models": ["inverted_pendulum"], "num_envs": [4],
                     "steps": [1, 2], "compiled_models": [], "cap": {"*": 2**4}, "policies": ["none", "mlp"]},
     },
@@ -69,8 +70,11 @@ PRESETS: dict[str, dict[str, dict]] = {
         # at K = 1 only: its K fuses nothing); jax compiles each (n, N, K) apart (n = 6: about 6 s
         # each, n = 8: 14 s, in paper); torch-compile compiles a graph per (n, N) (15-30 s each on 2
         # cores): in paper only (cap 1: every point over it, listed as such)
+        # engines: MuJoCo C (mujoco.rollout on every core) on the chain's own MJCF at every n, N and K
+        # (K in environment steps: frame_skip mj_steps each); MJX (a compile per (n, N, K)) in paper
         "chain": {"links": [1, 2, 3, 4, 6], "num_envs": [2**4, 2**8, 2**12], "steps": [1, 100],
-                  "cap": {"gym": 2**8, "torch": 2**12, "torch-compile": 1, "*": 2**15}},
+                  "cap": {"gym": 2**8, "torch": 2**12, "torch-compile": 1, "*": 2**15},
+                  "engines": ["mujoco-rollout"]},
         # the engines: MJX compiles each (model, N, K) apart (inverted_pendulum: 5-10 s each; hopper
         # about 45 s; humanoid: no result within 8 minutes), so it runs on the pendulum at one N here;
         # walker2d (contacts, like hopper) in paper only: the cold build is at its 10 minutes; N up
@@ -99,7 +103,7 @@ PRESETS: dict[str, dict[str, dict]] = {
         "model": {"num_envs": [2**10, 2**16, 2**20, 2**26], "steps": [1, 1000], "gpu_flops_per_s": None,
                   "gpu_bytes_per_s": None},
         "chain": {"links": [1, 2, 3, 4, 6, 8], "num_envs": _pow2(4, 16, 4), "steps": [1, 100, 1000],
-                  "cap": {"gym": 2**10, "torch": 2**16, "*": 2**22}},
+                  "cap": {"gym": 2**10, "torch": 2**16, "*": 2**22}, "engines": ["mujoco-rollout", "mjx"]},
         "engines": {"engines": ["mujoco-python", "mujoco-rollout", "mjx", "envpool", "gymnasium-async"],
                     "models": ["inverted_pendulum", "inverted_double_pendulum", "chain2", "chain8", "hopper", "walker2d",
                                "humanoid"],

@@ -50,6 +50,51 @@ def chain_data(P: ChainParams) -> tuple[pd.DataFrame, pd.DataFrame]:
     return predicted, _measured(chain_study.MEASUREMENTS, P, points, dropped)
 
 
+ENGINES_FILE = "chain_engines"  # MuJoCo's engines on the chain, apart from the engines chapter's rows
+
+
+def chain_engine_data(P: ChainParams) -> pd.DataFrame:
+    """MuJoCo's engines (``P.engines``: mujoco.rollout on every core, MJX) on the chain's own MJCF at
+    every n, N and K of the chapter, simulation only (uniform random controls), K counted in
+    environment steps as our rows are: a call of K environment steps is K × frame_skip mj_steps.
+    Columns of ``engines.measure_engine`` plus ``links``, ``env_steps`` (K in environment steps)
+    and ``env_steps_per_s`` (mj_steps/s over the frame skip). Measured here once, then read;
+    another machine's snapshot read only. N·K within the chapter's "*" cap (in environment steps)."""
+    from ...harness.robotics import engine_study
+    from ...harness.sweep import run
+
+    cap = P.cap_for("*")
+    items = [engine_study.EngineItem(engine, f"chain{n}", num, k * sims.sim(chain_study.SIM).params_of(
+                 {"links": n}).frame_skip)
+             for engine in P.engines for n in P.links for num in P.num_envs for k in P.steps if num * k <= cap]
+    result = run(ENGINES_FILE, items, engine_study.measure_item, engine_study.KEYING, data_dir=P.data_dir,
+                 progress=False, log=lambda msg: None, machine=P.machine)
+    df = pd.DataFrame(result.rows)
+    if len(df):
+        df["links"] = df["model"].str.removeprefix("chain").astype(int)
+        df["env_steps"] = df["steps"] // df["frame_skip"]
+        df["env_steps_per_s"] = df["samples_per_s"] / df["frame_skip"]
+    df.attrs.update(skipped=list(result.skipped), measured=result.measured, reused=result.reused)
+    return df
+
+
+def engines_beside_ours(measured: pd.DataFrame, engines: pd.DataFrame) -> pd.DataFrame:
+    """Per (n, N, K) measured by both: each MuJoCo engine's environment steps/s on the chain beside
+    our fused implementation's (cpp) and XLA's (jax), and cpp over the engine: the same model in a
+    general engine and in code written for it."""
+    fused, xla = fused_and_xla()
+    if engines.empty or measured.empty:
+        return pd.DataFrame()
+    ours = measured[measured["impl"].isin([fused, xla])].pivot_table(
+        index=["links", "num_envs", "steps"], columns="impl", values="samples_per_s")
+    out = engines.rename(columns={"env_steps": "k"}).merge(
+        ours.reset_index().rename(columns={"steps": "k"}), on=["links", "num_envs", "k"])
+    out["fused_over_engine"] = out[fused] / out["env_steps_per_s"] if fused in out else np.nan
+    cols = ["links", "num_envs", "k", "engine", "env_steps_per_s", *[c for c in (fused, xla) if c in out],
+            "fused_over_engine", "frame_skip", "compile_s"]
+    return out[cols].sort_values(["links", "num_envs", "k", "engine"]).reset_index(drop=True)
+
+
 # the page's agreement check: one environment step of CHECK_ENVS chains from v5's reset draws
 CHECK_ENVS = 16
 

@@ -96,7 +96,9 @@ MODELS = {m.name: m for m in (
                   "Humanoid-v5"),
     RoboticsModel("chain2", "the study's chain, 2 links (inverted_double_pendulum without the rail limit)",
                   chain_links=2),
-    RoboticsModel("chain8", "the study's chain, 8 links", chain_links=8),
+    # the chain at every n its chapter measures (chain2 above): MuJoCo's engines beside our implementations
+    *(RoboticsModel(f"chain{n}", f"the study's chain, {n} link{'s' if n > 1 else ''}", chain_links=n)
+      for n in (1, 3, 4, 6, 8, 16, 32)),
 )}
 
 
