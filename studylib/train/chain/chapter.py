@@ -168,7 +168,7 @@ def shown(T: pd.DataFrame) -> pd.DataFrame:
     d["samples"] = [fmt_range(r.samples_median, r.samples_min, r.samples_max, "{:,.0f}") for r in d.itertuples()]
     d["share"] = [f"{s:.0%}" if math.isfinite(s) else "" for s in d["collect_share"]]
     d["us"] = [f"{v:.3g}" for v in d["collect_us_per_sample"]]
-    d["compile"] = [f"{v:.2g}" for v in d["compile_s"]]
+    d["compile"] = [f"{v:.2g}" if v >= 0.01 else "< 0.01" for v in d["compile_s"]]
     return d
 
 
@@ -193,7 +193,25 @@ def answer(T: pd.DataFrame) -> str:
                f" ({r.solved} of {r.runs} seeds solved)")
             + f", collection {r.collect_share:.0%} of its wall-clock" for r in t.itertuples())
         parts.append(f"**At n = {v.links}** ({task}): {each}. " + v.sentence(T))
-    return " ".join(parts)
+        torch_side = [c for c in t["collector"] if c != "jax"]
+        if "jax" in set(t["collector"]) and len(torch_side) >= 2:
+            said = verdict(T, v.links, torch_side).sentence(t[t["collector"].isin(torch_side)])
+            parts.append("Among the collectors feeding the same PyTorch PPO, the" + said.removeprefix("The"))
+        parts.append(_amdahl(t))
+    return " ".join(p for p in parts if p)
+
+
+def _amdahl(t: pd.DataFrame) -> str:
+    """The bound that collection's share puts on what a faster collector can win, beside what the
+    fastest PyTorch-PPO collector won over the slowest (by median time to solve)."""
+    side = t[(t["collector"] != "jax") & np.isfinite(t["time_median"])]
+    if len(side) < 2:
+        return ""
+    slow, fast = side.loc[side["time_median"].idxmax()], side.loc[side["time_median"].idxmin()]
+    bound = 1 / (1 - slow.collect_share) if slow.collect_share < 1 else math.inf
+    return (f"An infinitely fast collector can cut {slow.trainer}'s time to solve at most {bound:.2g}× (collection is "
+            f"{slow.collect_share:.0%} of it); `{fast.collector}` cuts it {slow.time_median / fast.time_median:.2g}× "
+            f"(median {fast.time_median:.3g} s against {slow.time_median:.3g} s).")
 
 
 def curves(df: pd.DataFrame) -> pd.DataFrame:

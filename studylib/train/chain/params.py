@@ -63,11 +63,11 @@ class RobotParams(TypedParams):
                 f"Data: `{os.path.relpath(results.path_for(self.data_dir))}`.")
 
     @classmethod
-    def resolve(cls, chapter: str = "robot", *, preset=None, data_dir=None, **given) -> "RobotParams":
+    def resolve(cls, chapter: str = "robot", *, preset=None, data_dir=None, **given) -> RobotParams:
         """The preset's values, overridden by those given (None: the preset's)."""
         unknown = set(given) - set(cls.parameters())
         if unknown:
-            raise ConfigError(f"chapter {chapter!r} has no parameter {sorted(unknown)[0]!r}")
+            raise ConfigError(f"chapter {chapter!r} has no parameter {min(unknown)!r}")
         name = resolve_preset(preset)
         values = {**preset_values(name, chapter), **{k: v for k, v in given.items() if v is not None}}
         return cls(chapter=chapter, preset=name, data_dir=resolve_data_dir(data_dir), **values)
