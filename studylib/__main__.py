@@ -40,7 +40,7 @@ from .errors import StudyError
 # the chapters `measure` takes, as book.chapters.measured_chapters() names them (a test keeps the two
 # the same; spelled out so that the command line starts without importing the book layer)
 MEASURED_CHAPTERS = ("cartpole", "vectorization", "overheads", "fusion", "complexity", "beyond", "chain", "engines",
-                     "atari", "model", "training")
+                     "atari", "model", "training", "robot")
 
 _data_dir = data_dir_of  # the name tests and scripts import from here
 

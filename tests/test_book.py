@@ -23,7 +23,8 @@ from studylib.book.chapters import REFERENCE_PAGES
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
 CHAPTERS = sorted(p.stem for p in BOOK.glob("*.md") if p.stem not in REFERENCE_PAGES)  # the executed pages
-CHART_PAGES = ["cartpole", "vectorization", "overheads", "fusion", "complexity", "beyond", "model", "training", "machines"]
+CHART_PAGES = ["cartpole", "vectorization", "overheads", "fusion", "complexity", "beyond", "model", "training", "robot",
+               "machines"]
 BIN = Path(sys.executable).parent
 
 

@@ -21,6 +21,7 @@ import pandas as pd
 
 from ..errors import ConfigError
 from ..harness.presets import PRESETS
+from ..train.chain.params import RobotParams
 from ..train.params import TrainingParams
 from .pages.brax import brax_data
 from .claims.findings import (Finding, complexity_findings, findings_frame, fusion_findings, overheads_findings,
@@ -59,6 +60,13 @@ def _training_runs(P: TrainingParams):
     from ..train import chapter
 
     return chapter.solve_runs(P), chapter.population_runs(P), chapter.sweep_runs(P)
+
+
+def _robot_runs(P: RobotParams):
+    """The robot chapter's runs, trained or read (train.chain.chapter)."""
+    from ..train.chain import chapter
+
+    return chapter.runs(P)
 
 
 def _chain_data(P: ChainParams):
@@ -101,6 +109,7 @@ CHAPTERS: dict[str, Chapter] = {ch.name: ch for ch in (
     Chapter("atari", AtariParams, (atari_data, atari_breakdown_data), ("atari", "atari_breakdown")),
     Chapter("model", ModelParams, (model_calibration,), ("costmodel_calibration", "beyond_roofline")),
     Chapter("training", TrainingParams, (_training_runs,), ("training",)),
+    Chapter("robot", RobotParams, (_robot_runs,), ("training_robot",)),
     Chapter("machines", PageParams, (), (GPU_SCALE,)),  # reads every machine folder; measures nothing
     Chapter("methodology", PageParams),
 )}

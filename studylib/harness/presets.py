@@ -143,6 +143,25 @@ _TRAINING = {
 }
 for _name, _values in _TRAINING.items():
     PRESETS[_name]["training"] = _values
+
+# The robot chapter (book/robot.md, ``train.chain.params.RobotParams``): PPO on the n-link chain
+# (n = 2: InvertedDoublePendulum-v5's model), one single-seed run after another. ``seeds``: seeds
+# per collector (``"*"``: every other one), seeds 0, 1, ... of each; ``budget_s``: per run.
+_ROBOT = {
+    # tiny: seconds (jax's compilation, 4-9 s on 2 cores, is most of it); a budget in which no run
+    # solves, so gymnasium's judge (about 10 s per solve) never runs
+    "tiny": {"collectors": ["jax", "fused"], "links": [1], "seeds": {"*": 1}, "budget_s": 0.1},
+    # default: about 2-3 minutes on 2 cores, gymnasium's judge (200 MuJoCo episodes per solve,
+    # untimed) included: the fully jitted PPO, and the PyTorch PPO on the fastest (fused) and the
+    # MuJoCo (gym) collector
+    "default": {"collectors": ["jax", "fused", "gym"], "links": [2], "seeds": {"jax": 4, "fused": 2, "gym": 1},
+                "budget_s": 120.0},
+    # paper: every collector (train.chain.settings.CHAIN_COLLECTORS), n = 2 and 3, 16 seeds each
+    "paper": {"collectors": ["jax", "fused", "cpp", "torch", "torch-compile", "gym"], "links": [2, 3],
+              "seeds": {"*": 16}, "budget_s": 600.0},
+}
+for _name, _values in _ROBOT.items():
+    PRESETS[_name]["robot"] = _values
 PRESET_NAMES = tuple(PRESETS)
 
 

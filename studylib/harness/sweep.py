@@ -161,6 +161,12 @@ def report_unmeasured(name: str, skipped: list) -> None:
         report(name, Result(rows=[], skipped=skipped, path="", machines=[]))
 
 
+def session_log() -> Callable | None:
+    """This session's log (one line per call; None where the session has none): what a plan that
+    does not go through ``run`` (the robot chapter's) tells of each run it trains."""
+    return _SESSION.get().log
+
+
 def _stderr_log(msg: str) -> None:
     from tqdm.auto import tqdm
 

@@ -1,0 +1,225 @@
+"""The robot chapter's runs and what the page says of them (book/robot.md).
+
+    P = chapter.params(preset=None, data_dir=None)   # the preset's plan ($STUDYLIB_PRESET)
+    df = chapter.runs(P)                             # every run, trained or read (results), one row each
+    T = chapter.table(df)                            # per n and trainer: medians over seeds, ranges
+    v = chapter.verdicts(T)                          # per n: does the fastest collector train fastest?
+    chapter.answer(T)                                # the page's first paragraph
+
+Time to solve is censored: a run that did not solve took "more than its budget" and enters as
+infinite, so a median is finite only while at least half the seeds solved. The verdict is a rule
+that can fail: the trainer whose collection takes the least time per sample (median over its
+seeds) is compared with the trainer with the smallest median time to solve; they are the same
+trainer or not.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from . import results
+from .params import RobotParams
+
+Params = RobotParams
+
+TRAINER_LABELS = {"jax": "JAX PPO (fully jitted)"}
+
+
+def label(collector: str) -> str:
+    """A trainer's name on the page: the fully jitted JAX PPO, or the PyTorch PPO on a collector."""
+    return TRAINER_LABELS.get(collector, f"PyTorch PPO + {collector}" + (" (MuJoCo)" if collector == "gym" else ""))
+
+
+def params(preset=None, data_dir=None, collectors=None, links=None, seeds=None, budget_s=None, **given) -> RobotParams:
+    """The chapter's parameters at ``preset`` (``$STUDYLIB_PRESET``), those given overriding it;
+    ConfigError (one line) for a value of the wrong type."""
+    return RobotParams.resolve("robot", preset=preset, data_dir=data_dir, collectors=collectors, links=links,
+                               seeds=seeds, budget_s=budget_s, **given)
+
+
+def runs(P: RobotParams) -> pd.DataFrame:
+    """Every run of the plan, read where saved, else trained and saved at once (``results``)."""
+    saved = {results.key_of(r): r for r in results.load(P.data_dir)}
+    rows = []
+    for run in P.runs():
+        row = results.run_or_load(run, P.data_dir, saved)
+        if row is not None:  # None: left untrained by a session that measures nothing
+            rows.append(row)
+    return frame(rows)
+
+
+def frame(rows) -> pd.DataFrame:
+    """The rows as a frame with the measures the table uses (time and samples censored)."""
+    df = pd.DataFrame(list(rows))
+    if not len(df):
+        return df
+    if "links" not in df:
+        df["links"] = [s["links"] for s in df["settings"]]
+    solved = df["solved"].astype(bool)
+    df["time"] = np.where(solved, df["wall_s"], np.inf)  # censored: unsolved -> "more than its budget"
+    df["samples_to_solve"] = np.where(solved, df["samples"].astype(float), np.inf)
+    parts = df["collect_s"] + df["learn_s"] + df["eval_s"]
+    df["collect_share"] = df["collect_s"] / parts.where(parts > 0)
+    df["collect_us_per_sample"] = 1e6 * df["collect_s"] / df["samples"].where(df["samples"] > 0)
+    df["trainer"] = df["collector"].map(label)
+    return df
+
+
+def _median(values) -> float:
+    v = np.sort(np.asarray(values, dtype=float))
+    return float(np.median(v)) if len(v) else math.nan  # an infinite middle stays infinite
+
+
+def table(df: pd.DataFrame) -> pd.DataFrame:
+    """Per n and trainer (in the order run): runs, solved, the median time and samples to solve
+    with their range over seeds, the median collection share and collection time per sample, the
+    compile time (the first seed's; not counted)."""
+    out = []
+    if not len(df):
+        return pd.DataFrame(out)
+    for (links, collector), g in df.groupby(["links", "collector"], sort=False):
+        first = g.loc[g["seed"].idxmin()]
+        out.append({
+            "links": int(links), "collector": collector, "trainer": label(collector), "runs": len(g),
+            "solved": int(g["solved"].sum()), "budget_s": float(g["budget_s"].max()),
+            "time_median": _median(g["time"]), "time_min": float(g["time"].min()), "time_max": float(g["time"].max()),
+            "samples_median": _median(g["samples_to_solve"]), "samples_min": float(g["samples_to_solve"].min()),
+            "samples_max": float(g["samples_to_solve"].max()),
+            "collect_share": float(g["collect_share"].median()),
+            "collect_us_per_sample": float(g["collect_us_per_sample"].median()),
+            "compile_s": float(first["compile_s"]),
+            "eval_return": float(g["eval_return"].median()),
+        })
+    return pd.DataFrame(out)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Does the fastest collector train fastest, at one n?"""
+
+    links: int
+    fastest_collector: str  # least collection time per sample (median over its seeds)
+    fastest_trainer: str | None  # smallest median time to solve (None: no trainer's median is finite)
+    holds: bool | None  # None: nothing to compare (no trainer solved, or one trainer only)
+
+    def sentence(self, T: pd.DataFrame) -> str:
+        t = T[T["links"] == self.links].set_index("collector")
+        c = t.loc[self.fastest_collector]
+        fast = f"The fastest collector, `{self.fastest_collector}` ({c.collect_us_per_sample:.3g} µs of collection per sample)"
+        if self.holds is None:
+            return (fast + (", is the only trainer here." if len(t) < 2 else
+                            ", cannot be compared: no trainer solved in at least half its seeds."))
+        if self.holds:
+            others = t.drop(index=self.fastest_collector)
+            runner = others["time_median"].idxmin()
+            next_ = (f"against {others.loc[runner, 'time_median']:.3g} s for the next, {label(runner)}"
+                     if math.isfinite(others.loc[runner, "time_median"]) else
+                     "while no other trainer solved in half its seeds")
+            return fast + f", **also trains fastest**: a median {c.time_median:.3g} s to solve, {next_}."
+        w = t.loc[self.fastest_trainer]
+        return (fast + f", **does not train fastest**: {label(self.fastest_trainer)} solves in a median "
+                f"{w.time_median:.3g} s (collection {w.collect_us_per_sample:.3g} µs per sample), against "
+                f"{_fmt_time(c.time_median, c.budget_s)}.")
+
+
+def verdict(T: pd.DataFrame, links: int, collectors=None) -> Verdict:
+    """The rule at ``links`` among ``collectors`` (None: every trainer of that n)."""
+    t = T[T["links"] == links]
+    if collectors is not None:
+        t = t[t["collector"].isin(list(collectors))]
+    if not len(t):
+        raise ValueError(f"no trainer at n = {links}")
+    fastest_collector = t.loc[t["collect_us_per_sample"].idxmin(), "collector"]
+    finite = t[np.isfinite(t["time_median"])]
+    fastest_trainer = finite.loc[finite["time_median"].idxmin(), "collector"] if len(finite) else None
+    holds = None if fastest_trainer is None or len(t) < 2 else fastest_trainer == fastest_collector
+    return Verdict(int(links), fastest_collector, fastest_trainer, holds)
+
+
+def verdicts(T: pd.DataFrame) -> list[Verdict]:
+    """The rule at every n of the table, every trainer."""
+    return [verdict(T, n) for n in sorted(T["links"].unique())] if len(T) else []
+
+
+def _fmt_time(t: float, budget: float | None = None) -> str:
+    if math.isfinite(t):
+        return f"{t:.3g} s"
+    return "no solve in half its seeds" + (f" within {budget:g} s" if budget else "")
+
+
+def fmt_range(median: float, lo: float, hi: float, fmt="{:.3g}", budget: float | None = None) -> str:
+    """A median with its range over seeds; "not solved" where half or more did not solve."""
+    if not math.isfinite(median):
+        return "not solved by half the seeds" + (f" (budget {budget:g} s)" if budget else "")
+    hi_s = fmt.format(hi) if math.isfinite(hi) else "unsolved"
+    return f"{fmt.format(median)} ({fmt.format(lo)}–{hi_s})"
+
+
+def shown(T: pd.DataFrame) -> pd.DataFrame:
+    """The page's table: one row per n and trainer, formatted."""
+    d = T.copy()
+    d["n"] = d["links"]
+    d["solved"] = d["solved"].astype(str) + " / " + d["runs"].astype(str)
+    d["time"] = [fmt_range(r.time_median, r.time_min, r.time_max, budget=r.budget_s) for r in d.itertuples()]
+    d["samples"] = [fmt_range(r.samples_median, r.samples_min, r.samples_max, "{:,.0f}") for r in d.itertuples()]
+    d["share"] = [f"{s:.0%}" if math.isfinite(s) else "" for s in d["collect_share"]]
+    d["us"] = [f"{v:.3g}" for v in d["collect_us_per_sample"]]
+    d["compile"] = [f"{v:.2g}" if v >= 0.01 else "< 0.01" for v in d["compile_s"]]
+    return d
+
+
+SHOWN_COLUMNS = {"n": "n", "trainer": "trainer", "solved": "solved", "time": "time to solve, s: median (range)",
+                 "samples": "samples to solve: median (range)", "share": "collection share of the wall-clock",
+                 "us": "collection, µs per sample", "compile": "compile, s (not counted)"}
+
+
+def answer(T: pd.DataFrame) -> str:
+    """The page's first paragraph: collection's share of each trainer's wall-clock, and whether
+    the fastest collector gives the fastest training, at every n measured."""
+    if not len(T):
+        return "No run was trained or saved for this preset on this machine."
+    parts = []
+    for v in verdicts(T):
+        t = T[T["links"] == v.links]
+        task = {1: "one pendulum on the cart", 2: "InvertedDoublePendulum-v5's model"}.get(v.links, f"{v.links} links")
+        each = "; ".join(
+            (f"{r.trainer} solves in a median {r.time_median:.3g} s" if math.isfinite(r.time_median) else
+             f"{r.trainer} does not solve in half its seeds within {r.budget_s:g} s")
+            + ("" if r.solved == r.runs else f" (no seed of {r.runs} solved)" if r.solved == 0 else
+               f" ({r.solved} of {r.runs} seeds solved)")
+            + f", collection {r.collect_share:.0%} of its wall-clock" for r in t.itertuples())
+        parts.append(f"**At n = {v.links}** ({task}): {each}. " + v.sentence(T))
+        torch_side = [c for c in t["collector"] if c != "jax"]
+        if "jax" in set(t["collector"]) and len(torch_side) >= 2:
+            said = verdict(T, v.links, torch_side).sentence(t[t["collector"].isin(torch_side)])
+            parts.append("Among the collectors feeding the same PyTorch PPO, the" + said.removeprefix("The"))
+        parts.append(_amdahl(t))
+    return " ".join(p for p in parts if p)
+
+
+def _amdahl(t: pd.DataFrame) -> str:
+    """The bound that collection's share puts on what a faster collector can win, beside what the
+    fastest PyTorch-PPO collector won over the slowest (by median time to solve)."""
+    side = t[(t["collector"] != "jax") & np.isfinite(t["time_median"])]
+    if len(side) < 2:
+        return ""
+    slow, fast = side.loc[side["time_median"].idxmax()], side.loc[side["time_median"].idxmin()]
+    bound = 1 / (1 - slow.collect_share) if slow.collect_share < 1 else math.inf
+    return (f"An infinitely fast collector can cut {slow.trainer}'s time to solve at most {bound:.2g}× (collection is "
+            f"{slow.collect_share:.0%} of it); `{fast.collector}` cuts it {slow.time_median / fast.time_median:.2g}× "
+            f"(median {fast.time_median:.3g} s against {slow.time_median:.3g} s).")
+
+
+def curves(df: pd.DataFrame) -> pd.DataFrame:
+    """Learning curves, long form: one row per in-training screen of every run (wall-clock, samples,
+    the screen's deterministic return)."""
+    rows = []
+    for r in df.itertuples():
+        for wall, samples, updates, screen, train_mean in r.curve:
+            rows.append({"links": r.links, "collector": r.collector, "trainer": r.trainer, "seed": r.seed,
+                         "wall_s": wall, "samples": samples, "screen_return": screen, "train_return": train_mean})
+    return pd.DataFrame(rows)

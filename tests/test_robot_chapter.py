@@ -1,0 +1,134 @@
+"""The robot chapter (book/robot.md, studylib.train.chain.chapter): its table and verdict from
+hand-made rows (the rule can say both), runs saved one by one and read back instead of trained,
+its parameters checked where they are made."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from studylib.errors import ConfigError
+from studylib.harness import sweep
+from studylib.harness.presets import PRESETS
+from studylib.train.chain import chapter, results
+from studylib.train.chain.settings import CHAIN_COLLECTORS
+
+
+def _row(collector, seed, *, wall, samples, collect, solved=True, links=2, budget=60.0):
+    """A run's row as the trainers save it, with only what the chapter reads made up."""
+    learn = wall - collect - 0.01 * wall
+    return {"collector": collector, "links": links, "seed": seed, "solved": solved, "wall_s": wall, "samples": samples,
+            "collect_s": collect, "learn_s": learn, "eval_s": 0.01 * wall, "budget_s": budget, "compile_s": 1.0,
+            "eval_return": 9300.0 if solved else 500.0, "stopped": "solved" if solved else "max_seconds",
+            "curve": [[wall / 2, samples // 2, 4, 3000.0, 200.0], [wall, samples, 8, 9300.0, 900.0]],
+            "settings": {"links": links}}
+
+
+def _table(rows):
+    return chapter.table(chapter.frame(rows))
+
+
+def test_the_fastest_collector_trains_fastest_when_its_median_is_the_smallest():
+    rows = [_row("jax", k, wall=w, samples=100_000, collect=0.2 * w) for k, w in enumerate([2.0, 1.5, 3.0])]
+    rows += [_row("gym", k, wall=w, samples=120_000, collect=0.5 * w) for k, w in enumerate([20.0, 30.0])]
+    T = _table(rows)
+    jax = T.set_index("collector").loc["jax"]
+    assert (jax.time_median, jax.time_min, jax.time_max, jax.runs, jax.solved) == (2.0, 1.5, 3.0, 3, 3)
+    assert jax.collect_share == pytest.approx(0.2)
+    v = chapter.verdict(T, 2)
+    assert (v.fastest_collector, v.fastest_trainer, v.holds) == ("jax", "jax", True)
+    text = chapter.answer(T)
+    assert "**also trains fastest**" in text and "collection 20% of its wall-clock" in text
+    assert "collection 50% of its wall-clock" in text
+
+
+def test_the_rule_fails_when_a_slower_collector_trains_faster():
+    # fused collects fastest per sample but needs many more samples: gym solves first
+    rows = [_row("fused", k, wall=40.0, samples=1_000_000, collect=4.0) for k in range(2)]
+    rows += [_row("gym", k, wall=w, samples=50_000, collect=0.6 * w) for k, w in enumerate([10.0, 12.0])]
+    T = _table(rows)
+    v = chapter.verdict(T, 2)
+    assert (v.fastest_collector, v.fastest_trainer, v.holds) == ("fused", "gym", False)
+    assert "**does not train fastest**" in chapter.answer(T)
+
+
+def test_unsolved_runs_are_censored_and_leave_the_rule_undecided_when_nothing_solves():
+    rows = [_row("jax", 0, wall=5.0, samples=10_000, collect=0.5, solved=False),
+            _row("jax", 1, wall=5.0, samples=10_000, collect=0.5, solved=False),
+            _row("jax", 2, wall=2.0, samples=9_000, collect=0.2),
+            _row("fused", 0, wall=5.0, samples=8_000, collect=2.0, solved=False)]
+    T = _table(rows).set_index("collector")
+    assert math.isinf(T.loc["jax", "time_median"]) and T.loc["jax", "time_min"] == 2.0 and T.loc["jax", "solved"] == 1
+    v = chapter.verdict(T.reset_index(), 2)
+    assert v.holds is None and v.fastest_trainer is None
+    assert "cannot be compared" in chapter.answer(T.reset_index())
+    assert chapter.fmt_range(math.inf, 2.0, math.inf, budget=5.0) == "not solved by half the seeds (budget 5 s)"
+    assert chapter.fmt_range(2.0, 1.5, math.inf) == "2 (1.5–unsolved)"
+
+
+def test_each_n_gets_its_own_verdict():
+    rows = [_row("jax", 0, wall=2.0, samples=1, collect=0.1, links=2), _row("gym", 0, wall=9.0, samples=1, collect=5.0, links=2),
+            _row("jax", 0, wall=9.0, samples=1, collect=0.1, links=3), _row("gym", 0, wall=3.0, samples=1, collect=2.0, links=3)]
+    assert [(v.links, v.holds) for v in chapter.verdicts(_table(rows))] == [(2, True), (3, False)]
+
+
+def test_the_presets_size_the_plan():
+    tiny = chapter.params(preset="tiny", data_dir="/tmp/unused")
+    assert tiny.collectors == ("jax", "fused") and tiny.links == (1,) and len(tiny.runs()) == 2
+    default = chapter.params(preset="default", data_dir="/tmp/unused")
+    assert default.links == (2,) and [(r.collector, r.seed) for r in default.runs()] == [
+        ("jax", 0), ("jax", 1), ("jax", 2), ("jax", 3), ("fused", 0), ("fused", 1), ("gym", 0)]
+    assert all(r.settings.links == 2 and r.budget_seconds == default.budget_s for r in default.runs())
+    assert set(PRESETS["paper"]["robot"]["collectors"]) == set(CHAIN_COLLECTORS)
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"collectors": ["jax", "nope"]}, "unknown trainer 'nope'"),
+    ({"seeds": {"gym": 2}, "collectors": ["jax"]}, "'seeds' names 'gym'"),
+    ({"seeds": {"jax": 2}, "collectors": ["jax", "fused"]}, "no seed count for 'fused'"),
+    ({"links": [0]}, "'links' must be a list of positive integers"),
+])
+def test_bad_parameters_are_refused_in_one_line(given, message):
+    with pytest.raises(ConfigError, match=message) as e:
+        chapter.params(preset="tiny", data_dir="/tmp/unused", **given)
+    assert "\n" not in str(e.value)
+
+
+def test_a_run_is_saved_as_it_finishes_and_read_back_instead_of_trained(tmp_path, monkeypatch):
+    P = chapter.params(preset="tiny", data_dir=tmp_path, collectors=["fused"], seeds={"fused": 1})
+    df = chapter.runs(P)  # trains one run (a tenth of a second, then the untimed final evaluation)
+    assert len(df) == 1
+    saved = results.load(tmp_path)
+    assert len(saved) == 1 and results.path_for(tmp_path).name == "training_robot.json"
+    row = saved[0]
+    assert (row["collector"], row["links"], row["seed"], row["budget_s"]) == ("fused", 1, 0, 0.1)
+    assert 0 < row["collect_share"] < 1 and row["call_s"] >= row["wall_s"] and row["curve"] is not None
+
+    trained = []
+
+    def fake_train(run):  # any run not saved: a made-up row of the same key
+        trained.append(run.seed)
+        return {**row, "seed": run.seed}
+
+    monkeypatch.setattr(results, "train_row", fake_train)
+    again = chapter.runs(P)
+    same = ["collector", "links", "seed", "solved", "wall_s", "samples", "collect_share", "call_s"]
+    assert trained == [] and again[same].equals(df[same])
+    # a larger plan resumes: only the seeds not saved are trained, each saved at once
+    bigger = chapter.params(preset="tiny", data_dir=tmp_path, collectors=["fused"], seeds={"fused": 3})
+    assert len(chapter.runs(bigger)) == 3 and trained == [1, 2]
+    assert sorted(r["seed"] for r in results.load(tmp_path)) == [0, 1, 2]
+    # another budget is another run
+    assert results.run_key(bigger.runs()[0]) != results.run_key(
+        chapter.params(preset="tiny", data_dir=tmp_path, collectors=["fused"], budget_s=0.2).runs()[0])
+
+
+def test_a_session_that_measures_nothing_trains_nothing_and_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(results, "train_row", lambda run: pytest.fail("a read-only session trained"))
+    told = {}
+    with sweep.session(engine=sweep.READ_ONLY, report=lambda name, r: told.setdefault(name, []).extend(r.skipped)):
+        df = chapter.runs(chapter.params(preset="tiny", data_dir=tmp_path))
+    assert len(df) == 0 and [s["collector"] for s in told["training_robot"]] == ["jax", "fused"]
+    assert chapter.answer(chapter.table(df)).startswith("No run")
+    assert not (tmp_path / "training_robot.json").exists() and list(tmp_path.iterdir()) == []
