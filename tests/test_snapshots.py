@@ -187,7 +187,7 @@ def test_posing_as_a_snapshots_host_serves_it(key, tmp_path, monkeypatch, no_mea
     if all(r.get("episode_rules") is None for r in chain):  # a snapshot from before the chain was an environment
         still.update(chain_predictions=80, chain=80)
     if not (ROOT / "data" / key / "chain_engines.json").exists():  # from before MuJoCo ran the chain at every n
-        still["chain_engines"] = 25
+        still["chain_engines"] = 10
     if not (ROOT / "data" / key / "training_robot.json").exists():  # from before the robot chapter
         from studylib.train.chain import chapter as robot
 

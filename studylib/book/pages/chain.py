@@ -55,7 +55,7 @@ ENGINES_FILE = "chain_engines"  # MuJoCo's engines on the chain, apart from the 
 
 def chain_engine_data(P: ChainParams) -> pd.DataFrame:
     """MuJoCo's engines (``P.engines``: mujoco.rollout on every core, MJX) on the chain's own MJCF at
-    every n, N and K of the chapter, simulation only (uniform random controls), K counted in
+    every n and N of the chapter at its largest K, simulation only (uniform random controls), K counted in
     environment steps as our rows are: a call of K environment steps is K × frame_skip mj_steps.
     Columns of ``engines.measure_engine`` plus ``links``, ``env_steps`` (K in environment steps)
     and ``env_steps_per_s`` (mj_steps/s over the frame skip). Measured here once, then read;
@@ -63,10 +63,10 @@ def chain_engine_data(P: ChainParams) -> pd.DataFrame:
     from ...harness.robotics import engine_study
     from ...harness.sweep import run
 
-    cap = P.cap_for("*")
+    cap, k = P.cap_for("*"), max(P.steps)  # the K of the §7 comparison (cpp against jax): the largest
     items = [engine_study.EngineItem(engine, f"chain{n}", num, k * sims.sim(chain_study.SIM).params_of(
                  {"links": n}).frame_skip)
-             for engine in P.engines for n in P.links for num in P.num_envs for k in P.steps if num * k <= cap]
+             for engine in P.engines for n in P.links for num in P.num_envs if num * k <= cap]
     result = run(ENGINES_FILE, items, engine_study.measure_item, engine_study.KEYING, data_dir=P.data_dir,
                  progress=False, log=lambda msg: None, machine=P.machine)
     df = pd.DataFrame(result.rows)
