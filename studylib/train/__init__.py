@@ -10,8 +10,9 @@
 is); ``peers`` times Stable-Baselines3 and our PPO with cleanrl's settings on gymnasium's vector env
 by the same clock (``progress``); ``evaluate`` judges a greedy actor; ``results`` keeps results on
 disk; ``stats`` aggregates seeds (rliable's IQM and probability of improvement, bootstrap
-intervals, censored times to solve); ``chapter`` and ``answers`` are the training chapter's. Two
-rooms hold the trainers:
+intervals, censored times to solve); ``chapter`` and ``answers`` are the training chapter's;
+``ppo_jax_parts`` holds what both JAX trainers share (GAE, the minibatch epochs, K updates in one
+scan, collection timed alone). Two rooms hold the trainers:
 
 ``cartpole/``  ``collectors`` turns an implementation into T-step trajectories; ``ppo_torch``
                (PyTorch PPO) and ``ppo_jax`` (fully jitted in JAX; many seeds in one vmapped

@@ -27,6 +27,7 @@ import optax
 
 from ...adapters import jax_functional as env
 from ...policy import LAYER_SIZES
+from .. import ppo_jax_parts as parts
 from ..progress import Clock, SharedTime, TrainResult, check_population
 from ..results import POPULATION_TRAINER
 from ..settings import PPOSettings, TrainRun
@@ -126,19 +127,7 @@ def make_program(s: PPOSettings, num_envs: int, env_params=env.default_params):
         return runner._replace(env_state=env_state, obs=obs, episode_return=ep_ret, key=key), traj, finished
 
     def gae(params, traj: Transition, last_obs):
-        values = _value(params, traj.obs)
-        next_values = jnp.concatenate([values[1:], _value(params, last_obs)[None]])
-        cut = traj.truncated & ~traj.terminated  # bootstrap from the pre-reset observation
-        next_values = jnp.where(cut, _value(params, traj.final_obs), next_values)
-        delta = traj.reward + s.gamma * next_values * (1.0 - traj.terminated) - values
-        carry_on = s.gamma * s.gae_lambda * (1.0 - (traj.terminated | traj.truncated))
-
-        def back(last, x):
-            d, c = x
-            last = d + c * last
-            return last, last
-
-        _, adv = jax.lax.scan(back, jnp.zeros(n), (delta, carry_on), reverse=True)
+        adv, values = parts.gae(_value, params, traj, last_obs, s.gamma, s.gae_lambda)
         return adv, adv + values
 
     def loss_fn(params, obs, action, logp_old, adv, target):
@@ -162,22 +151,9 @@ def make_program(s: PPOSettings, num_envs: int, env_params=env.default_params):
         data = (traj.obs.reshape(batch, -1), traj.action.reshape(batch), traj.logp.reshape(batch),
                 adv.reshape(batch), target.reshape(batch))
 
-        def epoch(carry, _):
-            params, opt_state, key = carry
-            key, k = jax.random.split(key)
-            order = jax.random.permutation(k, batch)[: num_mb * mb].reshape(num_mb, mb)
-
-            def minibatch(carry, idx):
-                params, opt_state = carry
-                grads = grad_fn(params, *(x[idx] for x in data))
-                updates, opt_state = tx.update(grads, opt_state, params)
-                return (optax.apply_updates(params, updates), opt_state), None
-
-            (params, opt_state), _ = jax.lax.scan(minibatch, (params, opt_state), order)
-            return (params, opt_state, key), None
-
-        (params, opt_state, key), _ = jax.lax.scan(epoch, (runner.params, runner.opt_state, runner.key), None,
-                                                   length=s.update_epochs)
+        params, opt_state, key = parts.sgd_epochs(grad_fn, tx, runner.params, runner.opt_state, runner.key, data,
+                                                  batch=batch, num_minibatches=num_mb, minibatch_size=mb,
+                                                  epochs=s.update_epochs)
         total = (finished[0].sum(), finished[1].sum())
         return runner._replace(params=params, opt_state=opt_state, key=key), total
 
@@ -189,11 +165,7 @@ def make_program(s: PPOSettings, num_envs: int, env_params=env.default_params):
 
 def _chunk(update, num_updates: int):
     """``num_updates`` updates in one call (the updates between two greedy checks)."""
-    def run(runner):
-        runner, (sums, counts) = jax.lax.scan(lambda r, _: update(r), runner, None, length=num_updates)
-        return runner, sums.sum(), counts.sum()
-
-    return jax.jit(run, donate_argnums=0)
+    return jax.jit(parts.updates_in_one_call(update, num_updates), donate_argnums=0)
 
 
 @functools.lru_cache(maxsize=16)
@@ -226,20 +198,9 @@ def train(run: TrainRun, *, log=None) -> TrainResult:
         if clock.check(actor_arrays(runner.params)) or clock.out_of_budget():
             break
     arrays = actor_arrays(runner.params)
-    collect_s = min(program_s, _collect_seconds_per_update(collect_only, runner) * clock.updates)
+    collect_s = min(program_s, parts.collect_seconds_per_update(collect_only, runner) * clock.updates)
     clock.set_parts(collect_s, program_s - collect_s)
     return clock.finish(arrays, trainer="jax-ppo")
-
-
-def _collect_seconds_per_update(fn, runner: Runner, repeats: int = 5) -> float:
-    """Seconds one update's collection takes alone (the median of a few calls, after a warm-up)."""
-    runner = jax.block_until_ready(fn(runner))
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        runner = jax.block_until_ready(fn(runner))
-        times.append(time.perf_counter() - t)
-    return float(np.median(times))
 
 
 # ---- many seeds in one program ------------------------------------------------------------------

@@ -51,6 +51,7 @@ from .clock import ChainClock
 from .policy import HIDDEN, make_policy_arrays
 from .settings import ChainPPOSettings, ChainRun
 from ..cartpole.ppo_jax import _init_mlp, _mlp
+from .. import ppo_jax_parts as parts
 from ..progress import TrainResult
 
 
@@ -137,19 +138,7 @@ def make_program(s: ChainPPOSettings):
         return runner, traj, finished
 
     def gae(params, traj: Transition, last_obs):
-        values = _value(params, traj.obs)
-        next_values = jnp.concatenate([values[1:], _value(params, last_obs)[None]])
-        cut = traj.truncated & ~traj.terminated  # bootstrap from the pre-reset observation
-        next_values = jnp.where(cut, _value(params, traj.final_obs), next_values)
-        delta = traj.reward + s.gamma * next_values * (1.0 - traj.terminated) - values
-        carry_on = s.gamma * s.gae_lambda * (1.0 - (traj.terminated | traj.truncated))
-
-        def back(last, x):
-            dlt, c = x
-            last = dlt + c * last
-            return last, last
-
-        _, adv = jax.lax.scan(back, jnp.zeros(n), (delta, carry_on), reverse=True)
+        adv, values = parts.gae(_value, params, traj, last_obs, s.gamma, s.gae_lambda)
         return adv, adv + values, values
 
     def loss_fn(params, obs, action, logp_old, adv, target, value_old):
@@ -176,22 +165,9 @@ def make_program(s: ChainPPOSettings):
         data = (traj.obs.reshape(batch, d), traj.action.reshape(batch, 1), traj.logp.reshape(batch),
                 adv.reshape(batch), target.reshape(batch), values.reshape(batch))
 
-        def epoch(carry, _):
-            params, opt_state, key = carry
-            key, k = jax.random.split(key)
-            order = jax.random.permutation(k, batch)[: s.num_minibatches * mb].reshape(s.num_minibatches, mb)
-
-            def minibatch(carry, idx):
-                params, opt_state = carry
-                grads = grad_fn(params, *(x[idx] for x in data))
-                updates, opt_state = tx.update(grads, opt_state, params)
-                return (optax.apply_updates(params, updates), opt_state), None
-
-            (params, opt_state), _ = jax.lax.scan(minibatch, (params, opt_state), order)
-            return (params, opt_state, key), None
-
-        (params, opt_state, key), _ = jax.lax.scan(epoch, (runner.params, runner.opt_state, runner.key), None,
-                                                   length=s.update_epochs)
+        params, opt_state, key = parts.sgd_epochs(grad_fn, tx, runner.params, runner.opt_state, runner.key, data,
+                                                  batch=batch, num_minibatches=s.num_minibatches, minibatch_size=mb,
+                                                  epochs=s.update_epochs)
         total = (finished[0].sum(), finished[1].sum())
         return runner._replace(params=params, opt_state=opt_state, key=key), total
 
@@ -206,10 +182,7 @@ def _compiled(s: ChainPPOSettings, updates_per_call: int):
     """(init, chunk, collect_only) for these settings, compiled once per process."""
     init, update, collect_only = make_program(s)
 
-    def chunk(runner):
-        runner, (sums, counts) = jax.lax.scan(lambda r, _: update(r), runner, None, length=updates_per_call)
-        return runner, sums.sum(), counts.sum()
-
+    chunk = parts.updates_in_one_call(update, updates_per_call)
     init = jax.jit(init)
     example = jax.eval_shape(init, jax.random.key(0))
     return init, jax.jit(chunk, donate_argnums=0).lower(example).compile(), jax.jit(collect_only)
@@ -245,17 +218,8 @@ def train(run: ChainRun, *, log=None, progress=None) -> TrainResult:
         if clock.check(policy_arrays(runner, s)) or clock.out_of_budget():
             break
     arrays = policy_arrays(runner, s)
-    collect_s = min(program_s, _collect_seconds_per_update(collect_only, runner) * clock.updates)
+    collect_s = min(program_s, parts.collect_seconds_per_update(collect_only, runner) * clock.updates)
     clock.set_parts(collect_s, program_s - collect_s)
     return clock.finish(arrays, trainer="jax-ppo-continuous")
 
 
-def _collect_seconds_per_update(fn, runner: Runner, repeats: int = 5) -> float:
-    """Seconds one update's collection takes alone (the median of a few calls, after a warm-up)."""
-    runner = jax.block_until_ready(fn(runner))
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        runner = jax.block_until_ready(fn(runner))
-        times.append(time.perf_counter() - t)
-    return float(np.median(times))
