@@ -42,7 +42,27 @@ class _OnJaxDevice:
         return JaxKind(self._jax_device)
 
 
-class JaxCartPole(_OnJaxDevice, VectorCartPole):
+class _JaxCarried:
+    """What a jax implementation does with its carry (``self._carry``, the states first) and its
+    jitted ``self._rollout_fn(carry, num_steps, policy) -> (carry, episodes done)``: CartPole's class
+    and the generic one share it."""
+
+    def get_state(self):
+        return np.array(self._carry[0])
+
+    def compile(self, num_steps: int, policy: str = "mlp"):
+        """Compile the rollout for (K, policy) ahead of time (the harness times this separately)."""
+        return self._rollout_fn.lower(self._carry, num_steps=num_steps, policy=policy).compile()
+
+    def _rollout(self, num_steps, policy):
+        self._carry, done = self._rollout_fn(self._carry, num_steps=num_steps, policy=policy)
+        return int(done)  # int() waits for the result
+
+    def synchronize(self):
+        jax.block_until_ready(self._carry)
+
+
+class JaxCartPole(_OnJaxDevice, _JaxCarried, VectorCartPole):
     name = "jax"
 
     @classmethod
@@ -138,22 +158,9 @@ class JaxCartPole(_OnJaxDevice, VectorCartPole):
     def _set_state(self, states):
         self._carry = (self._put(jnp.asarray(states, dtype=jnp.float32)), *self._carry[1:])
 
-    def get_state(self):
-        return np.array(self._carry[0])
-
-    def compile(self, num_steps: int, policy: str = "mlp"):
-        """Compile the rollout for (K, policy) ahead of time (the harness times this separately)."""
-        return self._rollout_fn.lower(self._carry, num_steps=num_steps, policy=policy).compile()
-
-    def _rollout(self, num_steps, policy):
-        self._carry, done = self._rollout_fn(self._carry, num_steps=num_steps, policy=policy)
-        return int(done)  # int() waits for the result
-
-    def synchronize(self):
-        jax.block_until_ready(self._carry)
 
 
-class JaxEnv(_OnJaxDevice, VectorEnv):
+class JaxEnv(_OnJaxDevice, _JaxCarried, VectorEnv):
     """``jax`` for any simulator whose record names an array-form episode module (the n-link
     chain's): K environment steps (the policy's controls, physics, observation, reward,
     termination, truncation, the same-step reset to the hashed draws) in one jitted ``lax.scan``
@@ -239,16 +246,3 @@ class JaxEnv(_OnJaxDevice, VectorEnv):
         state = self._put(jnp.asarray(states, dtype=jnp.float32))
         self._carry = (state, *self._carry[1:3], self.rules.observation(state, self.params, jnp), self._carry[4])
 
-    def get_state(self):
-        return np.array(self._carry[0])
-
-    def compile(self, num_steps: int, policy: str = "mlp"):
-        """Compile the rollout for (K, policy) ahead of time (the harness times this separately)."""
-        return self._rollout_fn.lower(self._carry, num_steps=num_steps, policy=policy).compile()
-
-    def _rollout(self, num_steps, policy):
-        self._carry, done = self._rollout_fn(self._carry, num_steps=num_steps, policy=policy)
-        return int(done)
-
-    def synchronize(self):
-        jax.block_until_ready(self._carry)
