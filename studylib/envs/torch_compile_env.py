@@ -73,6 +73,18 @@ def _steps(state, elapsed, episode, uniforms, env_index, actions, w1, b1, w2, b2
 _COMPILED: dict = {}
 
 
+def _compiled_as(fn, name: str, device: str, *, dynamic):
+    """``torch.compile(fn)`` under a code object of its own named ``name``: dynamo caches compiled
+    code per code object (with a recompile limit), so a code object per key keeps the keys from
+    sharing, and evicting, each other's entries. CUDA: the step's kernels captured as one CUDA
+    graph (replayed per call); CPU: inductor's C++ kernels ("reduce-overhead" would only add a copy
+    there: no graphs on the CPU)."""
+    fn = types.FunctionType(fn.__code__.replace(co_name=name, co_qualname=name), fn.__globals__, name, None,
+                            fn.__closure__)
+    mode = "reduce-overhead" if device == "cuda" else None
+    return torch.compile(fn, dynamic=dynamic, fullgraph=True, mode=mode)
+
+
 def compiled_steps(state_factor: int, compute_factor: int, policy: str, steps: int, device: str,
                    params: CartPoleParams = CARTPOLE_V1):
     key = (state_factor, compute_factor, policy, steps, torch.device(device).type, params)
@@ -82,16 +94,8 @@ def compiled_steps(state_factor: int, compute_factor: int, policy: str, steps: i
             return _steps(*args, state_factor=state_factor, compute_factor=compute_factor,
                           policy=policy, p=params)
 
-        # dynamo caches compiled code per code object (with a recompile limit): a code object of
-        # its own per key keeps the keys from sharing, and evicting, each other's entries.
-        name = f"steps_S{state_factor}_C{compute_factor}_{policy}_{steps}"
-        bound = types.FunctionType(bound.__code__.replace(co_name=name, co_qualname=name),
-                                   bound.__globals__, name, None, bound.__closure__)
-
-        # CUDA: capture the step's kernels as one CUDA graph (replayed per call). CPU: inductor's
-        # C++ kernels; "reduce-overhead" would only add a copy there (no graphs on the CPU).
-        mode = "reduce-overhead" if key[4] == "cuda" else None
-        fn = _COMPILED[key] = torch.compile(bound, dynamic=None, fullgraph=True, mode=mode)
+        fn = _COMPILED[key] = _compiled_as(bound, f"steps_S{state_factor}_C{compute_factor}_{policy}_{steps}",
+                                           key[4], dynamic=None)
     return fn
 
 
@@ -180,11 +184,8 @@ def compiled_episode_step(rules, policy: str, device: str, params, seed: int, lo
         def bound(*args):
             return _episode_step(*args, rules=rules, seed=seed, log_std=log_std, policy=policy, p=params)
 
-        name = f"episode_step_{type(params).__name__}_{policy}_{num_envs}"
-        bound = types.FunctionType(bound.__code__.replace(co_name=name, co_qualname=name),
-                                   bound.__globals__, name, None, bound.__closure__)
-        mode = "reduce-overhead" if key[2] == "cuda" else None
-        fn = _COMPILED[key] = torch.compile(bound, dynamic=False, fullgraph=True, mode=mode)
+        fn = _COMPILED[key] = _compiled_as(bound, f"episode_step_{type(params).__name__}_{policy}_{num_envs}",
+                                           key[2], dynamic=False)
     return fn
 
 
