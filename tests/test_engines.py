@@ -113,11 +113,13 @@ def test_with_the_mlp_the_python_loop_and_rollout_take_the_same_closed_loop_step
     """Same C steps, same observation (qpos, qvel in float64), same float32 MLP: after 20 steps, bit
     for bit on the pendulum; on hopper (contacts) to 1e-12, since rollout starts each one-step call
     from a zero solver warm start (measured 3e-16), and not the open-loop trajectory; MJX's policy
-    in its scan agrees to float32."""
+    in its scan agrees to float32. From the initial pose (the pendulum's hinge limit inactive: in
+    steady state it is active, and the solver's warm start differs by 1e-19)."""
     for model, tol in (("inverted_pendulum", 0.0), ("hopper", 1e-12)):
         ends = {}
         for engine in ("mujoco-python", "mujoco-rollout"):
-            inst, m, _ = build(engine, model, 1, 1, seed=2, policy="mlp")
+            start = em.initial_state(em.load(model), 1, 2)
+            inst, m, _ = build(engine, model, 1, 1, seed=2, policy="mlp", state=start)
             for _ in range(20):
                 inst.call()
             ends[engine] = inst.state()
@@ -143,3 +145,37 @@ def test_gymnasium_async_runs_the_v5_task_without_early_ends_where_it_can():
     row = measure_engine("gymnasium-async", "hopper", 2, 1, repeats=1, min_seconds=0.01, contact_steps=10, policy="mlp")
     if row["reason"] is None:  # imageio installed (requirements.txt): gymnasium's MuJoCo tasks import
         assert row["samples_per_s"] > 0 and row["policy_obs_width"] == 11  # Hopper-v5's own observation
+
+
+def test_steady_states_are_past_the_transient_and_the_same_for_every_n():
+    """The engines start where a long run is, not at the reset pose: humanoid's states (1.5 s of
+    simulated time in) touch the floor (no contact at its initial pose), differ between
+    environments (drawn from several trajectories at several times), and environment i's state
+    does not depend on N."""
+    m = em.load("humanoid")
+    q, v = em.steady_state(m, 20, 3)
+    q8, v8 = em.steady_state(m, 8, 3)
+    assert np.array_equal(q[:8], q8) and np.array_equal(v[:8], v8)
+    assert em.warm_steps(m) == 500 and len(np.unique(q.round(6), axis=0)) == 20
+    assert em.contacts(m, em.initial_state(m, 20, 3)[0])[0] == 0 and em.contacts(m, q)[0] > 2
+    with pytest.raises(ConfigError, match="unknown control pattern"):
+        em.steady_state(m, 2, 0, "sine")
+
+
+def test_contacts_are_counted_on_the_timed_states():
+    """A row's contacts are the states its timed regions step through: the Python loop on hopper
+    sees its foot on the floor, as MuJoCo C's run in steady state does; envpool, whose state is
+    hidden, takes that run's and says so."""
+    row = measure_engine("mujoco-python", "hopper", 1, 1, repeats=2, min_seconds=0.01, contact_steps=200)
+    assert row["contacts_from"] == "the timed states" and row["contacts_per_step"] > 0.5
+    assert row["warm_steps"] == 750 and row["warm_s"] >= 0
+
+
+def test_the_between_hook_runs_outside_the_clock():
+    from studylib.harness.timing import time_regions
+
+    calls = []
+    t = time_regions(lambda: calls.append("call"), repeats=3, min_seconds=0.0, between=lambda: calls.append("look"))
+    looked = [i for i, c in enumerate(calls) if c == "look"]
+    assert len(looked) == 4 and t.calls == 1 and calls[-1] == "look"  # before the first timed region, after each
+    assert calls[looked[0]:] == ["look", "call", "look", "call", "look", "call", "look"]

@@ -188,6 +188,11 @@ def test_posing_as_a_snapshots_host_serves_it(key, tmp_path, monkeypatch, no_mea
         still.update(chain_predictions=80, chain=80)
     if not (ROOT / "data" / key / "chain_engines.json").exists():  # from before MuJoCo ran the chain at every n
         still["chain_engines"] = 10
+    if not (ROOT / "data" / key / "engines.json").exists():  # its engines rows were timed from the reset pose
+        from studylib import book
+        from studylib.book.pages import engines
+
+        still["engines"] = len(engines.engine_items(book.params("engines", preset="default"))[0])
     if not (ROOT / "data" / key / "training_robot.json").exists():  # from before the robot chapter
         from studylib.train.chain import chapter as robot
 
@@ -216,3 +221,25 @@ def test_data_check_says_when_no_snapshot_serves_this_machine(tmp_path, monkeypa
     assert "training" in lines[4]  # the training runs too, counted, not trained
     assert "the rows of chain, laid out once those are measured (calibration incomplete" in text
     assert list(data.iterdir()) == []  # nothing written
+
+
+def test_posing_as_another_host_measures_nothing(tmp_path, monkeypatch):
+    """Posing as a host (``$STUDYLIB_CPUINFO``), a sweep reads that host's folder and measures
+    nothing: this machine's numbers under another host's key would be wrong numbers. The items
+    the host's snapshot lacks are listed as not measured on it; no file is written."""
+    from studylib.harness import sweep
+    from studylib.settings import EnvSettings, MeasurePoint
+    from tests.cpuinfo_cases import ZEN4
+
+    _pose(tmp_path, monkeypatch, ZEN4)
+    monkeypatch.setattr(sweep, "_measure_or_skip", lambda *a, **k: pytest.fail(f"measured {a[1]}"))
+    data = tmp_path / "data"
+    data.mkdir()
+    points = [MeasurePoint(EnvSettings("cpp", 8), 1, "none", repeats=1, min_seconds=0.01)]
+    df = sweep.sweep("posed", points, data_dir=data, progress=False)
+    assert len(df) == 0 and sweep.read_only()
+    assert [s["reason"] for s in df.attrs["skipped"]] == [f"not measured on {provenance.machine_key()}"]
+    assert list(data.iterdir()) == []
+    monkeypatch.delenv("STUDYLIB_CPUINFO")
+    assert not sweep.read_only()
+

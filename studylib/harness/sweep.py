@@ -12,7 +12,8 @@ attempted beyond the check that refuses them: they are saved under ``skipped`` w
 reported through ``log`` (stderr by default) and tried again by a later run.
 
 ``machine=`` names another machine's folder to read instead: nothing is measured, and the items
-its snapshot lacks are listed as skipped ("not measured on ..."). ``with session(engine=...)``
+its snapshot lacks are listed as skipped ("not measured on ..."). A process posing as another host
+(``$STUDYLIB_CPUINFO``) reads that host's folder the same way. ``with session(engine=...)``
 runs every sweep inside the block on an engine (``harness.ray_engine.RayEngine``: a Ray cluster;
 ``READ_ONLY``: measure nothing), with the command line's choice of progress bars and log.
 """
@@ -33,7 +34,7 @@ from ..errors import (ConfigError, DeviceUnavailableError, InstrumentUnavailable
 from ..settings import MeasurePoint, point_key
 from .measure import measure
 from ..native.build import check_measuring_native
-from .data.provenance import machine_key
+from .data.provenance import machine_key, posed_cpuinfo
 from .data.semantics import stamp
 from .data.store import DataFile
 
@@ -147,10 +148,17 @@ class ReadOnly:
 READ_ONLY = ReadOnly()
 
 
+def posing() -> bool:
+    """Whether this process poses as another host (``$STUDYLIB_CPUINFO``): it reads that host's
+    snapshot and measures nothing, since what it measured would be this machine's numbers under
+    that host's key. ``data check`` still says what a build on that host would measure."""
+    return posed_cpuinfo() is not None
+
+
 def read_only() -> bool:
-    """Whether this session measures nothing (``READ_ONLY``): what a plan that does not go through
-    ``run`` (the training chapter's) asks before it trains."""
-    return _SESSION.get().engine is READ_ONLY
+    """Whether this session measures nothing (``READ_ONLY``, or posing as another host): what a
+    plan that does not go through ``run`` (the training chapter's) asks before it trains."""
+    return _SESSION.get().engine is READ_ONLY or posing()
 
 
 def report_unmeasured(name: str, skipped: list) -> None:
@@ -192,6 +200,8 @@ def run(name: str, items, measure_one, keying: Keying, *, data_dir="data", progr
     log = current.log or log or _stderr_log
     if machine is not None and machine != machine_key():
         result = read_saved(name, items, keying, data_dir=data_dir, machine=machine)
+    elif posing():  # this machine's numbers filed under another host's key would be wrong numbers
+        result = read_saved(name, items, keying, data_dir=data_dir, machine=machine_key())
     elif current.engine is not None:
         result = current.engine.run(name, items, measure_one, keying, data_dir=data_dir, progress=progress, log=log)
     else:

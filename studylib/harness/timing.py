@@ -13,6 +13,8 @@ Method (paper section 3.3):
   * Each region ends with ``sync()`` (a device synchronisation), inside the region.
   * ``repeats`` regions of that many calls are then timed; callers report their median, min and max
     (throughputs) or their best (ceilings, unprofiled times).
+  * ``between()``, if given, runs before the first timed region and after each, outside the clock:
+    what a caller observes of the states the timed regions stepped through (the engines' contacts).
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ class Timing:
         return min(self.seconds) / self.calls
 
 
-def time_regions(call, *, repeats: int, min_seconds: float, sync=None) -> Timing:
+def time_regions(call, *, repeats: int, min_seconds: float, sync=None, between=None) -> Timing:
     """Time ``call()`` as the module docstring says. ``call`` may return a count (an int) that is
     summed over the timed regions, or None. ``repeats`` and ``min_seconds`` come checked from a
     MeasurePoint (or are the caller's constants)."""
@@ -72,8 +74,12 @@ def time_regions(call, *, repeats: int, min_seconds: float, sync=None) -> Timing
         elapsed, _ = region(calls)
 
     seconds, counted = [], 0
+    if between is not None:
+        between()
     for _ in range(repeats):
         dt, n = region(calls)
         seconds.append(dt)
         counted += n
+        if between is not None:
+            between()
     return Timing(warmup_s=warmup_s, calls=calls, seconds=tuple(seconds), counted=counted)

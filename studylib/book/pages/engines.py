@@ -76,13 +76,15 @@ def agreement_table(P: EnginesParams) -> pd.DataFrame:
 
 
 def models_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """One row per model: its sizes, the contacts MuJoCo C finds per step (measured) and, where the
-    rows hold it, MuJoCo's own timer of one ``mj_step`` in C (``mj_step_s``, the median over the
-    model's rows, each from a 1,000-step run that the rows of one K share within a build;
-    ``mj_step_runs``: the rows)."""
+    """One row per model: its sizes, the contacts per step its rows counted (the median over the
+    model's rows: each counts the states its timed regions stepped through, harness.robotics.engines)
+    and, where the rows hold it, MuJoCo's own timer of one ``mj_step`` in C (``mj_step_s``, the
+    median over the model's rows, each from a 1,000-step run in steady state that the rows of one K
+    share within a build; ``mj_step_runs``: the rows)."""
     if rows.empty:
         return pd.DataFrame(columns=MODEL_COLUMNS)
     table = rows.drop_duplicates("model")[MODEL_COLUMNS].set_index("model")
+    table["contacts_per_step"] = rows.groupby("model")["contacts_per_step"].median()
     if "mj_step_s" in rows:  # MuJoCo's own timer, once per row: the median over the model's rows
         table["mj_step_s"] = rows.groupby("model")["mj_step_s"].median()
         table["mj_step_runs"] = rows.groupby("model")["mj_step_s"].count()

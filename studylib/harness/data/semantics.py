@@ -34,6 +34,11 @@ History:
     engine 1 (2026-11-25): the first robotics-engine rows. Rows gained a ``policy`` column ("mlp":
       the study's MLP inside the timed calls) and MuJoCo's timer (``mj_step_s``) without a new
       version: a row without ``policy`` was measured open loop, as policy "none" rows still are.
+    engine 2 (2026-11-26): timed in steady state. Version 1 timed every environment from its initial
+      pose, so a row at N = 1024 timed about 30 early, contact-poor steps per environment and the
+      Python loop at N = 1 about 10,000 (humanoid: 36 us a step in its first 250 steps, 96 us
+      after); its contacts came from a separate run. Now every engine starts past 1.5 s of
+      simulated time and its contacts are counted on the timed states (harness.robotics.engines).
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ VERSIONS = {
     "atari-breakdown": 1,
     "training": 1,
     "prediction": 1,
-    "engine": 1,
+    "engine": 2,
 }
 FIELD = "semantics"  # the row's column holding its stamp
 

@@ -35,6 +35,12 @@ class _HostEngine:
         for k in range(self.ctrl.shape[1]):
             self.step_once(self.ctrl[:, k])
 
+    def advance(self, steps: int) -> None:
+        """``steps`` one-step calls under the K open-loop controls, repeated: how an engine whose
+        state cannot be set (envpool) is brought past its initial transient before it is timed."""
+        for j in range(steps):
+            self.step_once(self.ctrl[:, j % self.ctrl.shape[1]])
+
     def _policy_for(self, m, obs_width: int, policy_seed) -> None:
         """The study's MLP for this engine's observation width, or none (open-loop controls)."""
         self.policy = None if policy_seed is None else EnginePolicy.for_model(m, obs_width, policy_seed)

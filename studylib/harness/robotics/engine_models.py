@@ -173,10 +173,82 @@ def initial_state(m, num_envs: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 def controls(m, num_envs: int, steps: int, seed: int, pattern: str = "random") -> np.ndarray:
     """(N, K, nu) float64 controls, applied open loop in every call of K steps: zero, or uniform in
     each actuator's ctrlrange (seeded; [-1, 1] where a control is not limited)."""
+    return _drawn(m, (num_envs, steps, m.nu), [seed, 2], pattern)
+
+
+def _drawn(m, shape: tuple, key: list, pattern: str) -> np.ndarray:
+    """Controls of ``shape``: zero, or uniform in each actuator's ctrlrange ([-1, 1] where a control
+    is not limited) from the generator seeded by ``key``."""
     if pattern not in CONTROL_PATTERNS:
         raise ConfigError(f"unknown control pattern {pattern!r}; valid: {', '.join(CONTROL_PATTERNS)}")
     if pattern == "zero":
-        return np.zeros((num_envs, steps, m.nu))
+        return np.zeros(shape)
     limited = m.actuator_ctrllimited.astype(bool)[:, None]
     lo, hi = np.where(limited, m.actuator_ctrlrange, [-1.0, 1.0]).T
-    return np.random.default_rng([seed, 2]).uniform(lo, hi, (num_envs, steps, m.nu))
+    return np.random.default_rng(key).uniform(lo, hi, shape)
+
+
+WARM_SECONDS = 1.5  # simulated seconds before a timed region: humanoid's contacts and mj_step cost settle
+#                     after about 0.75 s under the random controls (5.4 contacts and 96 us a step against
+#                     2.2 and 36 us in its first 250 steps), hopper's after about 1.5 s (0.002 s steps)
+TRAJECTORIES = 8  # the long trajectories steady states are drawn from
+STRIDE = 5  # mj_steps between two states drawn from one trajectory
+
+
+def warm_steps(m) -> int:
+    """mj_steps of ``WARM_SECONDS`` of simulated time at the model's timestep."""
+    return int(np.ceil(WARM_SECONDS / m.opt.timestep))
+
+
+def steady_state(m, num_envs: int, seed: int, pattern: str = "random") -> tuple[np.ndarray, np.ndarray]:
+    """(qpos, qvel) of N environments past their initial transient, drawn from ``TRAJECTORIES``
+    long trajectories of MuJoCo C (``mujoco.rollout``, one thread per core): trajectory j starts
+    from ``initial_state``'s environment j under ``controls(pattern)`` (one control per step, no
+    repeat), and environment i takes trajectory i mod TRAJECTORIES's state at step
+    ``warm_steps + STRIDE * (i // TRAJECTORIES)``. States of different times and trajectories, so
+    the N environments are not N copies of one; environment i's state does not depend on N. The
+    cost is TRAJECTORIES x (warm + STRIDE x N / TRAJECTORIES) steps, not N x warm."""
+    import mujoco
+    from mujoco import rollout
+
+    from ..atari.engines import cores
+
+    count = min(num_envs, TRAJECTORIES)
+    per = -(-num_envs // count)
+    warm = warm_steps(m)
+    steps = warm + STRIDE * (per - 1) + 1
+    qpos0, qvel0 = initial_state(m, count, seed)
+    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    d = mujoco.MjData(m)
+    x0 = np.empty((count, mujoco.mj_stateSize(m, spec)))
+    for j in range(count):
+        d.qpos[:], d.qvel[:] = qpos0[j], qvel0[j]
+        mujoco.mj_getState(m, d, x0[j], spec)
+    ctrl = np.stack([_trajectory_controls(m, steps, seed, j, pattern) for j in range(count)])
+    with rollout.Rollout(nthread=cores()) as pool:
+        states, _ = pool.rollout(m, [mujoco.MjData(m) for _ in range(cores())], x0, ctrl)
+    taken = states[:, warm - 1::STRIDE][:, :per]  # state after step warm + STRIDE*s (rollout's state t: after t+1 steps)
+    flat = taken.transpose(1, 0, 2).reshape(-1, x0.shape[1])[:num_envs]  # environment i: trajectory i mod count
+    nq, nv = m.nq, m.nv  # FULLPHYSICS begins: time (1), qpos (nq), qvel (nv)
+    return flat[:, 1:1 + nq].copy(), flat[:, 1 + nq:1 + nq + nv].copy()
+
+
+def _trajectory_controls(m, steps: int, seed: int, j: int, pattern: str) -> np.ndarray:
+    """(steps, nu): trajectory j's controls, one per step, zero or uniform in each actuator's range
+    like ``controls``, from a generator of its own (so that a longer trajectory has the same first steps)."""
+    return _drawn(m, (steps, m.nu), [seed, 3, j], pattern)
+
+
+def contacts(m, qpos: np.ndarray, limit: int = 256) -> tuple[float, int]:
+    """(mean ``d.ncon`` over the states, how many were looked at): MuJoCo's collision detection
+    (``mj_fwdPosition``) on each of at most ``limit`` of the N positions, evenly spaced."""
+    import mujoco
+
+    d = mujoco.MjData(m)
+    picked = qpos[np.unique(np.linspace(0, len(qpos) - 1, min(limit, len(qpos))).astype(int))]
+    total = 0
+    for q in picked:
+        d.qpos[:] = q
+        mujoco.mj_fwdPosition(m, d)
+        total += d.ncon
+    return total / len(picked), len(picked)

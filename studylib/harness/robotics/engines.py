@@ -22,8 +22,14 @@ representative of robotics physics simulators commonly used in RL". Its three ro
                   imports (it needs ``imageio``; without it, it reports that reason).
 
 A sample is one physics step (``mj_step``) of one environment: samples/s = N x K / seconds per
-call; a gymnasium environment step is ``frame_skip`` of them (engine_models). Every engine starts
-from the same states (engine_models.initial_state); with policy "none" it applies the same
+call; a gymnasium environment step is ``frame_skip`` of them (engine_models). Every engine is timed
+in steady state: one whose state can be set starts from the same states past the initial transient
+(engine_models.steady_state: drawn from long MuJoCo C trajectories, 1.5 s of simulated time in),
+envpool steps its own environments as long before its clock starts; the contacts of a row are
+counted on the states its timed regions step through (before the first and after each, outside the
+clock), or, for an engine that hides its state, on MuJoCo C's run of the same model in steady
+state. Left out, a large-N row would time a few early, contact-poor steps per environment and a
+small-N one thousands. With policy "none" every engine applies the same
 controls (engine_models.controls) open loop, repeated every call; with policy "mlp" the study's
 MLP chooses them from the engine's observation (harness.robotics.engine_policy): inside MJX's compiled
 call, from Python between one-step calls for the others. No engine resets an environment.
@@ -38,7 +44,7 @@ from typing import Callable
 from ...errors import ConfigError
 from ..atari.engines import cores
 from .engine_kinds import make_envpool, make_gymnasium_async, make_mjx, make_python, make_rollout
-from .engine_models import controls, describe, initial_state, load, model_record
+from .engine_models import contacts, controls, describe, load, model_record, steady_state, warm_steps
 from ..timing import time_regions
 
 POLICIES = ("none", "mlp")  # open-loop controls (simulation only), or the study's MLP on the batch
@@ -140,7 +146,7 @@ def check_policy(policy: str) -> str:
 def build(engine: str, model: str, num_envs: int, steps: int, seed: int = 0, pattern: str = "random",
           solver: str | None = None, state: tuple | None = None, policy: str = "none"):
     """``engine``'s instance for (model, N, seed), stepping K = ``steps`` per call, from
-    ``state`` = (qpos, qvel) or engine_models.initial_state; ``solver`` overrides the record's
+    ``state`` = (qpos, qvel) or engine_models.steady_state (an engine that hides its state: its own); ``solver`` overrides the record's
     (the C engines may run Newton too); ``policy`` "mlp": the study's MLP (weights from ``seed``)
     chooses the controls. ConfigError for a bad N, policy or an unavailable engine."""
     rec = engine_record(engine)
@@ -154,7 +160,7 @@ def build(engine: str, model: str, num_envs: int, steps: int, seed: int = 0, pat
     if reason is not None:
         raise ConfigError(f"engine {rec.name} cannot run {model}: {reason}")
     m = load(model, rec.solver_for(solver))
-    qpos, qvel = state if state is not None else initial_state(m, num_envs, seed)
+    qpos, qvel = state if state is not None else steady_state(m, num_envs, seed, pattern)
     ctrl = controls(m, num_envs, steps, seed, pattern)
     return rec.make(model_record(model), m, qpos, qvel, ctrl, seed, seed if policy == "mlp" else None), m, ctrl
 
@@ -190,7 +196,7 @@ def reference_run(m, model, solver, seed, pattern, k, steps) -> tuple[float, flo
     K and seed share it (it is the model's, whichever engine is timed)."""
     key = (model, solver, seed, pattern, k, steps)
     if key not in _REFERENCE_RUNS:
-        qpos, qvel = initial_state(m, 1, seed)  # environment 0's, as every engine starts it
+        qpos, qvel = steady_state(m, 1, seed, pattern)  # environment 0's, as every engine starts it
         _REFERENCE_RUNS[key] = c_reference(m, qpos, qvel, controls(m, 1, k, seed, pattern), steps)[2:]
     return _REFERENCE_RUNS[key]
 
@@ -201,9 +207,12 @@ def measure_engine(engine: str, model: str, num_envs: int, steps: int, repeats: 
     """One row: samples/s (physics steps of one environment) of ``engine`` on ``model``, N
     environments and K = ``steps`` per call, the median, min and max over ``repeats`` timed regions
     of timing.time_regions; compile_s (XLA) apart from setup_s (the rest of the construction) and
-    from the warm-up call; with ``policy`` "mlp", the MLP's inference inside the timed calls. The
-    row also holds MuJoCo's own timer of ``mj_step`` in C (``mj_step_s``: seconds per step of one
-    environment, from the contact run). An engine that cannot run here gives a row with its ``reason``."""
+    from the warm-up call; with ``policy`` "mlp", the MLP's inference inside the timed calls. Timed
+    in steady state (module docstring): ``warm_s`` the seconds that took (apart from setup_s),
+    ``warm_steps`` its mj_steps; ``contacts_per_step`` the mean ``d.ncon`` of the timed states
+    (``contacts_from`` says where it was counted). The row also holds MuJoCo's own timer of
+    ``mj_step`` in C (``mj_step_s``: seconds per step of one environment in steady state, from
+    MuJoCo C's reference run). An engine that cannot run here gives a row with its ``reason``."""
     rec = engine_record(engine)
     check_policy(policy)
     row = {"engine": rec.name, "paper_row": rec.paper_row, **describe(model), "num_envs": num_envs, "steps": steps,
@@ -212,23 +221,40 @@ def measure_engine(engine: str, model: str, num_envs: int, steps: int, repeats: 
     reason = rec.unavailable(model)
     if reason is not None:
         return {**row, "reason": reason, "samples_per_s": None}
+    m = load(model, rec.solver_for(solver))
     t0 = time.perf_counter()
-    inst, m, ctrl = build(engine, model, num_envs, steps, seed, pattern, solver, policy=policy)
+    state = steady_state(m, num_envs, seed, pattern) if rec.settable_state else None
+    warm_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    inst, m, ctrl = build(engine, model, num_envs, steps, seed, pattern, solver, state=state, policy=policy)
     compile_s = inst.compile_s
     setup_s = time.perf_counter() - t0 - (compile_s if getattr(inst, "compiled_now", False) else 0.0)
+    seen = []  # (mean contacts, states looked at) of the states the timed regions stepped through
+
+    def count_contacts():
+        seen.append(contacts(m, inst.state()[0]))
+
     try:
-        t = time_regions(inst.call, repeats=repeats, min_seconds=min_seconds, sync=inst.sync)
+        if not rec.settable_state:
+            t0 = time.perf_counter()
+            inst.advance(warm_steps(m))
+            warm_s = time.perf_counter() - t0
+        t = time_regions(inst.call, repeats=repeats, min_seconds=min_seconds, sync=inst.sync,
+                         between=count_contacts if rec.settable_state else None)
     finally:
         inst.close()
     s = t.summary(num_envs * steps)
     pol = inst.policy
-    contacts, step_s = reference_run(m, model, rec.solver_for(solver), seed, pattern, steps, contact_steps)
+    reference_contacts, step_s = reference_run(m, model, rec.solver_for(solver), seed, pattern, steps, contact_steps)
+    timed_contacts = sum(c * n for c, n in seen) / sum(n for _, n in seen) if seen else None
     return {**row, "reason": None, "solver": describe_solver(m), "samples_per_s": s["median"],
             "samples_per_s_min": s["min"], "samples_per_s_max": s["max"], "compile_s": compile_s,
             "setup_s": setup_s, "warmup_s": t.warmup_s, "calls_per_region": t.calls,
             "policy_obs_width": None if pol is None else int(pol.weights[0][0].shape[0]),
             "policy_flops_per_sample": None if pol is None else pol.flops_per_sample(),
-            "contacts_per_step": contacts, "mj_step_s": step_s}
+            "contacts_per_step": reference_contacts if timed_contacts is None else timed_contacts,
+            "contacts_from": "MuJoCo C in steady state" if timed_contacts is None else "the timed states",
+            "warm_steps": warm_steps(m), "warm_s": warm_s, "mj_step_s": step_s}
 
 
 def describe_solver(m) -> str:
