@@ -9,7 +9,7 @@ The paper's two knobs (Gleeson et al. 2022, §4.2) move different resources, and
 the compute factor C multiplies the arithmetic (C Euler sub-steps), the state factor S the memory
 traffic only ("The state factor S increases the cartpole state size by a factor of S×, resulting
 in S× as many global memory loads and stores"; Fig 9: "state factor S increases memory bandwidth
-requirements by S×"). The 4*(S-1) carried floats of S (studylib.dynamics) are sign-flipped each
+requirements by S×"). The 4*(S-1) carried floats of S (studylib.sims.cartpole) are sign-flipped each
 step: one bit, counted as no flop.
 
 Physics, per Euler sub-step of the one CartPole (dynamics.physics_step), whatever S:

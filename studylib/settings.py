@@ -32,7 +32,7 @@ DEVICES = (None, "cpu", "cuda")  # None: the implementation's default
 ARRAYS = ("numpy", "native")
 MAX_SEED = 2**32 - 1
 # What the state factor S means in a measured row: the paper's (a row of 4*S floats, the CartPole
-# and 4*(S-1) carried floats, studylib.dynamics). Rows measured with S > 1 under an earlier
+# and 4*(S-1) carried floats, studylib.sims.cartpole). Rows measured with S > 1 under an earlier
 # meaning (S independent CartPoles) have no such column, so their keys differ and no sweep reads
 # them as today's S; at S = 1 both meanings are CartPole-v1, so those rows stay valid.
 STATE_LAYOUT = "cartpole+carried"
@@ -105,7 +105,7 @@ def check_min_seconds(min_seconds) -> float:
 
 @dataclass(frozen=True)
 class EnvSettings:
-    """N environments of one implementation: the paper's knobs N, S and C (studylib.dynamics)."""
+    """N environments of one implementation: the paper's knobs N, S and C (studylib.sims.cartpole)."""
 
     impl: str  # one of IMPLEMENTATIONS (or PEERS, for the harness)
     num_envs: int  # N

@@ -9,7 +9,7 @@ import torch
 import studylib
 from studylib import native
 from studylib.native.backends import CpuLibraryBackend
-from studylib.dynamics import CARTPOLE_V1, RESET_HIGH, RESET_LOW, reference_step
+from studylib.sims.cartpole import CARTPOLE_V1, RESET_HIGH, RESET_LOW, reference_step
 from studylib.episodes import reset_values_numpy
 from studylib.errors import ConfigError
 from studylib.policy import MLPWeights, mlp_logits, mlp_weights

@@ -12,7 +12,7 @@ from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 
 import gymnasium
 import studylib
-from studylib.dynamics import CARTPOLE_V1, RESET_HIGH, RESET_LOW, reference_step
+from studylib.sims.cartpole import CARTPOLE_V1, RESET_HIGH, RESET_LOW, reference_step
 from studylib.episodes import hash_actions_numpy
 from studylib.policy import reference_actions
 from tests.conftest import gym_reference_step, random_states

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from studylib import costs
-from studylib.dynamics import physics_step
+from studylib.sims.cartpole import physics_step
 from studylib.policy import mlp_logits, mlp_weights
 
 

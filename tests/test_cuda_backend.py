@@ -15,7 +15,7 @@ import pytest
 
 from studylib import native
 from studylib.native.backends import KERNEL_OPTIONS, PAIRS, CpuLibraryBackend
-from studylib.dynamics import CARTPOLE_V1
+from studylib.sims.cartpole import CARTPOLE_V1
 from studylib.policy import mlp_weights
 
 

@@ -1,11 +1,11 @@
-"""The Python reference (studylib.dynamics) against gymnasium itself, and the knobs S and C."""
+"""The Python reference (studylib.sims.cartpole) against gymnasium itself, and the knobs S and C."""
 
 import dataclasses
 
 import numpy as np
 import pytest
 
-from studylib.dynamics import CARTPOLE_V1, CartPoleParams, reference_step
+from studylib.sims.cartpole import CARTPOLE_V1, CartPoleParams, reference_step
 from tests.conftest import gym_reference_step, random_states
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import studylib
-from studylib.dynamics import RESET_HIGH, RESET_LOW
+from studylib.sims.cartpole import RESET_HIGH, RESET_LOW
 from studylib.episodes import hash_actions, hash_actions_numpy, reset_values_numpy
 
 
@@ -85,7 +85,7 @@ PYTHON_FAMILY = ("gym", "torch", "torch-compile", "jax")
 def test_final_obs_is_the_terminal_observation_before_the_same_step_reset(impl_name):
     """Half the envs start just past a threshold-crossing state: their final_obs is the reference's
     terminal observation, their returned obs a fresh reset; the other half's final_obs is the obs."""
-    from studylib.dynamics import reference_step
+    from studylib.sims.cartpole import reference_step
 
     n = 8
     env = studylib.make(impl_name, n, seed=1)

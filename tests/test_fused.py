@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import studylib
-import studylib.dynamics  # studylib.dynamics.reference_step below: a submodule the package does not import
+import studylib.sims.cartpole  # studylib.sims.cartpole.reference_step below: a submodule the package does not import
 from studylib import native
 from studylib.episodes import reset_values_numpy
 from studylib.policy import mlp_logits, mlp_weights, reference_actions
@@ -109,7 +109,7 @@ def test_ties_go_to_action_0():
     env.reset()
     env.set_state(np.full((4, 4), 0.01))
     env.rollout(1, policy="mlp")
-    expected = studylib.dynamics.reference_step(np.full((4, 4), 0.01), np.zeros(4, int))[0]
+    expected = studylib.sims.cartpole.reference_step(np.full((4, 4), 0.01), np.zeros(4, int))[0]
     np.testing.assert_allclose(env.get_state(), expected, rtol=1e-6)
 
 

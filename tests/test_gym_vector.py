@@ -7,7 +7,7 @@ from gymnasium.utils.env_checker import check_reset_return_type, check_reset_see
 from gymnasium.vector import AutoresetMode
 
 import studylib
-from studylib.dynamics import CARTPOLE_V1, RESET_HIGH, RESET_LOW, is_terminated, reference_step
+from studylib.sims.cartpole import CARTPOLE_V1, RESET_HIGH, RESET_LOW, is_terminated, reference_step
 from tests.gym_cases import GYM_IMPLS, inner, make_ours, make_theirs
 
 MODES = [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED]

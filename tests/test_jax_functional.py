@@ -10,7 +10,7 @@ import pytest
 
 import studylib
 import studylib.adapters.jax_functional as fenv
-from studylib.dynamics import CARTPOLE_V1, RESET_HIGH, RESET_LOW, CartPoleParams
+from studylib.sims.cartpole import CARTPOLE_V1, RESET_HIGH, RESET_LOW, CartPoleParams
 
 
 def _scan_rollout(params, num_envs, actions, seed):

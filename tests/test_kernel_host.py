@@ -12,7 +12,7 @@ import pytest
 
 from studylib import native
 from studylib.native.backends import CpuLibraryBackend
-from studylib.dynamics import CARTPOLE_V1, reference_step
+from studylib.sims.cartpole import CARTPOLE_V1, reference_step
 from studylib.episodes import reset_values_numpy
 from studylib.policy import mlp_logits, mlp_weights
 from tests.conftest import random_states
@@ -96,7 +96,7 @@ def test_fused_rollout_runs_the_policies_without_the_mlp_as_its_lighter_sibling(
 @pytest.mark.parametrize("pair", ["cartpole", "fused"])
 def test_one_step_with_the_callers_actions_matches_the_reference(pair):
     """POLICY_ACTIONS, one step from states on both sides of the thresholds: the flags and the
-    pre-reset observations of gymnasium's formulas (studylib.dynamics.reference_step)."""
+    pre-reset observations of gymnasium's formulas (studylib.sims.cartpole.reference_step)."""
     n = 301
     host, cpu = _pair(pair, n)
     rng = np.random.default_rng(7)

@@ -4,7 +4,7 @@ import cycle exists (imports inside functions count: a lazy import is still a de
 Layers follow the packages, lowest first; a module may import its own layer and the ones below it:
 
   core         studylib/sims/ (one module or folder per simulator: its record and array dynamics;
-               studylib.dynamics is CartPole's module there; a folder's ``native`` and ``backend``
+               a folder's ``native`` and ``backend``
                modules, its C/CUDA binding, are environment layer) and the modules at studylib/'s root: episodes, policy, settings, implspec,
                devices, arrays, costs, errors (what the study is about)
   environment  studylib/envs/ (the seven implementations, their base, registry, backend_env),
@@ -30,8 +30,7 @@ LAYERS = ("core", "environment", "harness", "top")
 ENVIRONMENT = {"envs", "native", "adapters"}
 PUBLIC_ALIASES = {"gym_vector", "jax_functional"}  # studylib.<name> is studylib.adapters.<name>
 CORE = {"episodes", "policy", "settings", "implspec", "records", "devices", "arrays", "costs", "errors"}
-SIM_ALIASES = {"dynamics": "studylib.sims.cartpole"}
-NATIVE_BINDINGS = {"native", "backend"}  # a simulator folder's C/CUDA binding and its backend: environment layer  # studylib.dynamics is CartPole's module in sims/
+NATIVE_BINDINGS = {"native", "backend"}  # a simulator folder's C/CUDA binding and its backend: environment layer
 
 
 def _module_name(path: Path) -> str:
@@ -133,7 +132,7 @@ def train_imports_of_book(graph) -> list[str]:
 
 
 def test_the_layers_are_classified_as_documented():
-    assert layer("studylib.dynamics") == "core" and layer("studylib.settings") == "core"
+    assert layer("studylib.sims.cartpole") == "core" and layer("studylib.settings") == "core"
     assert layer("studylib.envs.cpp_env") == layer("studylib.native.backends") == layer("studylib") == "environment"
     assert layer("studylib.gym_vector") == layer("studylib.adapters.gym_vector") == "environment"
     assert layer("studylib.harness.sweep") == layer("studylib.harness.peers") == "harness"
@@ -146,7 +145,7 @@ def test_the_layers_are_classified_as_documented():
 
 
 def test_the_checks_can_fail():
-    assert upward_imports({"studylib.dynamics": {"studylib.harness.sweep"}})
+    assert upward_imports({"studylib.sims.cartpole": {"studylib.harness.sweep"}})
     assert upward_imports({"studylib.envs.cpp_env": {"studylib.harness.measure"}})
     assert upward_imports({"studylib.devices": {"studylib.envs.registry"}})
     assert upward_imports({"studylib.harness.sweep": {"studylib.book"}})
@@ -176,17 +175,13 @@ def test_the_root_holds_the_core_only():
     """Packages by role: what sits at studylib/'s root is the core (and the two public aliases);
     a new module belongs in envs/, native/, adapters/, harness/, book/ or train/."""
     root = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__", "__main__"}
-    assert root == CORE | PUBLIC_ALIASES | set(SIM_ALIASES)
+    assert root == CORE | PUBLIC_ALIASES and len(root) + 1 <= 12  # and __main__: at most 12 modules
 
 
 def test_a_simulator_has_its_own_room():
-    """studylib/sims/ holds one module per simulator (its record and array dynamics), in the core
-    layer; ``studylib.dynamics`` is CartPole's module itself, kept for the code that imports it."""
-    import importlib
-
-    for alias, module in SIM_ALIASES.items():
-        assert importlib.import_module(f"studylib.{alias}") is importlib.import_module(module)
-    assert layer("studylib.sims.cartpole") == layer("studylib.sims") == "core"
+    """studylib/sims/ holds one module or folder per simulator (its record and array dynamics), in
+    the core layer."""
+    assert layer("studylib.sims.cartpole") == layer("studylib.sims") == layer("studylib.sims.chain.dynamics") == "core"
 
 
 @pytest.mark.parametrize("name", sorted(PUBLIC_ALIASES))
@@ -194,3 +189,11 @@ def test_the_public_aliases_are_the_adapters_themselves(name):
     import importlib
 
     assert importlib.import_module(f"studylib.{name}") is importlib.import_module(f"studylib.adapters.{name}")
+
+
+def test_no_folder_holds_more_than_twelve_modules():
+    """A maintainer finds a module by its folder: no package of studylib/ holds more than 12
+    modules (``__init__`` aside); a thirteenth means a new subpackage by role."""
+    crowded = {str(d.relative_to(PACKAGE.parent)): n for d in [PACKAGE, *(p for p in PACKAGE.rglob("*") if p.is_dir())]
+               if (n := len([f for f in d.glob("*.py") if f.stem != "__init__"])) > 12}
+    assert crowded == {}

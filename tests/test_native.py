@@ -8,7 +8,7 @@ import pytest
 import studylib
 from studylib import native
 from studylib.native.backends import PAIRS, CpuLibraryBackend
-from studylib.dynamics import CARTPOLE_V1, RESET_HIGH, RESET_LOW, reference_step
+from studylib.sims.cartpole import CARTPOLE_V1, RESET_HIGH, RESET_LOW, reference_step
 from studylib.errors import ConfigError, StudyError
 from studylib.policy import mlp_logits, mlp_weights
 from tests.conftest import IMPL_PARAMS, compile_ptx, random_states

@@ -12,7 +12,7 @@ from torch.profiler import ProfilerActivity, profile
 
 import studylib
 from studylib.envs.base import restart_rows
-from studylib.dynamics import CARTPOLE_V1, RESET_HIGH, RESET_LOW
+from studylib.sims.cartpole import CARTPOLE_V1, RESET_HIGH, RESET_LOW
 from studylib.episodes import reset_values_numpy
 from studylib.settings import EnvSettings
 from tests.conftest import IMPL_PARAMS

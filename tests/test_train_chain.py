@@ -135,7 +135,7 @@ def test_clock_solves_only_on_the_judges_word(monkeypatch):
     confirm leaves the run unsolved and counts an unconfirmed check; one that does solves it."""
     import time
 
-    from studylib.train.chain import clock as chain_clock
+    from studylib.train.chain import evaluate as chain_clock
     from studylib.train.chain.evaluate import Judgement
 
     verdicts = iter([Judgement(9500.0, 9000.0, 9100.0, 100), Judgement(9500.0, 9200.0, 9100.0, 100)])

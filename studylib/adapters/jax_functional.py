@@ -14,7 +14,7 @@ loops) runs this module where it had ``gymnax.make("CartPole-v1")[0]``: ``reset`
 ``observation_space(params)``, ``state_space(params)``: gymnax's own jittable space classes when
 gymnax is installed (``sample(key)``, ``contains`` inside ``jit``; gymnax-based code checks them
 with ``isinstance``), else a mirror of them defined here. The step is ``studylib.episodes.advance``, the episode rule the
-``jax`` implementation runs, on a batch of one; the physics is ``studylib.dynamics.integrate``.
+``jax`` implementation runs, on a batch of one; the physics is ``studylib.sims.cartpole.integrate``.
 
 Autoreset, as gymnax: inside ``step``, SAME_STEP. A step that ends the episode returns its reward
 (1, as every CartPole-v1 step) and flags with the first observation of the next episode, and
@@ -61,7 +61,7 @@ class EnvParams:
     state_factor: int = struct.field(pytree_node=False, default=1)  # S: 4*(S-1) carried floats per env
     compute_factor: int = struct.field(pytree_node=False, default=1)  # C Euler sub-steps per step
 
-    # Derived constants: CartPoleParams' own definitions (studylib.dynamics), not typed in again.
+    # Derived constants: CartPoleParams' own definitions (studylib.sims.cartpole), not typed in again.
     total_mass = CartPoleParams.total_mass
     polemass_length = CartPoleParams.polemass_length
 
@@ -76,7 +76,7 @@ class EnvParams:
 @struct.dataclass
 class EnvState:
     """One environment: its state row (the CartPole, observed, then the state factor's carried
-    floats, ``studylib.dynamics``) and the steps into its episode."""
+    floats, ``studylib.sims.cartpole``) and the steps into its episode."""
 
     cartpole: jax.Array  # (4*S,) float32: x, x_dot, theta, theta_dot, then 4*(S-1) carried floats
     time: jax.Array  # int32, gymnax's name for the steps taken in this episode
@@ -117,7 +117,7 @@ def step_env(key: jax.Array, state: EnvState, action, params: EnvParams | None =
     params = _params(params)
     force = jnp.where(jnp.asarray(action) == 1, params.force_mag, -params.force_mag)
     cartpole = integrate(state.cartpole[:STATE_SIZE], force, params.compute_factor, params, jnp)
-    carried = carry(state.cartpole[STATE_SIZE:], jnp)  # the state factor's floats (studylib.dynamics)
+    carried = carry(state.cartpole[STATE_SIZE:], jnp)  # the state factor's floats (studylib.sims.cartpole)
     next_state = EnvState(jnp.concatenate((cartpole, carried)), state.time + 1)
     terminated = is_terminal(next_state, params)
     info = {"discount": discount(next_state, params)}

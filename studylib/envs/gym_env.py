@@ -7,7 +7,7 @@ Each env is gymnasium's own ``CartPoleEnv`` class; the loop here adds what gymna
 would (the 500-step TimeLimit, a same-step reset) so that all implementations share one episode
 semantics (studylib/episodes.py). The knobs are applied to the real objects: C sub-steps are C
 calls to ``step`` with ``tau`` set to tau/C; the state factor's 4*(S-1) carried floats
-(``studylib.dynamics``) are one float64 array beside the objects, sign-flipped once per step
+(``studylib.sims.cartpole``) are one float64 array beside the objects, sign-flipped once per step
 (``dynamics.carry``), as every implementation's are.
 """
 

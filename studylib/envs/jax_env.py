@@ -1,6 +1,6 @@
 """``jax``: the N x (4*S) state matrix with jax.numpy; K steps, inference included, in one jitted call.
 
-The physics is ``studylib.dynamics.integrate`` with ``xp=jax.numpy`` on the CartPole's 4
+The physics is ``studylib.sims.cartpole.integrate`` with ``xp=jax.numpy`` on the CartPole's 4
 columns; the state factor's carried columns are sign-flipped every step (``episodes.advance``),
 inside the scan, so XLA loads and stores all 4*S floats of every row per step. ``rollout(K)`` traces one
 step and wraps it in ``lax.scan``, so a rollout is one Python->XLA call whatever K is (paper F.2),

@@ -2,7 +2,7 @@
 (``TorchCompileCartPole``; ``TorchCompileEnv`` below for any simulator with an array-form
 episode module: the n-link chain).
 
-The same lines as torch_env.py (``studylib.dynamics.integrate`` and ``policy.mlp_logits`` with
+The same lines as torch_env.py (``studylib.sims.cartpole.integrate`` and ``policy.mlp_logits`` with
 ``xp=torch``), written as one pure function of tensors, ``_steps``: policy, physics, termination,
 truncation and same-step reset of ``STEPS_PER_CALL`` consecutive steps. TorchInductor fuses
 its ~30 elementwise ops per step into a few generated C++ (CPU) or Triton (GPU) kernels, so a

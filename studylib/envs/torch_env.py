@@ -1,7 +1,7 @@
 """``torch``: the N x (4*S) state matrix stepped with eager PyTorch ops, on the CPU or a GPU (``TorchCartPole``;
 ``TorchEnv`` below is the same for any simulator with an array-form episode module: the n-link chain).
 
-The physics is ``studylib.dynamics.integrate`` with ``xp=torch`` (the reference's own lines on
+The physics is ``studylib.sims.cartpole.integrate`` with ``xp=torch`` (the reference's own lines on
 float32 tensors) on the CartPole's 4 columns; the state factor's carried columns are sign-flipped
 and concatenated every step (``episodes.advance``). Eager execution means every op of every step is its own Python->ATen call
 (and on a GPU its own kernel launch), however many steps a rollout asks for: the paper's F.2.

@@ -5,7 +5,7 @@ whole episode from a fresh reset, at most 500 steps):
 
 ``greedy_check``       the check made *during* training, after regular numbers of samples. Its
                        cost counts in a run's wall-clock, so it is vectorized: all episodes step
-                       together in numpy, float64 states, with ``studylib.dynamics`` (gymnasium's formulas
+                       together in numpy, float64 states, with ``studylib.sims.cartpole`` (gymnasium's formulas
                        line for line) until the last one ends. The same for every collector.
 ``gymnasium_return``   the final confirmation, not timed: gymnasium's own ``CartPoleEnv`` through
                        ``gymnasium.make("CartPole-v1")`` (its TimeLimit of 500, its reset draws),

@@ -47,7 +47,7 @@ import optax
 
 from ...adapters import jax_chain
 from . import gaussian, running_norm as rn
-from .clock import ChainClock
+from .evaluate import ChainClock
 from .policy import HIDDEN, make_policy_arrays
 from .settings import ChainPPOSettings, ChainRun
 from ..cartpole.ppo_jax import _init_mlp, _mlp

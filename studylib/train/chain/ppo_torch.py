@@ -18,7 +18,7 @@ from torch import nn
 
 from . import gaussian
 from ..cartpole.actor_critic import _mlp
-from .clock import ChainClock
+from .evaluate import ChainClock
 from .collectors import ChainStepCollector
 from .policy import HIDDEN, make_policy_arrays
 from .settings import ChainPPOSettings, ChainRun
