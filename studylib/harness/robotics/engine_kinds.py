@@ -24,6 +24,7 @@ class _HostEngine:
 
     compile_s = None
     policy: EnginePolicy | None = None
+    device = "cpu"  # MuJoCo C and the Python loop step on the host's cores
 
     def call(self):
         if self.policy is None:
@@ -160,6 +161,7 @@ class _Mjx:
 
         init, self.fn, self.compile_s, self.policy, self.compiled_now = _mjx_compiled(name, m, len(qpos), ctrl.shape[1],
                                                                                       policy_seed)
+        self.device = jax.default_backend()  # "cpu" or "gpu": where its XLA program runs
         self.data = init(qpos.astype(np.float32), qvel.astype(np.float32))
         self.ctrl = jax.numpy.asarray(ctrl, np.float32)
 

@@ -11,7 +11,8 @@ representative of robotics physics simulators commonly used in RL". Its three ro
   mujoco-rollout  ``mujoco.rollout``'s ``Rollout`` class: "a rollout object containing a thread pool
                   for parallel rollouts" (persistent, one thread per core), N open-loop trajectories
                   of K steps in one C++ call (the "C++" row).
-  mjx             MuJoCo XLA: ``jax.jit(jax.vmap(lax.scan of mjx.step over K))`` on the CPU, float32
+  mjx             MuJoCo XLA: ``jax.jit(jax.vmap(lax.scan of mjx.step over K))`` on JAX's default
+                  device (the CPU here, the GPU where jax has one: the row's ``device``), float32
                   (JAX's default), the Newton solver (MJX has no PGS: humanoid.xml's is replaced),
                   its compile timed apart (the "XLA" row).
   envpool         envpool's ``<Task>-v5`` MuJoCo environments (its own bundled MuJoCo and XMLs),
@@ -122,7 +123,7 @@ ENGINES = {e.name: e for e in (
     RoboticsEngine("mujoco-python", "mj_step in a Python loop", "gym", make_python, ("mujoco",), vectorized=False),
     RoboticsEngine("mujoco-rollout", "mujoco.rollout's threaded Rollout", "C++", make_rollout, ("mujoco.rollout",),
                    threaded=True, steps_per_call=True),
-    RoboticsEngine("mjx", "MuJoCo XLA on the CPU (jit, vmap, scan)", "XLA", make_mjx, ("jax", "mujoco.mjx"),
+    RoboticsEngine("mjx", "MuJoCo XLA (jit, vmap, scan) on JAX's default device", "XLA", make_mjx, ("jax", "mujoco.mjx"),
                    compiles=True, solver="newton", steps_per_call=True, policy_in_call=True),
     RoboticsEngine("envpool", "envpool's MuJoCo v5 tasks", "C++", make_envpool, ("envpool",), threaded=True,
                    settable_state=False, check_model=_envpool_task_missing),
@@ -249,7 +250,7 @@ def measure_engine(engine: str, model: str, num_envs: int, steps: int, repeats: 
     timed_contacts = sum(c * n for c, n in seen) / sum(n for _, n in seen) if seen else None
     return {**row, "reason": None, "solver": describe_solver(m), "samples_per_s": s["median"],
             "samples_per_s_min": s["min"], "samples_per_s_max": s["max"], "compile_s": compile_s,
-            "setup_s": setup_s, "warmup_s": t.warmup_s, "calls_per_region": t.calls,
+            "setup_s": setup_s, "warmup_s": t.warmup_s, "calls_per_region": t.calls, "device": inst.device,
             "policy_obs_width": None if pol is None else int(pol.weights[0][0].shape[0]),
             "policy_flops_per_sample": None if pol is None else pol.flops_per_sample(),
             "contacts_per_step": reference_contacts if timed_contacts is None else timed_contacts,
