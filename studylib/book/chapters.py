@@ -83,6 +83,13 @@ def _chain_engine_data(P: ChainParams):
     return chain_engine_data(P)
 
 
+def _chain_formulation_data(P: ChainParams):
+    """XLA's formulations of the chain (book.pages.chain)."""
+    from .pages.chain import formulation_data
+
+    return formulation_data(P)
+
+
 def _engine_data(P: EnginesParams):
     """The robotics engines' rows (book.pages.engines)."""
     from .pages.engines import engine_data
@@ -104,7 +111,8 @@ CHAPTERS: dict[str, Chapter] = {ch.name: ch for ch in (
     Chapter("complexity", ComplexityParams, (complexity_data, roofline_data), ("fig9", "beyond_roofline"),
             complexity_findings),
     Chapter("beyond", BeyondParams, (beyond_data, roofline_data), ("beyond", "beyond_roofline")),
-    Chapter("chain", ChainParams, (_chain_data, _chain_engine_data), ("chain_predictions", "chain", "chain_engines")),
+    Chapter("chain", ChainParams, (_chain_data, _chain_engine_data, _chain_formulation_data),
+            ("chain_predictions", "chain", "chain_engines", "chain_formulations")),
     Chapter("engines", EnginesParams, (_engine_data,), ("engine_predictions", "engines")),
     Chapter("atari", AtariParams, (atari_data, atari_breakdown_data), ("atari", "atari_breakdown")),
     Chapter("model", ModelParams, (model_calibration,), ("costmodel_calibration", "beyond_roofline")),

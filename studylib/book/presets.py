@@ -183,13 +183,21 @@ class ChainParams(ChapterParams):
 
     links: Sizes  # n, the chain's links
     engines: Names = ()  # MuJoCo's engines on the chain's MJCF at every n (harness.robotics.engines.ENGINES)
+    formulations: Names = ()  # XLA's formulations of the physics compared (sims.chain.dynamics_xla.FORMULATIONS)
+    formulation_links: Sizes = ()  # the n they are compared at
+    formulation_num_envs: PositiveInt = 256  # their N
+    formulation_steps: PositiveInt = 100  # their K (environment steps under lax.scan)
 
     def check(self) -> None:
         super().check()
         from ..harness.robotics.engines import engine_record
+        from ..sims.chain.dynamics_xla import FORMULATIONS
 
         for name in self.engines:
             engine_record(name)
+        for name in self.formulations:
+            if name not in FORMULATIONS:
+                raise ConfigError(f"unknown formulation {name!r}; valid: {', '.join(FORMULATIONS)}")
 
     def described(self) -> list[str]:
         return [f"links n = {fmt_list(self.links)}"] + ([f"engines: {', '.join(self.engines)}"] if self.engines else [])

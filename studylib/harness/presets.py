@@ -42,7 +42,8 @@ PRESETS: dict[str, dict[str, dict]] = {
                   "breakdown_num_envs": [2], "breakdown_seconds": 0.05},
         "model": {"num_envs": [2**10, 2**20], "steps": [1, 1000], "gpu_flops_per_s": None, "gpu_bytes_per_s": None},
         "chain": {"links": [1, 2], "num_envs": [4, 16], "steps": [1, 4], "cap": {"*": 2**6},
-                  "engines": ["mujoco-rollout"]},
+                  "engines": ["mujoco-rollout"], "formulations": ["aba"], "formulation_links": [1],
+                  "formulation_num_envs": 4, "formulation_steps": 4},
         "engines": {"engines": ["mujoco-python", "mujoco-rollout"], "models": ["inverted_pendulum"], "num_envs": [4],
                     "steps": [1, 2], "compiled_models": [], "cap": {"*": 2**4}, "policies": ["none", "mlp"]},
     },
@@ -74,7 +75,11 @@ PRESETS: dict[str, dict[str, dict]] = {
         # the largest K (in environment steps: frame_skip mj_steps each); MJX (a compile per (n, N, K)) in paper
         "chain": {"links": [1, 2, 3, 4, 6], "num_envs": [2**4, 2**8, 2**12], "steps": [1, 100],
                   "cap": {"gym": 2**8, "torch": 2**12, "torch-compile": 1, "*": 2**15},
-                  "engines": ["mujoco-rollout"]},
+                  "engines": ["mujoco-rollout"],
+                  # XLA's formulations at the N and K of the chapter's §7 comparison; columns_poly and
+                  # n = 3, 6 in paper (each (formulation, n) a compile: 1-11 s at n <= 4)
+                  "formulations": ["columns", "aba", "aba_unrolled", "aba_flat"], "formulation_links": [1, 2, 4],
+                  "formulation_num_envs": 2**8, "formulation_steps": 100},
         # the engines: MJX compiles each (model, N, K) apart (inverted_pendulum: 5-10 s each; hopper
         # about 45 s; humanoid: no result within 8 minutes), so it runs on the pendulum at one N here;
         # walker2d (contacts, like hopper) in paper only: the cold build is at its 10 minutes; N up
@@ -105,7 +110,9 @@ PRESETS: dict[str, dict[str, dict]] = {
         "model": {"num_envs": [2**10, 2**16, 2**20, 2**26], "steps": [1, 1000], "gpu_flops_per_s": None,
                   "gpu_bytes_per_s": None},
         "chain": {"links": [1, 2, 3, 4, 6, 8], "num_envs": _pow2(4, 16, 4), "steps": [1, 100, 1000],
-                  "cap": {"gym": 2**10, "torch": 2**16, "*": 2**22}, "engines": ["mujoco-rollout", "mjx"]},
+                  "cap": {"gym": 2**10, "torch": 2**16, "*": 2**22}, "engines": ["mujoco-rollout", "mjx"],
+                  "formulations": ["columns", "columns_poly", "aba", "aba_unrolled", "aba_flat", "aba_u2", "aba_u4"],
+                  "formulation_links": [1, 2, 3, 4, 6, 8], "formulation_num_envs": 2**12, "formulation_steps": 100},
         "engines": {"engines": ["mujoco-python", "mujoco-rollout", "mjx", "envpool", "gymnasium-async"],
                     "models": ["inverted_pendulum", "inverted_double_pendulum", "chain2", "chain8", "hopper", "walker2d",
                                "humanoid"],

@@ -289,3 +289,73 @@ def fused_over_xla(measured: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame(rows)
     out.attrs.update(fused=fused, xla=xla)
     return out
+
+
+def formulation_data(P: ChainParams) -> pd.DataFrame:
+    """XLA's formulations of the chain (``P.formulations`` at ``P.formulation_links``, N and K of
+    the parameters: harness.robotics.chain_formulations), measured here once, then read; another
+    machine's snapshot read only. Adds ``xla_over_counted`` (XLA's flops per environment step
+    over the study's count, where XLA counted the whole program) and ``fastest`` (per n)."""
+    from ...harness.robotics import chain_formulations as cf
+
+    items = cf.formulation_items(P.formulations, P.formulation_links, P.formulation_num_envs, P.formulation_steps,
+                                 repeats=P.repeats, min_seconds=P.min_seconds)
+    result = cf.formulation_rows(items, data_dir=P.data_dir, machine=P.machine)
+    df = pd.DataFrame(result.rows)
+    if len(df):
+        df["xla_over_counted"] = df["xla_flops"].astype(float) / df["counted_flops"]
+        best = df.groupby("links")["env_steps_per_s"].transform("max")
+        df["fastest"] = df["env_steps_per_s"] == best
+        df = df.sort_values(["links", "env_steps_per_s"], ascending=[True, False]).reset_index(drop=True)
+    df.attrs.update(skipped=list(result.skipped), measured=result.measured, reused=result.reused)
+    return df
+
+
+def formulation_table(df: pd.DataFrame) -> pd.DataFrame:
+    """The page's table: per n and formulation, env steps/s, its share of the fastest, compile
+    seconds, XLA's flops and transcendentals per environment step beside the counted ones ("—"
+    where the program has loops inside the scan: XLA counts a loop body once), whether the jax
+    implementation runs it."""
+    if df.empty:
+        return df
+    out = df.assign(of_best=df["env_steps_per_s"] / df.groupby("links")["env_steps_per_s"].transform("max"))
+    return out[["links", "formulation", "env_steps_per_s", "of_best", "compile_s", "xla_loops", "xla_flops",
+                "counted_flops", "xla_over_counted", "xla_transcendentals", "counted_transcendentals", "chosen"]]
+
+
+def formulation_sentence(df: pd.DataFrame) -> str:
+    """Whether the jax implementation's formulation is the fastest measured here at each n (within
+    the spread of the timed regions: the fastest's slowest region faster than the chosen one's
+    fastest is a miss), and what XLA's program counts beyond the physics where it counted the
+    whole program: a rule that can fail (the choice is made once, in ``dynamics_xla.BEST``; these
+    rows measure it on this machine)."""
+    if df.empty:
+        return "No formulation of the chain was measured for these parameters."
+    parts, misses = [], []
+    for n, g in df.groupby("links"):
+        best, chosen = g.loc[g["env_steps_per_s"].idxmax()], g[g["chosen"]]
+        if chosen.empty:
+            parts.append(f"n = {n}: the jax implementation's formulation was not measured")
+            continue
+        c = chosen.iloc[0]
+        if c["formulation"] == best["formulation"]:
+            parts.append(f"n = {n}: `{c['formulation']}` is the fastest ({best['env_steps_per_s']:.3g} env steps/s)")
+        elif best["env_steps_per_s_min"] <= c["env_steps_per_s_max"]:
+            parts.append(f"n = {n}: `{best['formulation']}` ({best['env_steps_per_s']:.3g}) and the jax "
+                         f"implementation's `{c['formulation']}` ({c['env_steps_per_s']:.3g}) are as fast within "
+                         "the spread of their timed regions")
+        else:
+            misses.append(n)
+            parts.append(f"n = {n}: `{best['formulation']}` is the fastest ({best['env_steps_per_s']:.3g}), "
+                         f"{best['env_steps_per_s'] / c['env_steps_per_s']:.2f}× the jax implementation's "
+                         f"`{c['formulation']}`")
+    whole = df[df["whole_program"] & (df["formulation"] == "columns")]
+    added = ("" if whole.empty else " In the reference's columns, XLA's compiled program counts "
+             + ", ".join(f"{r.xla_over_counted:.1f}× the counted flops and {r.xla_transcendentals / r.counted_transcendentals:.1f}× "
+                         f"the sines, cosines and roots at n = {r.links}" for r in whole.itertuples())
+             + " (work its source does not hold, growing with n).")
+    verdict = ("The jax rows run XLA's fastest formulation measured here, or one as fast within the spread, "
+               "at every n." if not misses else
+               f"The jax rows do not run the fastest formulation measured here at n = {', '.join(map(str, misses))}: "
+               "their comparisons with XLA understate XLA there by the factor given.")
+    return "; ".join(parts) + ". " + verdict + added

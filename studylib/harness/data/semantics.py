@@ -25,6 +25,7 @@ Kinds (who measures them):
     prediction      the cost model's samples/s for a point, made before it is measured: harness.robotics.chain_study,
                     harness.robotics.engine_predict
     engine          a robotics engine's mj_steps/s on a MuJoCo model (MuJoCo C, MJX, envpool): harness.robotics.engine_study
+    formulation     an XLA formulation of the chain's physics, env steps/s and XLA's counts: harness.robotics.chain_formulations
 
 History:
     1 (every kind, 2026-11-25): the first stamped rows. Rows saved before carry no stamp and are
@@ -39,6 +40,7 @@ History:
       Python loop at N = 1 about 10,000 (humanoid: 36 us a step in its first 250 steps, 96 us
       after); its contacts came from a separate run. Now every engine starts past 1.5 s of
       simulated time and its contacts are counted on the timed states (harness.robotics.engines).
+    formulation 1 (2026-11-26): the first rows of XLA's formulations of the chain.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ VERSIONS = {
     "training": 1,
     "prediction": 1,
     "engine": 2,
+    "formulation": 1,
 }
 FIELD = "semantics"  # the row's column holding its stamp
 

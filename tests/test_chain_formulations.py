@@ -1,0 +1,52 @@
+"""XLA's formulations of the chain, measured (harness.robotics.chain_formulations) and judged on
+the chain page (book.pages.chain.formulation_sentence)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from studylib.book.pages import chain
+from studylib.errors import ConfigError
+from studylib.harness.robotics import chain_formulations as cf
+
+pytest.importorskip("jax")
+
+
+def test_a_formulation_row_counts_what_xla_compiled():
+    """The columns' program is one loop (the scan over K): XLA counts its whole environment step,
+    more flops than the study counts (it has copied producers into consumers); the articulated-body
+    formulation has loops over the links inside it, which XLA counts once, so no count is given."""
+    columns = cf.measure_formulation(cf.FormulationItem("columns", 1, 8, 2, repeats=1, min_seconds=0.001))
+    aba = cf.measure_formulation(cf.FormulationItem("aba", 1, 8, 2, repeats=1, min_seconds=0.001))
+    assert columns["whole_program"] and columns["xla_loops"] == 1
+    assert columns["xla_flops"] > columns["counted_flops"] == 740 and columns["xla_transcendentals"] > 0
+    assert not aba["whole_program"] and aba["xla_loops"] > 1 and aba["xla_flops"] is None
+    assert columns["env_steps_per_s"] > 0 and aba["env_steps_per_s"] > 0 and columns["compile_s"] > 0
+
+
+def test_the_items_leave_out_the_columns_past_their_compile_budget():
+    items = cf.formulation_items(["columns", "aba"], [4, 16], 256, 100)
+    assert [(i.formulation, i.links) for i in items] == [("columns", 4), ("aba", 4), ("aba", 16)]
+    with pytest.raises(ConfigError, match="unknown formulation 'scan'"):
+        cf.formulation_items(["scan"], [2], 256, 100)
+
+
+def _rows(chosen_rate, chosen_spread, best_rate=2.0e6, best_spread=0.05):
+    row = lambda f, r, s, ch: {"links": 2, "formulation": f, "env_steps_per_s": r, "env_steps_per_s_min": r * (1 - s),  # noqa: E731
+                               "env_steps_per_s_max": r * (1 + s), "chosen": ch, "whole_program": f == "columns",
+                               "xla_flops": 7376.0 if f == "columns" else None, "counted_flops": 1760,
+                               "xla_transcendentals": 731.0 if f == "columns" else None, "counted_transcendentals": 120}
+    return pd.DataFrame([row("aba_flat", best_rate, best_spread, False), row("aba_unrolled", chosen_rate, chosen_spread, True),
+                         row("columns", 2.5e5, 0.05, False)]).assign(xla_over_counted=lambda d: d["xla_flops"] / d["counted_flops"])
+
+
+def test_the_verdict_on_xlas_best_can_fail():
+    """Slower than the fastest beyond the spread of both's timed regions: a miss, with its factor;
+    within it: as fast; XLA's counts of the columns' program beside the counted ones."""
+    miss = chain.formulation_sentence(_rows(1.0e6, 0.05))
+    assert "do not run the fastest formulation measured here at n = 2" in miss and "2.00× the jax" in miss
+    tie = chain.formulation_sentence(_rows(1.9e6, 0.05))
+    assert "as fast within the spread" in tie and "at every n" in tie
+    assert "4.2× the counted flops and 6.1× the sines" in tie
+    assert chain.formulation_sentence(pd.DataFrame()).startswith("No formulation")
