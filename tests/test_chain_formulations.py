@@ -33,7 +33,7 @@ def test_the_items_leave_out_the_columns_past_their_compile_budget():
 
 
 def _rows(chosen_rate, chosen_spread, best_rate=2.0e6, best_spread=0.05):
-    row = lambda f, r, s, ch: {"links": 2, "formulation": f, "env_steps_per_s": r, "env_steps_per_s_min": r * (1 - s),  # noqa: E731
+    row = lambda f, r, s, ch: {"links": 2, "formulation": f, "env_steps_per_s": r, "env_steps_per_s_min": r * (1 - s),
                                "env_steps_per_s_max": r * (1 + s), "chosen": ch, "whole_program": f == "columns",
                                "xla_flops": 7376.0 if f == "columns" else None, "counted_flops": 1760,
                                "xla_transcendentals": 731.0 if f == "columns" else None, "counted_transcendentals": 120}

@@ -96,7 +96,7 @@ def measure_formulation(item: FormulationItem) -> dict:
                      sync=lambda: state[0].block_until_ready())
     s = t.summary(envs * item.steps)
     whole = loops == 1  # the scan over K alone: its body is one whole environment step of N (XLA omits zero counts)
-    per_step = lambda key: cost.get(key, 0.0) / envs if whole else None  # noqa: E731
+    per_step = lambda key: cost.get(key, 0.0) / envs if whole else None
     return {**item.columns(), "env_steps_per_s": s["median"], "env_steps_per_s_min": s["min"],
             "env_steps_per_s_max": s["max"], "compile_s": compile_s, "xla_loops": loops,
             "whole_program": whole, "xla_flops": per_step("flops"),
