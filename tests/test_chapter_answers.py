@@ -1,0 +1,92 @@
+"""The paragraph that opens each CartPole chapter (``studylib.book.answers`` and the pages'
+``answer``): it states the chapter's findings with our number beside the paper's and the verdict the
+claims reach, from the same records the page renders below, and says what is missing when a run
+has no record. Checked on small frames whose numbers are known, so a wrong number or verdict in the
+answer fails here."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from studylib import book
+from studylib.book import answers
+from studylib.book.claims import findings as claims
+from studylib.book.claims.analysis import NOT_REPRODUCED, PARTLY, REPRODUCED
+from studylib.book.claims.base import row
+from studylib.book.pages import fusion, overheads, vectorization
+
+
+def _rows(impl, n_rate: dict, steps=1, **cols):
+    return [{"impl": impl, "num_envs": n, "steps": steps, "samples_per_s": r, "state_factor": 1, "compute_factor": 1,
+             "policy": "none", **cols} for n, r in n_rate.items()]
+
+
+def _params(chapter, tmp_path, **kw):
+    return book.params(chapter, preset="tiny", data_dir=tmp_path, **kw)
+
+
+def test_a_finding_reads_as_ours_beside_the_papers_with_its_verdict_and_why():
+    short = row("F.2", "speedup", "jax over torch", "f2_xla_over_torch", 4.66, "why")  # paper 13.4×: 2–10× short
+    assert answers.finding_sentence(short) == ("**F.2**, jax over torch: **4.66×** here against the paper's 13.4×: "
+                                               f"*{PARTLY}* (faster, but 2–10× short of the paper's).")
+    held = row("F.1", "at most", "cpp over gym", "f1_cpp_over_gym", 3.0, "")
+    assert answers.finding_sentence(held, "C++") == f"**F.1**, C++: **3×** here against the paper's 4×: *{REPRODUCED}*."
+    over_n = row("F.3", "speedup", "fusion", "f3_fusion", pd.Series({64: 33.2, 1024: 6.86, 16384: 2.84}), "why")
+    assert "*partly reproduced* (within 2× of the paper's at the median, but not at N = 2^6, 2^14)" in \
+        answers.finding_sentence(over_n)
+    missing = row("F.3", "speedup", "fusion", "f3_fusion", None, "")
+    assert "*not measured* here (this build has no measurement for it)" in answers.finding_sentence(missing)
+    assert answers.counts_text([short, held, missing]) == "**1** reproduced, **1** partly reproduced, **1** not measured"
+    assert answers.findings_answer([], "lead", "nothing here") == "nothing here"
+
+
+def test_the_vectorization_answer_states_f1s_ratios_and_the_n_of_the_largest(tmp_path):
+    n = [1, 8, 64]
+    df = pd.DataFrame(_rows("gym", dict(zip(n, [1e4] * 3))) + _rows("cpp", dict(zip(n, [2e4, 3e4, 3e5])))
+                      + _rows("jax", dict(zip(n, [1e5, 2e5, 5e5]))))
+    P = _params("vectorization", tmp_path)
+    found = claims.vectorization_rows(P, df)
+    text = vectorization.answer(P, found, df)
+    assert "**50×** here against the paper's 1,024×" in text and f"*{NOT_REPRODUCED}*" in text  # 5e5 / 1e4, at N = 64
+    assert "(at N = 2^6, the largest N where gym was measured)" in text
+    assert "**30×** here against the paper's 4×" in text and "above the paper's bound" in text  # cpp: 3e5 / 1e4
+    assert text.startswith("Measured on this machine (")
+    empty = vectorization.answer(P, claims.vectorization_rows(P, df[df["impl"] != "gym"]), df[df["impl"] != "gym"])
+    assert "F.1 needs `gym`" in empty and "`cpp`, `jax`" in empty
+
+
+def _profile(impl, k, calls, kernels):
+    return {"impl": impl, "steps": k, "backend_calls": calls, "kernel_launches": kernels,
+            "backend_calls_per_step": calls / k, "kernel_launches_per_step": kernels / k}
+
+
+def test_the_overheads_answer_states_f2_and_whether_fig6s_pattern_holds(tmp_path):
+    n = [16, 256]
+    df = pd.DataFrame(_rows("torch", dict(zip(n, [1e5, 1e5]))) + _rows("torch", dict(zip(n, [1e5, 1e5])), steps=100)
+                      + _rows("jax", dict(zip(n, [1e5, 1e5]))) + _rows("jax", dict(zip(n, [1.3e6, 1.3e6])), steps=100))
+    P = _params("overheads", tmp_path, num_envs=n, steps=[1, 100])
+    found = claims.overheads_rows(P, df, pd.DataFrame())
+    prof = pd.DataFrame([_profile("jax", 1, 2, 100), _profile("jax", 100, 2, 10000)])
+    text = overheads.answer(P, found, prof)
+    by = {f.key: f for f in found}
+    assert by["f2_xla_over_torch"].ours_text == "13×" and "**13×** here against the paper's 13.4×" in text
+    assert f"*{REPRODUCED}*" in text and "**13×** here against the paper's 53.8×" in text  # K = 1 → 100: 13×
+    assert "holds here: from K = 1 to 100, `jax`'s backend calls go from 2 to 2 and its kernels from 100 to 10000" in text
+    fused = pd.DataFrame([_profile("jax", 1, 2, 100), _profile("jax", 100, 2, 100)])  # kernels constant: fused
+    assert "does **not** hold here" in overheads.answer(P, found, fused)
+    assert "F.2 needs `jax` and `torch`" in overheads.answer(P, [], pd.DataFrame())
+
+
+def test_the_fusion_answer_names_the_fused_implementation_and_states_f3(tmp_path):
+    n = [64, 1024]
+    df = pd.DataFrame(_rows("cpp", dict(zip(n, [1e7, 1e7]))) + _rows("cpp", dict(zip(n, [1e8, 1e8])), steps=1000)
+                      + _rows("jax", dict(zip(n, [1e6, 1e6]))) + _rows("jax", dict(zip(n, [2e6, 2e6])), steps=1000))
+    P = _params("fusion", tmp_path, num_envs=n, steps=[1, 1000])
+    found = claims.fusion_rows(P, df)
+    text = fusion.answer(P, found, "cpp")
+    assert "with `cpp` (the CUDA kernel's source compiled for this CPU)" in text
+    assert "**10×** here against the paper's 11.3×" in text and f"*{REPRODUCED}*" in text  # 1e8 / 1e7
+    assert "**2×** here against the paper's 83.3×" in text  # jax: 2e6 / 1e6, more than 10× short
+    assert "**50×** here against the paper's 113×" in text and f"*{PARTLY}*" in text  # 1e8 / 2e6
+    assert "F.3 needs `cuda` and `jax`" in fusion.answer(P, [], "cuda")
