@@ -14,7 +14,7 @@ from studylib.book import answers
 from studylib.book.claims import findings as claims
 from studylib.book.claims.analysis import NOT_REPRODUCED, PARTLY, REPRODUCED
 from studylib.book.claims.base import row
-from studylib.book.pages import fusion, overheads, vectorization
+from studylib.book.pages import complexity, fusion, overheads, vectorization
 
 
 def _rows(impl, n_rate: dict, steps=1, **cols):
@@ -90,3 +90,29 @@ def test_the_fusion_answer_names_the_fused_implementation_and_states_f3(tmp_path
     assert "**2×** here against the paper's 83.3×" in text  # jax: 2e6 / 1e6, more than 10× short
     assert "**50×** here against the paper's 113×" in text and f"*{PARTLY}*" in text  # 1e8 / 2e6
     assert "F.3 needs `cuda` and `jax`" in fusion.answer(P, [], "cuda")
+
+
+def _complexity(speedups_by_s: dict, n_mem=2**14, llc=2**20):
+    """A Fig 9 frame whose memory regime (N = n_mem, C = 1) has the K = 100 fusion speedup x at S,
+    and a grid N = {4, 64} at S = 1 whose K = 100 speedup is 2× and 8× (not flat in N)."""
+    rows = []
+    for s, x in speedups_by_s.items():
+        rows += _rows("cpp", {n_mem: 1e7 / s}, state_factor=s) + _rows("cpp", {n_mem: x * 1e7 / s}, steps=100,
+                                                                          state_factor=s)
+    for n, x in {4: 2.0, 64: 8.0}.items():
+        rows += _rows("cpp", {n: 1e6}) + _rows("cpp", {n: x * 1e6}, steps=100)
+    df = pd.DataFrame(rows)
+    df.attrs["memory"] = {"num_envs": n_mem, "state_factor": tuple(speedups_by_s), "steps": (1, 100), "llc_bytes": llc,
+                          "llc_measured": True, "working_set": {s: n_mem * (16 * s + 8) for s in speedups_by_s}}
+    return df
+
+
+def test_the_complexity_answer_states_f4s_growth_and_spread(tmp_path):
+    P = _params("complexity", tmp_path, state_factor=[1, 64], compute_factor=[1])
+    ceil = {"memory_bytes_per_s": 2e10, "fma_flops_per_s": 2e11, "gemm_steps_per_s": {}}
+    rows = claims.complexity_rows(P, _complexity({1: 4.0, 64: 256.0}), ceil)
+    text = complexity.answer(P, rows, "cpp")
+    assert "the fusion speedup of `cpp`" in text
+    assert "**4× → 256× (grows, ×64)** here against the paper's 2^4 → 2^10" in text and f"*{REPRODUCED}*" in text
+    assert "**4×** here against the paper's ≈ 1× (flat in N): *not reproduced here* (varies with N)" in text  # 8 / 2
+    assert "F.4 needs `cpp`" in complexity.answer(P, [], "cpp")
