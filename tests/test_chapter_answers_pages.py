@@ -8,7 +8,9 @@ from __future__ import annotations
 import pandas as pd
 
 from studylib import book
-from studylib.book.pages import beyond
+from studylib.book.claims.analysis import NOT_REPRODUCED, REPRODUCED
+from studylib.book.claims.base import row
+from studylib.book.pages import beyond, chain, engines
 
 
 def _params(chapter, tmp_path, **kw):
@@ -37,3 +39,37 @@ def test_the_beyond_answer_answers_its_four_questions_in_the_sections_numbers(tm
     empty = beyond.answer(P, pd.DataFrame(), fj.iloc[:0], beyond.peer_ratios(sim.iloc[:0]), roof.iloc[:0], 100)
     assert "Not all of torch, torch-compile and jax were measured here." in empty and "No peer was measured" in empty
     assert "`fused` and `jax` were not both measured" in empty and "Nothing was measured to set against" in empty
+
+
+def _cpp_over_gym(value):
+    return row("F.1", "at most", "cpp over gym", "f1_cpp_over_gym", value, "why")
+
+
+def test_the_chain_answer_counts_the_verdicts_and_states_each_comparison_over_n(tmp_path):
+    P = _params("chain", tmp_path)
+    fusion = row("F.3", "speedup", "fusion", "f3_fusion", 12.0, "")
+    labelled = [("n = 1", _cpp_over_gym(3.5)), ("n = 1", fusion), ("n = 2", _cpp_over_gym(40.0))]
+    text = chain.answer(P, labelled)
+    assert text.startswith("On the chain at n = 1, 2 links, measured on this machine (")
+    assert f"give **2** {REPRODUCED}, **1** {NOT_REPRODUCED}." in text
+    assert (f"F.1, multi-core C++ over single-core gym (the paper's at most 4×): **3.5× to 40× over 2 n**, "
+            f"{REPRODUCED} (n = 1), {NOT_REPRODUCED} (n = 2)") in text
+    assert f"F.3, CUDA fused K = 10^3 over K = 1 (the paper's 11.3×): **12× on n = 1**, {REPRODUCED} (n = 1)" in text
+    assert "not measured" not in text and "The chain was not measured" in chain.answer(P, [])
+
+
+def test_the_engines_answer_states_fig2s_gap_its_verdict_and_the_engines_verdicts(tmp_path):
+    P = _params("engines", tmp_path)
+    gap = pd.DataFrame({"system": ["CartPole (ours)", "chain2", "hopper"], "runs_on": ["jax", "mujoco-rollout", "envpool"],
+                        "env_steps_per_s": [4e7, 5e4, 4e4], "cartpole_over": [1.0, 800.0, 1000.0]})
+    split = pd.DataFrame([{"impl": "cpp", "mujoco_engine": "mujoco-rollout", "engine": 1000.0, "model": 10.0,
+                           "gap": 1e4, "engine_share": 0.75}])
+    labelled = [(("hopper", "none"), _cpp_over_gym(3.0)), (("hopper", "mlp"), _cpp_over_gym(9.0))]
+    text = engines.answer(P, gap, split, labelled)
+    assert "reaches **800×** to **1,000×** the environment-step rate of 2 robotics models" in text
+    assert f"none within 2× of it, where the paper's Fig 2 (XLA throughputs on a GPU) shows them similar: *{NOT_REPRODUCED}*" in text
+    assert "our `cpp` steps it at **1,000×** the rate of MuJoCo's fastest engine" in text and "**75 %**" in text
+    assert f"give **1** {REPRODUCED}, **1** {NOT_REPRODUCED}" in text and "(engines.md)" not in text  # no link to itself
+    near = gap.assign(cartpole_over=[1.0, 1.5, 3.0])
+    assert f"1 of 2 within 2× of it: *partly reproduced*" in engines.answer(P, near, split.iloc[:0], [])
+    assert "F.1 and F.3 were not measured on the engines" in engines.answer(P, gap.iloc[:1], split, [])

@@ -8,13 +8,14 @@ record the chapter's findings list renders further down.
     answers.findings_answer(found, lead, none)   # the lead, then one sentence per finding (``none`` without any)
     answers.counts_text(found)                   # "2 reproduced, 1 not reproduced here"
     answers.where(P)                             # "this machine (2 CPU cores, no GPU)"
+    answers.similar_verdict(within, count)       # Fig 2's "similar" judged as the introduction reads it
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .claims.analysis import NOT_MEASURED, REPRODUCED, RULES, VERDICTS
+from .claims.analysis import NOT_MEASURED, NOT_REPRODUCED, PARTLY, REPRODUCED, RULES, SIZE_FACTOR, VERDICTS
 from .claims.base import Finding, verdict_text
 from .format import pow2_label
 
@@ -68,3 +69,12 @@ def where(P) -> str:
     hw = f"{facts['cores']} CPU cores" if facts.get("cores") else "its CPU"
     hw += f" and an {facts['gpu']}" if facts.get("gpu") else ", no GPU"
     return (f"machine `{P.machine}`" if P.machine else "this machine") + f" ({hw})"
+
+
+def similar_verdict(within: int, count: int) -> str:
+    """The paper's Fig 2 "similar" (CartPole's throughput beside robotics simulators') as a verdict:
+    ``within`` of ``count`` simulators within ``SIZE_FACTOR``× of CartPole's rate, the factor the
+    introduction calls similar (``overview.fig2_text``): all, some or none of them."""
+    if not count:
+        return NOT_MEASURED
+    return REPRODUCED if within == count else NOT_REPRODUCED if within == 0 else PARTLY

@@ -109,23 +109,46 @@ def _labels(labels: list[str]) -> str:
     return ", ".join(labels)
 
 
-def tally(group: list[Labelled]) -> str:
-    """The verdicts of one comparison over what a chapter measured it on, in ``VERDICTS``' order:
-    each verdict with what got it (its count where more than three did), borderline ones counted."""
+def _tally_parts(group: list[Labelled]) -> list[tuple[str, str]]:
+    """(verdict, what got it) in ``VERDICTS``' order: the labels, or their count where more than three."""
     parts = []
     for v in VERDICTS:
         labels = [x.label for x in group if x.finding.verdict == v]
         if labels:
             what = (_labels(labels) if len(labels) <= 3 else f"all {len(labels)}" if len(labels) == len(group) else
                     f"{len(labels)} of {len(group)}")
-            parts.append(f"{v}: {what}")
-    borderline = sum(bool(x.finding.borderline) for x in group)
-    return "; ".join(parts) + (f" ({borderline} borderline)" if borderline else "")
+            parts.append((v, what))
+    return parts
+
+
+def _borderline(group: list[Labelled], fmt: str = " ({} borderline)") -> str:
+    count = sum(bool(x.finding.borderline) for x in group)
+    return fmt.format(count) if count else ""
+
+
+def tally(group: list[Labelled]) -> str:
+    """The verdicts of one comparison over what a chapter measured it on, in ``VERDICTS``' order:
+    each verdict with what got it (its count where more than three did), borderline ones counted."""
+    return "; ".join(f"{v}: {what}" for v, what in _tally_parts(group)) + _borderline(group)
+
+
+def comparisons_text(records) -> str:
+    """Each comparison of the paper's that ``records`` judge as one clause of a sentence (a
+    chapter's first paragraph): the finding, the paper's claim with its value, ours over what it
+    was measured on (``_ours``) and each verdict with what got it in brackets; "; " between them."""
+    groups: dict[str, list[Labelled]] = {}
+    for x in records:
+        groups.setdefault(x.finding.key, []).append(x)
+    return "; ".join(
+        f"{g[0].finding.finding}, {_paper_says(g[0].finding)}: **{_ours(g)}**, "
+        + ", ".join(f"{v} ({what})" for v, what in _tally_parts(g)) + _borderline(g, ", {} borderline")
+        for g in groups.values())
 
 
 def _ours(group: list[Labelled]) -> str:
     if len(group) == 1:
-        return group[0].finding.ours_text + (f" on {group[0].label}" if group[0].label else "")
+        label = group[0].label
+        return group[0].finding.ours_text + ((" " if label.startswith("across") else " on ") + label if label else "")
     values = [x.finding.value for x in group if x.finding.value is not None and np.isfinite(x.finding.value)]
     if not values:
         return "n/a"
@@ -271,14 +294,20 @@ def _side(engine: float, model: float, impl: str) -> str:
     return f"the engine and the model take equal parts of {lead}"
 
 
-def fig2_text(gap: pd.DataFrame, split: pd.DataFrame, where: str = "this machine") -> str:
+def fig2_text(gap: pd.DataFrame, split: pd.DataFrame, where: str = "this machine", link: bool = True,
+              others: bool = True, verdict: bool = False) -> str:
     """What the engines chapter measures of the paper's Fig 2 claim: CartPole's rate over each
     robotics model's, then that gap taken apart on the model measured both in MuJoCo and in our code
-    (``engines.gap_split``): the engine's factor, the model's, and which is the larger."""
+    (``engines.gap_split``): the engine's factor, the model's, and which is the larger. ``link``:
+    name the engines chapter (not on its own page); ``others``: ``split_text``'s other
+    implementations; ``verdict``: the "similar" as a verdict (``answers.similar_verdict``)."""
+    from ..answers import similar_verdict
+
     n = fig2_numbers(gap, split)
+    at = f" ({chapter_link('engines')})" if link else ""
     if not n.models:
-        return (f"No robotics model was measured for {chapter_link('engines')} in this build: the paper's Fig 2 claim "
-                "is not checked here.")
+        return (f"No robotics model was measured{' for ' + chapter_link('engines') if link else ''} in this build: "
+                "the paper's Fig 2 claim is not checked here.")
     similar = (f"all {len(n.models)} within {SIZE_FACTOR:g}× of it, as similar as Fig 2 shows them"
                if n.within == len(n.models) else
                f"none within {SIZE_FACTOR:g}× of it, where the paper's Fig 2 (XLA throughputs on a GPU) shows them similar"
@@ -286,13 +315,14 @@ def fig2_text(gap: pd.DataFrame, split: pd.DataFrame, where: str = "this machine
                f"{n.within} of {len(n.models)} within {SIZE_FACTOR:g}× of it")
     brax = sum(m.endswith("(Brax)") for m in n.models)
     whose = "MuJoCo's and Brax's" if 0 < brax < len(n.models) else "Brax's" if brax else "MuJoCo's"
-    text = (f"Measured on {where} ({chapter_link('engines')}): our CartPole (`{n.cartpole_runs_on}`, "
+    said = f": *{similar_verdict(n.within, len(n.models))}*" if verdict else ""
+    text = (f"Measured on {where}{at}: our CartPole (`{n.cartpole_runs_on}`, "
             f"Fig 2's line) reaches **{fmt_x(n.low)}** to **{fmt_x(n.high)}** the environment-step rate of "
-            f"{len(n.models)} robotics models ({whose}, each at its fastest engine and N): {similar}.")
-    return text + " " + split_text(gap, split)
+            f"{len(n.models)} robotics models ({whose}, each at its fastest engine and N): {similar}{said}.")
+    return text + " " + split_text(gap, split, others)
 
 
-def split_text(gap: pd.DataFrame, split: pd.DataFrame) -> str:
+def split_text(gap: pd.DataFrame, split: pd.DataFrame, others: bool = True) -> str:
     """Fig 2's gap taken apart (``engines.gap_split``) in words chosen by rules: the engine's
     factor on the one model measured both in MuJoCo and in our code, the model's factor in one
     engine of ours, which is the larger, and the same in our other implementations."""
@@ -307,13 +337,23 @@ def split_text(gap: pd.DataFrame, split: pd.DataFrame) -> str:
              f"the rate of MuJoCo's fastest engine (`{n.mujoco_engine}`): the same model in another engine. In "
              f"`{n.impl}`, CartPole runs at **{fmt_x(n.model)}** the chain's rate: another model in the same engine. "
              f"So {_side(n.engine, n.model, n.impl)}{share}.")
-    if n.others:
+    if n.others and others:
         flip = [i for i, e, m in n.others if (e > m) != (n.engine > n.model)]
         text += (" Measured the same way in " + ", ".join(f"`{i}`" for i, _, _ in n.others) + ", the engine's part is "
                  + ", ".join(_part(e, m) for _, e, m in n.others) + (" respectively" if len(n.others) > 1 else "")
                  + (f"; in {', '.join(f'`{i}`' for i in flip)} the "
                     + ("model's" if n.engine > n.model else "engine's") + " part is the larger." if flip else "."))
     return text
+
+
+def _paper_says(f: Finding) -> str:
+    """The paper's claim with its value labelled as the paper's ("… over gym (the paper's up to
+    1,024×)"), or, where the paper states no number (the chain's F.4), where it says it."""
+    claim = PAPER[f.key].claim
+    if not (f.paper_text[:1].isdigit() or f.paper_text.startswith("≈")):
+        return f"{claim} (the paper, {PAPER[f.key].where})"
+    bound = next((b for b in (" up to", " at most") if claim.endswith(b)), "")
+    return f"{claim.removesuffix(bound).rstrip(',')} (the paper's{bound} {f.paper_text})"
 
 
 def _claim(key: str, paper: str) -> str:
