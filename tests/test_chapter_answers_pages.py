@@ -10,7 +10,7 @@ import pandas as pd
 from studylib import book
 from studylib.book.claims.analysis import NOT_REPRODUCED, REPRODUCED
 from studylib.book.claims.base import row
-from studylib.book.pages import beyond, chain, engines
+from studylib.book.pages import beyond, chain, engines, model
 
 
 def _params(chapter, tmp_path, **kw):
@@ -73,3 +73,18 @@ def test_the_engines_answer_states_fig2s_gap_its_verdict_and_the_engines_verdict
     near = gap.assign(cartpole_over=[1.0, 1.5, 3.0])
     assert f"1 of 2 within 2× of it: *partly reproduced*" in engines.answer(P, near, split.iloc[:0], [])
     assert "F.1 and F.3 were not measured on the engines" in engines.answer(P, gap.iloc[:1], split, [])
+
+
+def test_the_model_answer_states_its_error_here_and_the_papers_numbers_it_predicts(tmp_path):
+    P = _params("model", tmp_path)
+    vs = model.ValidationSummary(141, 0.86, (("F.1", 0.56, 2.78), ("F.2", 1.21, 2.52)), 0, None)
+    paper = pd.DataFrame({"quantity": ["cpp over gym", "jax over torch", "cuda fusion"],
+                          "|log2 ratio|": [8.4, 0.5, 1.0]})  # within 2×: |log2| ≤ 1
+    text = model.answer(P, object(), "", vs, paper)
+    assert "predicts the 141 points of F.1–F.4 measured here with a median |log₂(model / measured)| of **0.86**" in text
+    assert "it is **within 2× of the typical point** (per finding: F.1 0.56; F.2 1.21)" in text
+    assert "it predicts **2 of 3** of the paper's numbers within 2×: jax over torch; cuda fusion." in text
+    far = model.ValidationSummary(10, 1.5, (), 0, None)
+    assert "**not within 2× of the typical point**" in model.answer(P, object(), "", far, paper)
+    assert "not checked against them" in model.answer(P, object(), "", None, paper.iloc[:0])
+    assert model.answer(P, None, "no calibration", None, pd.DataFrame()).startswith("**No cost model for this data**: no calibration.")
