@@ -62,13 +62,16 @@ def counts_text(found) -> str:
 
 def where(P) -> str:
     """The machine whose numbers a page reads, with what matters beside the paper's GPU: its cores
-    and its GPU or none (``presets.machine_facts``)."""
+    and its GPU or none (``presets.machine_facts``; this machine's for parameters that name no
+    other, such as the training chapters')."""
+    from ..harness.data.provenance import machine_identity
     from .presets import machine_facts
 
-    facts = machine_facts(P)
+    machine = getattr(P, "machine", None)
+    facts = machine_facts(P) if machine else machine_identity()
     hw = f"{facts['cores']} CPU cores" if facts.get("cores") else "its CPU"
     hw += f" and an {facts['gpu']}" if facts.get("gpu") else ", no GPU"
-    return (f"machine `{P.machine}`" if P.machine else "this machine") + f" ({hw})"
+    return (f"machine `{machine}`" if machine else "this machine") + f" ({hw})"
 
 
 def similar_verdict(within: int, count: int) -> str:
