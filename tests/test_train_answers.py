@@ -137,7 +137,7 @@ def test_the_answer_states_collection_amdahl_and_the_learner_with_their_interval
     S = answers.summaries(solve, ["gym", "fused", "jax"])
     text = answers.answer(solve, S, ["gym", "fused", "jax"], "this machine (2 CPU cores, no GPU)")
     assert text.startswith("Measured on this machine (2 CPU cores, no GPU).")
-    assert "the fastest against the slowest: Collection per update is 50.00× faster with `fused` than with `gym`" in text
+    assert "`fused` collects fastest and `gym` slowest. Collection per update is 50.00× faster with `fused`" in text
     assert "`fused` spends 5%" in text and "`gym` 50%" in text
     assert "Time to solve: `fused` trains faster than `gym`: IQM ratio 5.00×" in text  # 10 s against 2 s, every seed
     assert "Collection is 5%–50% of these collectors' wall-clock" in text and "at most 2× (Amdahl's bound)" in text

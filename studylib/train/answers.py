@@ -190,8 +190,8 @@ def answer(solve: pd.DataFrame, S: pd.DataFrame, collectors, where: str = "this 
     side = torch_collectors(S, collectors)
     parts = [f"Measured on {where}."]
     if len(side) >= 2:
-        parts.append("Among the collectors feeding the same PyTorch PPO, the fastest against the slowest: "
-                     + collection_sentence(solve, side[-1], side[0]))
+        parts.append(f"Among the collectors feeding the same PyTorch PPO, `{side[0]}` collects fastest and "
+                     f"`{side[-1]}` slowest. " + collection_sentence(solve, side[-1], side[0]))
         b = collection_bound(S, side)
         parts.append(f"Collection is {b.collect_share[0]:.0%}–{b.collect_share[1]:.0%} of these collectors' wall-clock, "
                      f"so an infinitely fast collector could cut time to solve at most {b.bound:.2g}× (Amdahl's bound).")
