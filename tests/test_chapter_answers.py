@@ -7,7 +7,6 @@ answer fails here."""
 from __future__ import annotations
 
 import pandas as pd
-import pytest
 
 from studylib import book
 from studylib.book import answers

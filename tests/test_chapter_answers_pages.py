@@ -71,7 +71,7 @@ def test_the_engines_answer_states_fig2s_gap_its_verdict_and_the_engines_verdict
     assert "our `cpp` steps it at **1,000×** the rate of MuJoCo's fastest engine" in text and "**75 %**" in text
     assert f"give **1** {REPRODUCED}, **1** {NOT_REPRODUCED}" in text and "(engines.md)" not in text  # no link to itself
     near = gap.assign(cartpole_over=[1.0, 1.5, 3.0])
-    assert f"1 of 2 within 2× of it: *partly reproduced*" in engines.answer(P, near, split.iloc[:0], [])
+    assert "1 of 2 within 2× of it: *partly reproduced*" in engines.answer(P, near, split.iloc[:0], [])
     assert "F.1 and F.3 were not measured on the engines" in engines.answer(P, gap.iloc[:1], split, [])
 
 

@@ -14,8 +14,9 @@
               chain's and the engines' (``chain``, ``engines``), and the findings table (``findings``)
 ``pages/``    each chapter's data, tables and sentences: ``overview`` (the introduction's answer: every
               chapter's verdicts in one table, the paper's Fig 2 claim against the engines'
-              measurements), ``cartpole``, ``brax``, ``vectorization``, ``overheads``, ``fusion``,
-              ``complexity``, ``beyond``, ``chain``, ``engines``, ``atari``, ``model``, ``machines``
+              measurements), ``comparisons`` (those verdicts and that claim in words), ``cartpole``,
+              ``brax``, ``vectorization``, ``overheads``, ``fusion``, ``complexity``, ``beyond``, ``chain``,
+              ``engines``, ``atari``, ``model``, ``machines``
 ``figures/``  Altair helpers (``charts``) and side views of MuJoCo models drawn from their geoms
               (``model_pictures``: the chain's and the robotics models' pictures; no renderer)
 

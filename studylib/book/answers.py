@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .claims.analysis import NOT_MEASURED, NOT_REPRODUCED, PARTLY, REPRODUCED, RULES, SIZE_FACTOR, VERDICTS
+from .claims.analysis import NOT_MEASURED, NOT_REPRODUCED, PARTLY, REPRODUCED, RULES, VERDICTS
 from .claims.base import Finding, verdict_text
 from .format import pow2_label
 

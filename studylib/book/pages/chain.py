@@ -21,6 +21,7 @@ from ...implspec import book_order, spec
 from .. import answers
 from ..plans import _measured, capped_points
 from ..presets import ChainParams
+from .comparisons import Labelled, comparisons_text
 
 KEY = ["impl", "links", "num_envs", "steps"]
 
@@ -296,9 +297,7 @@ def fused_over_xla(measured: pd.DataFrame) -> pd.DataFrame:
 def answer(P: ChainParams, labelled) -> str:
     """The chapter's first paragraph: whether the paper's CartPole comparisons hold on the chain,
     from ``claims_chain.labelled_findings`` (the verdicts the page's table shows): their count per
-    verdict, then each comparison with ours over the n beside the paper's (``overview.comparisons_text``)."""
-    from .overview import Labelled, comparisons_text
-
+    verdict, then each comparison with ours over the n beside the paper's (``comparisons.comparisons_text``)."""
     if not labelled:
         return "The chain was not measured in this build, so the paper's comparisons are not made on it here."
     links = ", ".join(dict.fromkeys(label[4:] for label, _ in labelled if label.startswith("n = ")))

@@ -21,6 +21,7 @@ import pandas as pd
 from ...harness.robotics import engine_predict, engine_study
 from .. import answers
 from ..presets import EnginesParams
+from .comparisons import fig2_text
 
 MODEL_COLUMNS = ["model", "nq", "nv", "nu", "frame_skip", "contacts", "contacts_per_step", "xml_solver"]
 
@@ -282,12 +283,10 @@ def gap_split(engine_rows: pd.DataFrame, cartpole: pd.DataFrame, chain_rows: pd.
 
 def answer(P: EnginesParams, gap: pd.DataFrame, split: pd.DataFrame, labelled) -> str:
     """The chapter's first paragraph: is CartPole representative of the robotics engines RL uses?
-    Fig 2's claim in this machine's numbers and the gap taken apart (``overview.fig2_text``, as the
+    Fig 2's claim in this machine's numbers and the gap taken apart (``comparisons.fig2_text``, as the
     introduction states it, with the verdict its "similar" gives, without the other
     implementations' split), then how the paper's F.1 and F.3 fare on the engines
     (``claims_engines.labelled_findings``), counted per verdict."""
-    from .overview import fig2_text
-
     text = fig2_text(gap, split, answers.where(P), link=False, others=False, verdict=True)
     if not labelled:
         return text + " F.1 and F.3 were not measured on the engines in this build."

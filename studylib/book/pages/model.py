@@ -19,6 +19,7 @@ import pandas as pd
 from ...errors import ConfigError
 from ...harness.model import costmodel
 from ...implspec import spec
+from .. import answers
 from ..claims.paper import PAPER
 from ..presets import ChapterParams
 
@@ -254,8 +255,6 @@ def answer(P: ChapterParams, ours, why_not: str, vs: ValidationSummary | None, p
     this machine's F.1–F.4 points (``validation_summary``: within 2× of the typical point or not)
     and how many of the paper's numbers it predicts within 2× from §3.1's published hardware
     (``paper_agreement``), the paper's labelled as the paper's; what is missing where it cannot."""
-    from .. import answers
-
     if ours is None:
         return f"**No cost model for this data**: {why_not}. The rest of this page is empty."
     here = ("No F.1–F.4 measurements are saved for this machine yet, so the model is not checked against them."
