@@ -14,6 +14,7 @@ from studylib.book.claims import findings as claims
 from studylib.book.claims.analysis import NOT_REPRODUCED, PARTLY, REPRODUCED
 from studylib.book.claims.base import row
 from studylib.book.pages import brax, cartpole, complexity, fusion, overheads, vectorization
+from tests.snapshot_cases import GPU_SNAPSHOTS, ROOT, machine_json
 
 
 def _rows(impl, n_rate: dict, steps=1, **cols):
@@ -38,6 +39,15 @@ def test_a_finding_reads_as_ours_beside_the_papers_with_its_verdict_and_why():
     assert "*not measured* here (this build has no measurement for it)" in answers.finding_sentence(missing)
     assert answers.counts_text([short, held, missing]) == "**1** reproduced, **1** partly reproduced, **1** not measured"
     assert answers.findings_answer([], "lead", "nothing here") == "nothing here"
+
+
+def test_the_answer_names_the_machine_whose_numbers_it_states(tmp_path):
+    assert answers.where(_params("vectorization", tmp_path)).startswith("this machine (")
+    for key in GPU_SNAPSHOTS:  # another machine's snapshot: its own cores and GPU, read from its machine.json
+        info = machine_json(key)
+        P = book.params("vectorization", preset="default", data_dir=ROOT / "data", machine=key)
+        assert answers.where(P) == f"machine `{key}` ({info['cores']} CPU cores and an {info['gpu']})"
+    assert [answers.similar_verdict(w, 3) for w in (3, 1, 0)] == [REPRODUCED, PARTLY, NOT_REPRODUCED]
 
 
 def test_the_vectorization_answer_states_f1s_ratios_and_the_n_of_the_largest(tmp_path):
