@@ -81,3 +81,25 @@ def test_summary_states_the_pages_numbers_and_its_rules_can_go_either_way():
     bare = ab.summary(df.iloc[:0], bd.iloc[:0], ["pong"], cores=2)
     assert (bare.speedups, bare.worst, bare.best_cnn, bare.breakdowns) == ((), None, None, 0)
     assert ab.summary(df, _breakdown(0.05), ["pong"], cores=2).cnn_bound_one_thread is None  # not timed
+
+
+def test_the_answer_states_the_summarys_numbers_and_cules_rate_as_published(tmp_path):
+    from studylib import book
+
+    P = book.params("atari", preset="tiny", data_dir=tmp_path)
+    df = _rows(vector_fps=4000.0, single_fps=1000.0, cnn_fps=500.0)
+    bd = _breakdown(0.05).assign(inference_one_thread_s=[0.001, 0.04])
+    s = ab.summary(df, bd, ["pong"], cores=2)
+    text = ab.answer(P, s)
+    assert "the emulator alone reaches at most **4,000 frames/s** (pong, ale-vector, N = 16), 4× one environment" in text
+    assert "With the Nature CNN the best is **500 frames/s** (pong, ale-vector, N = 16)" in text
+    assert "in 2 of 2 timed breakdowns" in text and "is the CNN's inference**" in text
+    assert "(43,056 frames/s, a GPU measurement) is 86× the best CNN-driven rate" in text  # 155e6 / 3600 / 500
+    assert "not tested here (no GPU)" in text
+    assert "up to 50× the same forward pass on one thread" in ab.contention(s)
+    assert "the largest phase is emulator (stepping and preprocessing) in 1 of 2" in ab.contention(s)  # 0.001 s < 0.03 s
+    calm = ab.summary(df, _breakdown(0.05).assign(inference_one_thread_s=0.04), ["pong"], cores=2)
+    assert "at most 1.2× the same forward pass" in ab.contention(calm)
+    assert "not timed on one thread" in ab.contention(ab.summary(df, _breakdown(0.05), ["pong"], cores=2))
+    bare = ab.answer(P, ab.summary(df.iloc[:0], bd.iloc[:0], ["pong"], cores=2))
+    assert bare.startswith("Not enough was measured here") and "the breakdowns" in bare

@@ -127,3 +127,22 @@ def test_the_gymnasium_judge_steps_each_episode_on_its_own():
     np.testing.assert_array_equal(halves, alone)
     assert evaluate.gymnasium_return(arrays, 40, seed=7) == pytest.approx(float(alone.mean()))
     assert evaluate.gymnasium_return(arrays, 40, seed=8) != pytest.approx(float(alone.mean()))
+
+
+def test_the_answer_states_collection_amdahl_and_the_learner_with_their_intervals():
+    gym = _runs("gym", [10.0] * 6, collect=[5.0] * 6, learn=[4.0] * 6)  # collection 50 % of the wall-clock
+    fused = _runs("fused", [2.0] * 6, collect=[0.1] * 6, learn=[1.7] * 6)  # 50× less collection per update
+    jax = _runs("jax", [1.0, 1.5, 2.0, 2.5, 3.0, 3.5], trainer="jax-ppo")
+    solve = pd.concat([gym, fused, jax], ignore_index=True)
+    S = answers.summaries(solve, ["gym", "fused", "jax"])
+    text = answers.answer(solve, S, ["gym", "fused", "jax"], "this machine (2 CPU cores, no GPU)")
+    assert text.startswith("Measured on this machine (2 CPU cores, no GPU).")
+    assert "`fused` collects fastest and `gym` slowest. Collection per update is 50.00× faster with `fused`" in text
+    assert "`fused` spends 5%" in text and "`gym` 50%" in text
+    assert "Time to solve: `fused` trains faster than `gym`: IQM ratio 5.00×" in text  # 10 s against 2 s, every seed
+    assert "Collection is 5%–50% of these collectors' wall-clock" in text and "at most 2× (Amdahl's bound)" in text
+    assert "The fully jitted JAX PPO against the fastest PyTorch one: `jax`" in text
+    assert answers.collection_sentence(solve, "gym", "fused") in text  # the sentence the page's fused section uses
+    alone = answers.answer(jax, answers.summaries(jax, ["jax"]), ["jax"])
+    assert alone.endswith("Too few trainers ran in this preset to compare collectors.")
+    assert "No training run" in answers.answer(solve.iloc[:0], S.iloc[:0], ["gym"])

@@ -6,6 +6,7 @@
               presets' values are ``harness.presets.PRESETS``
 ``plans``     what each chapter measures, through ``harness.sweep`` into data/<machine>/
 ``format``    numbers, Markdown and HTML tables;  ``notes``: the admonitions atop each chapter
+``answers``   each chapter's first paragraph: a finding's number beside the paper's, with its verdict
 ``rerun``     ``python -m studylib.book rerun <chapter> -p NAME VALUE`` (papermill, then rebuild)
 
 ``claims/``   the findings: the paper's values (``paper``), the rules that give a verdict against
@@ -13,8 +14,9 @@
               chain's and the engines' (``chain``, ``engines``), and the findings table (``findings``)
 ``pages/``    each chapter's data, tables and sentences: ``overview`` (the introduction's answer: every
               chapter's verdicts in one table, the paper's Fig 2 claim against the engines'
-              measurements), ``cartpole``, ``brax``, ``vectorization``, ``overheads``, ``fusion``,
-              ``beyond``, ``chain``, ``engines``, ``atari``, ``model``, ``machines``
+              measurements), ``comparisons`` (those verdicts and that claim in words), ``cartpole``,
+              ``brax``, ``vectorization``, ``overheads``, ``fusion``, ``complexity``, ``beyond``, ``chain``,
+              ``engines``, ``atari``, ``model``, ``machines``
 ``figures/``  Altair helpers (``charts``) and side views of MuJoCo models drawn from their geoms
               (``model_pictures``: the chain's and the robotics models' pictures; no renderer)
 

@@ -1,6 +1,7 @@
 """The training chapter's conclusions, computed once from its runs (book/training.md renders them):
-populations against single runs, the bandwidth-vs-latency optimum in N, Amdahl's bound on what
-faster collection can save, the ranked comparisons and the solve-confirmation counts.
+its first paragraph (``answer``), populations against single runs, the bandwidth-vs-latency
+optimum in N, Amdahl's bound on what faster collection can save, the ranked comparisons and the
+solve-confirmation counts.
 
 Every number a sentence of the chapter states comes from here, each with its interval where it is
 an aggregate over seeds (``stats``: IQM, stratified bootstrap 95% CI, censored times to solve).
@@ -15,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from . import stats
-from .chapter import compare_times, summary
+from .chapter import collection_answer, compare_times, summary
 
 
 @dataclass(frozen=True)
@@ -163,6 +164,44 @@ def torch_collectors(S: pd.DataFrame, collectors) -> list[str]:
     side = [c for c in collectors if c in S.index and collector_spec(c).trainer == "torch-ppo"
             and np.isfinite(S.loc[c, "collect_ms_per_update"])]
     return list(S.loc[side].sort_values("collect_ms_per_update").index)
+
+
+# ---- the answer ------------------------------------------------------------------------------
+def collection_sentence(solve: pd.DataFrame, slow: str, fast: str) -> str:
+    """``fast`` against ``slow`` feeding the same PyTorch PPO (``chapter.collection_answer``): how
+    much faster it collects per update and each one's collection share, with their intervals, then
+    whether it trains faster (``stats.verdict``: only where the interval of the ratio excludes 1)."""
+    a = collection_answer(solve, slow, fast)
+    c = a["collection"]
+    return (f"Collection per update is {stats.fmt_x(c['ratio'])} faster with `{fast}` than with `{slow}` "
+            f"(95% CI {stats.fmt_x(c['ratio_lo'])}–{stats.fmt_x(c['ratio_hi'])}); `{fast}` spends "
+            f"{stats.fmt_pct(*a['share_fast'])} of its wall-clock collecting (IQM), `{slow}` "
+            f"{stats.fmt_pct(*a['share_slow'])}. Time to solve: " + stats.verdict(a["solve"], fast, slow))
+
+
+def answer(solve: pd.DataFrame, S: pd.DataFrame, collectors, where: str = "this machine") -> str:
+    """The chapter's first paragraph: does faster collection train faster? The fastest against the
+    slowest collector feeding the same PyTorch PPO (``collection_sentence``), Amdahl's bound on
+    what any collector can save (``collection_bound``), and the fully jitted JAX PPO against the
+    fastest PyTorch one; each "faster" only where its interval excludes 1. What is missing where
+    too few trainers ran."""
+    if not len(S):
+        return f"No training run was trained or saved for this preset on {where}."
+    side = torch_collectors(S, collectors)
+    parts = [f"Measured on {where}."]
+    if len(side) >= 2:
+        parts.append(f"Among the collectors feeding the same PyTorch PPO, `{side[0]}` collects fastest and "
+                     f"`{side[-1]}` slowest. " + collection_sentence(solve, side[-1], side[0]))
+        b = collection_bound(S, side)
+        parts.append(f"Collection is {b.collect_share[0]:.0%}–{b.collect_share[1]:.0%} of these collectors' wall-clock, "
+                     f"so an infinitely fast collector could cut time to solve at most {b.bound:.2g}× (Amdahl's bound).")
+    best_torch = fastest(S, side) or (side[0] if side else None)
+    if "jax" in S.index and best_torch:
+        parts.append("The fully jitted JAX PPO against the fastest PyTorch one: "
+                     + stats.verdict(compare_times(solve, "jax", best_torch), "jax", best_torch))
+    if len(parts) == 1:
+        parts.append("Too few trainers ran in this preset to compare collectors.")
+    return " ".join(parts)
 
 
 # ---- comparisons and confirmations -------------------------------------------------------------

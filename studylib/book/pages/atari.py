@@ -2,7 +2,8 @@
 the time breakdown (``plans.atari_breakdown_data``), CuLE's published figures beside them.
 
 Every rule here returns its numbers and a verdict that can come out either way (tests in
-``tests/test_atari_book.py``)."""
+``tests/test_atari_book.py``). ``answer`` is the page's first paragraph and ``contention`` its
+conclusion's caveat, both from ``summary``."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from .. import answers
 from ..format import fmt_list
 from ..presets import ChapterParams, display_path
 
@@ -172,6 +174,48 @@ def summary(df: pd.DataFrame, bd: pd.DataFrame, games, cores: int) -> AtariSumma
                        binds_one_thread_count=int(bounds["limiting_one_thread"].value_counts().max()),
                        waiting_ratio=float((bd["inference_s"] / bd["inference_one_thread_s"]).max()))
     return AtariSummary(**out)
+
+
+def answer(P: ChapterParams, S: AtariSummary) -> str:
+    """The chapter's first paragraph: what limits Atari collection on this machine, in the numbers
+    of ``summary`` (the emulator's best rate, the CNN-driven best, which phase the breakdowns find
+    largest), beside CuLE's published GPU rate, labelled as published; the GPU claim is not tested
+    without a GPU. What is missing where a part was not measured."""
+    if not (S.speedups and S.breakdowns and S.best_cnn):
+        return ("Not enough was measured here to answer: the chapter needs the single gymnasium environment, a "
+                "threaded vector environment, the Nature CNN and a time breakdown, and this run lacks "
+                + ", ".join(what for what, have in (("the frame rates", S.speedups), ("the CNN-driven rates", S.best_cnn),
+                                                    ("the breakdowns", S.breakdowns)) if not have) + ".")
+    fastest, best_cnn = S.fastest, S.best_cnn
+    beyond_cores = (f" — more than {S.cores} threads alone can give: part of the gain is the C++ loop and "
+                    "preprocessing replacing gymnasium's Python wrappers" if S.beyond_cores else "")
+    return (f"On {answers.where(P)}, the emulator alone reaches at most **{fastest['vector_fps']:,.0f} frames/s** "
+            f"({fastest['game']}, {fastest['vector_impl']}, N = {fastest['vector_n']}), {fastest['speedup']:.2g}× one "
+            f"environment{beyond_cores}. With the Nature CNN the best is **{best_cnn['frames_per_s']:,.0f} frames/s** "
+            f"({best_cnn['game']}, {best_cnn['impl']}, N = {best_cnn['num_envs']}), and in {S.cnn_bound} of "
+            f"{S.breakdowns} timed breakdowns the largest phase is inference: **what limits Atari collection here, as "
+            f"measured, is {S.binds}**, on the same {S.cores} cores as the emulators. CuLE's published single-GPU rate "
+            f"({S.cule_frames_per_s:,.0f} frames/s, a GPU measurement) is {S.cule_over_best_cnn:,.0f}× the best "
+            "CNN-driven rate measured here; the slides' claim that a GPU emulator removes the CPU's limits is not "
+            "tested here (no GPU), only the CPU side of it.")
+
+
+def contention(S: AtariSummary) -> str:
+    """The conclusion's caveat: whether torch's threads waited for one another in the inference
+    phase (the loop's inference against the one-thread forward pass), and whether the part that binds
+    then depends on how busy the machine is."""
+    if S.waiting_ratio is None:
+        return "The forward pass was not timed on one thread here, so contention for the cores is not measured."
+    if not S.threads_waited:
+        return (f"The step's inference on {S.cores} threads took at most {S.waiting_ratio:.2g}× the same forward pass "
+                "on one thread: torch's threads did not wait for one another enough to change which part binds.")
+    tail = (f". With the forward pass timed on one thread instead, the largest phase is "
+            f"{S.binds_one_thread.removeprefix('the ')} in {S.binds_one_thread_count} of {S.breakdowns} breakdowns: "
+            "which part binds here depends on how busy the machine is." if S.binds_one_thread != S.binds else
+            ", and the verdict is the same with the forward pass timed on one thread.")
+    return (f"On this shared machine the step's inference on {S.cores} threads took up to {S.waiting_ratio:.2g}× the "
+            "same forward pass on one thread: part of the inference phase here is torch's threads waiting for one "
+            "another, a cost of contention that a quiet machine would not show" + tail)
 
 
 def shares_long(breakdown: pd.DataFrame) -> pd.DataFrame:

@@ -6,6 +6,8 @@
     roof = beyond.against_ceilings(df, ceil)     # each row against the ceiling that binds it
     b = beyond.fusion_bound(ceil, PAPER_GPU)     # balances, intensities, the bound on fusion's gain
     m = beyond.mlp_port_bound(roof, isa)         # the MLP's operation bound on this ISA, the fused kernel's best
+    ratios = beyond.peer_ratios(sim)             # per (peer, N): cpp over the peer
+    beyond.answer(P, gap, fj, ratios, roof, kmax)  # the page's first paragraph: the four questions answered
 
 Each ratio is the ratio of medians (``analysis.rates_by_n``), with ``low`` / ``high`` the ratios the
 repeats allow (a's slowest over b's fastest, a's fastest over b's slowest: ``analysis.ratio_by_n``).
@@ -19,11 +21,14 @@ import numpy as np
 import pandas as pd
 
 from ... import costs
+from .. import answers
 from ..claims.analysis import rates_by_n, ratio_by_n
-from ..format import pow2_label
+from ..format import fmt_x, pow2_label
 
 SMALL_N = 2**13  # the paper's F.2 comparisons are over N <= 2^13; so is the gap's summary here
 COMPILE_THREE = ("torch", "torch-compile", "jax")
+FUSED_FOUR = ("fused", "jax", "cpp", "torch")  # section 2: the fused kernel beside the others, same MLP
+PEERS = ("gymnasium-vector", "gymnax", "envpool")  # section 3: the CartPole libraries readers use
 
 
 def ratio_with_spread(frame: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
@@ -218,3 +223,46 @@ def fusion_bound(ceil: dict, gpu: dict) -> FusionBound:
 
     return FusionBound(roofline.balance(ceil), gpu["fp32_flops_per_s"] / gpu["memory_bytes_per_s"],
                        costs.arithmetic_intensity(1, 1, "none"), costs.arithmetic_intensity(1, 1, "mlp"))
+
+
+# ---- the page's first paragraph ------------------------------------------------------------------------
+
+def peer_ratios(sim: pd.DataFrame) -> pd.DataFrame:
+    """Section 3's ratios: per peer in ``PEERS`` and N measured with it, ``cpp`` over the peer
+    (``ratio_with_spread``; simulation only), with a ``peer`` column."""
+    return pd.concat([ratio_with_spread(sim, "cpp", peer).assign(peer=peer) for peer in PEERS], ignore_index=True)
+
+
+def _fused_text(fj: pd.DataFrame, kmax: int) -> str:
+    if not len(fj):
+        return "`fused` and `jax` were not both measured with the MLP here."
+    s = ratio_summary(fj)
+    return (f"At K = {kmax}, `fused` collects **{fmt_x(s['median'])}** the samples per second of `jax` (median over "
+            f"{s['count']} N, from {fmt_x(s['min'])} to {fmt_x(s['max'])}).")
+
+
+def _peers_text(ratios: pd.DataFrame) -> str:
+    if not len(ratios):
+        return "No peer was measured here (none of gymnasium's vector env, gymnax and envpool is installed)."
+    top = largest_n(ratios, "peer")
+    return ("At the largest N measured with each peer, `cpp` (simulation only) collects " + ", ".join(
+        f"**{fmt_x(r['ratio'])}** {k}'s rate at N = {pow2_label(r['num_envs'])}" for k, r in top.iterrows()) + ".")
+
+
+def _roofline_text(roof: pd.DataFrame) -> str:
+    if not len(roof):
+        return "Nothing was measured to set against this machine's ceilings."
+    best = closest_to_ceiling(roof).iloc[0]
+    return (f"The closest to its ceiling is `{best['impl']}` ({best['policy']}, N = {pow2_label(best['num_envs'])}, "
+            f"K = {best['steps']}) at **{best['fraction']:.2g}** of the {best['bound']} ceiling.")
+
+
+def answer(P, gap: pd.DataFrame, fj: pd.DataFrame, ratios: pd.DataFrame, roof: pd.DataFrame, kmax: int) -> str:
+    """The page's first paragraph: its four questions, each answered in one sentence from the
+    numbers its section shows (``compile_gap_text``, ``ratio_summary``, ``largest_n``,
+    ``closest_to_ceiling``); the paper has no number for them, so there is no verdict to state."""
+    compiled = compile_gap_text(gap) if len(gap) else "Not all of torch, torch-compile and jax were measured here."
+    return (f"Measured on {answers.where(P)}. **Does compiled PyTorch close the gap to XLA?** {compiled} "
+            f"**What does one kernel running the MLP and the simulation buy over XLA?** {_fused_text(fj, kmax)} "
+            f"**How do our implementations compare with the libraries readers use?** {_peers_text(ratios)} "
+            f"**How close does anything get to this machine's limits?** {_roofline_text(roof)}")

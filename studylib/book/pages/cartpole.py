@@ -4,6 +4,7 @@ summary the page states, computed here once.
 
     conf = cartpole.conformance(P.impls, P.conformance_envs)   # one row per (impl, S, C)
     s = cartpole.conformance_summary(conf)                      # worst errors, and whether all agree
+    cartpole.answer(P, gap, cp, s)                              # the page's first paragraph (gap: brax.brax_gap)
 """
 
 from __future__ import annotations
@@ -12,6 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+from .. import answers
+from ..claims.analysis import SIZE_FACTOR
+from ..format import fmt_rate, fmt_x_range
 
 ABS_TOLERANCE = 1e-5  # "agree to float32 precision": every state within this of the float64 reference
 OBS_TOLERANCE = 1e-5  # observations: np.allclose(atol=) against the reference's
@@ -72,3 +77,48 @@ def conformance_summary(conf: pd.DataFrame) -> ConformanceSummary:
     agree = bool((conf["max |error|"] < ABS_TOLERANCE).all() and conf["observations match"].all()
                  and (conf["carried floats exact"] != False).all())  # noqa: E712 ("—" where S = 1)
     return ConformanceSummary(len(conf), worst, rel, rel["error"] / FLOAT32_EPS, agree)
+
+
+def similar_text(slower: pd.Series) -> str:
+    """The paper's "similar" (Fig 2) read as the introduction reads it (``overview.fig2_text``):
+    each Brax environment's time per step within ``SIZE_FACTOR``× of CartPole's or not, and the
+    verdict that gives (``answers.similar_verdict``)."""
+    within = int(((slower <= SIZE_FACTOR) & (slower >= 1 / SIZE_FACTOR)).sum())
+    verdict = answers.similar_verdict(within, len(slower))
+    said = (f"within {SIZE_FACTOR:g}×, as similar as the paper's Fig 2 (XLA on a GPU) shows them" if within == len(slower)
+            else f"{'none' if within == 0 else f'{within} of {len(slower)}'} within {SIZE_FACTOR:g}×, where the paper's "
+                 "Fig 2 (XLA on a GPU) shows them similar")
+    return f"{said}: *{verdict}*"
+
+
+def _fig2_answer(gap: pd.DataFrame, cp: pd.DataFrame) -> str:
+    """Fig 2's claim in this machine's numbers (``brax.brax_gap``, ``brax.brax_gap_summary``): how
+    much slower a Brax step is than CartPole's through the same XLA code, and how much of that its
+    work explains."""
+    from .brax import CARTPOLE, brax_gap_summary
+
+    g = brax_gap_summary(gap)
+    if g is None:
+        best = float(cp["samples_per_s"].max()) if len(cp) else float("nan")
+        return ("no Brax environment was measured beside CartPole, so Fig 2's claim is not checked; "
+                f"CartPole alone reaches **{fmt_rate(best)}** at its best N.")
+    text = (f"at N = {g.num_envs} and K = {g.steps} on both sides, a step of Brax's robotics simulators takes "
+            f"**{fmt_x_range(g.slower)}** CartPole's time through the same XLA code: "
+            f"{similar_text(gap.loc[gap['simulator'] != CARTPOLE, 'slower'])}.")
+    if g.more_work is not None:
+        share = {"all": "all of the gap", "most": f"at least {g.work_share:.0%} of the gap on a log scale",
+                 "little": f"only {g.work_share:.0%} of the gap on a log scale"}[g.explained]
+        text += (f" XLA counts **{fmt_x_range(g.more_work)}** CartPole's flops in a Brax step: the extra work "
+                 f"explains {share}.")
+    return text
+
+
+def answer(P, gap: pd.DataFrame, cp: pd.DataFrame, cs: ConformanceSummary) -> str:
+    """The chapter's first paragraph: whether CartPole's XLA throughput is similar to Brax's robotics
+    simulators' on this machine (Fig 2's claim), and whether every implementation steps CartPole-v1
+    as the float64 reference does (``conformance_summary``)."""
+    agree = ("every implementation agrees with the float64 reference to float32 precision" if cs.agree else
+             "**some implementation disagrees with the float64 reference** (see the conformance table)")
+    return (f"On {answers.where(P)}, " + _fig2_answer(gap, cp) + f" Over {cs.checks} one-step checks, {agree} "
+            f"(largest relative error {cs.worst_relative['error']:.2e}, {cs.roundings:.2g} float32 roundings)"
+            + (", so every implementation's throughput is CartPole-v1's." if cs.agree else "."))

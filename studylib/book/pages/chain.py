@@ -6,6 +6,7 @@ page shows. The findings on it are claims_chain.py's.
     predicted, measured = book.chain_data(P)     # chain_predictions.json, then chain.json
     book.chain_table(measured)                  # samples/s per implementation, n, N, K
     book.prediction_errors(predicted, measured)  # log2(predicted / measured) per point
+    chain.answer(P, labelled)                    # the page's first paragraph: claims_chain's verdicts in words
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ import pandas as pd
 from ... import sims
 from ...harness.robotics import chain_study
 from ...implspec import book_order, spec
+from .. import answers
 from ..plans import _measured, capped_points
 from ..presets import ChainParams
+from ..comparisons import Labelled, comparisons_text
 
 KEY = ["impl", "links", "num_envs", "steps"]
 
@@ -359,3 +362,17 @@ def formulation_sentence(df: pd.DataFrame) -> str:
                f"The jax rows do not run the fastest formulation measured here at n = {', '.join(map(str, misses))}: "
                "their comparisons with XLA understate XLA there by the factor given.")
     return "; ".join(parts) + ". " + verdict + added
+
+
+def answer(P: ChainParams, labelled) -> str:
+    """The chapter's first paragraph: whether the paper's CartPole comparisons hold on the chain,
+    from ``claims_chain.labelled_findings`` (the verdicts the page's table shows): their count per
+    verdict, then each comparison with ours over the n beside the paper's (``comparisons.comparisons_text``)."""
+    if not labelled:
+        return "The chain was not measured in this build, so the paper's comparisons are not made on it here."
+    links = ", ".join(dict.fromkeys(label[4:] for label, _ in labelled if label.startswith("n = ")))
+    found = [f for _, f in labelled]
+    return (f"On the chain at n = {links} links, measured on {answers.where(P)} without a policy (the simulation and "
+            f"its episode rules, K up to {max(P.steps)}), the paper's comparisons, each judged by CartPole's rule once "
+            f"per n (F.4 once across n), give {answers.counts_text(found)}. By comparison: "
+            + comparisons_text([Labelled("chain", label, f) for label, f in labelled]) + ".")

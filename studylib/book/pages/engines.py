@@ -5,6 +5,7 @@ sizes, and Fig 2 redrawn with CartPole and the chain beside them, in environment
     rows = book_engines.engine_data(P)            # engines.json: one row per engine, model, N, K
     book_engines.models_table(rows)               # nq, nv, nu, contacts per step, frame skip
     book_engines.fig2_frame(P, rows)              # engines + CartPole + chain, env steps/s vs N
+    book_engines.answer(P, gap, split, labelled)  # the page's first paragraph: Fig 2's claim, F.1 and F.3 in words
 
 Units: an engine's row counts mj_steps (MuJoCo's steps); one environment step of a gymnasium v5
 task is ``frame_skip`` of them, so ``env_steps_per_s`` = samples/s ÷ frame_skip. CartPole's step
@@ -18,7 +19,9 @@ import numpy as np
 import pandas as pd
 
 from ...harness.robotics import engine_predict, engine_study
+from .. import answers
 from ..presets import EnginesParams
+from ..comparisons import fig2_text
 
 MODEL_COLUMNS = ["model", "nq", "nv", "nu", "frame_skip", "contacts", "contacts_per_step", "xml_solver"]
 
@@ -278,3 +281,16 @@ def gap_split(engine_rows: pd.DataFrame, cartpole: pd.DataFrame, chain_rows: pd.
     both["engine_share"] = np.log(both["engine"]) / np.log(both["gap"])
     return both.rename_axis("impl").reset_index().sort_values("chain", ascending=False,
                                                                  ignore_index=True)[SPLIT_COLUMNS]
+
+
+def answer(P: EnginesParams, gap: pd.DataFrame, split: pd.DataFrame, labelled) -> str:
+    """The chapter's first paragraph: is CartPole representative of the robotics engines RL uses?
+    Fig 2's claim in this machine's numbers and the gap taken apart (``comparisons.fig2_text``, as the
+    introduction states it, with the verdict its "similar" gives, without the other
+    implementations' split), then how the paper's F.1 and F.3 fare on the engines
+    (``claims_engines.labelled_findings``), counted per verdict."""
+    text = fig2_text(gap, split, answers.where(P), link=False, others=False, verdict=True)
+    if not labelled:
+        return text + " F.1 and F.3 were not measured on the engines in this build."
+    return (text + f" The paper's F.1 and F.3, each judged on the engines by CartPole's rule once per model and policy, "
+            f"give {answers.counts_text([f for _, f in labelled])} (each with its numbers in the section on them below).")

@@ -2,12 +2,15 @@
 (``claims.fusion_rows``) and, for the implementations no finding is about, ``analysis.k_speedup``.
 
     sp = fusion.speedup_lines(df, found, impls, fused_impl, kmax)   # one row per (line, N)
+    fusion.answer(P, found, fused_impl)                              # the page's first paragraph: F.3 in words
+    fusion.complexity_answer(P, rows, fused_impl)                    # the complexity chapter's: F.4 (Fig 9)
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
+from .. import answers
 from ..claims.analysis import k_speedup
 
 LINE_KINDS = ("K = 1 → K", "over jax")
@@ -28,3 +31,23 @@ def speedup_lines(df: pd.DataFrame, records, impls, fused: str, kmax: int) -> pd
     rows += [{"what": f"{fused} over jax at K = {kmax}", "impl": fused, "kind": LINE_KINDS[1], "num_envs": int(n),
               "speedup": float(v)} for n, v in over.items()]
     return pd.DataFrame(rows, columns=["what", "impl", "kind", "num_envs", "speedup"])
+
+
+def answer(P, found, fused: str) -> str:
+    """The chapter's first paragraph: F.3's records (``claims.fusion_rows``), ours beside the
+    paper's with their verdicts, after naming the fused implementation (the paper's is a CUDA
+    kernel on a GPU); what is missing where F.3 has no record."""
+    kind = "the CUDA kernel" if fused == "cuda" else "the CUDA kernel's source compiled for this CPU"
+    lead = f"Measured on {answers.where(P)}, simulation only, with `{fused}` ({kind}) as the fused implementation:"
+    return answers.findings_answer(found, lead, f"F.3 needs `{fused}` and `jax` measured at K = 1 and a larger K; "
+                                                "this run has not measured them, so it is not answered here.")
+
+
+def complexity_answer(P, rows, fused: str) -> str:
+    """The chapter's first paragraph: F.4's records (``claims.complexity_rows``), ours beside the
+    paper's with their verdicts, after naming the fused implementation whose speedup they are;
+    what is missing where F.4 has no record."""
+    lead = f"Measured on {answers.where(P)}, simulation only, the fusion speedup of `{fused}`:"
+    return answers.findings_answer(rows, lead, f"F.4 needs `{fused}` measured at K = 1 and a larger K over the state "
+                                               "and compute factors; this run has too few points, so it is not "
+                                               "answered here.")

@@ -5,6 +5,7 @@ projections for other GPUs (``projection_table``), and the predicted-vs-measured
     P = book.params("model")
     ours = book.model_machine(P)                  # measures the microbenchmarks once per machine
     v = book.model_validation(P, ours)            # one row per measured point, with |log2 error|
+    model.answer(P, ours, why_not, vs, paper)     # the page's first paragraph: the two checks' outcomes
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pandas as pd
 from ...errors import ConfigError
 from ...harness.model import costmodel
 from ...implspec import spec
+from .. import answers
 from ..claims.paper import PAPER
 from ..presets import ChapterParams
 
@@ -246,6 +248,24 @@ def paper_agreement(paper: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     further than 2×)."""
     within = paper["|log2 ratio|"] <= WITHIN_LOG2
     return paper[within], paper[~within]
+
+
+def answer(P: ChapterParams, ours, why_not: str, vs: ValidationSummary | None, paper: pd.DataFrame) -> str:
+    """The chapter's first paragraph: does the model explain what can be checked? Its error over
+    this machine's F.1–F.4 points (``validation_summary``: within 2× of the typical point or not)
+    and how many of the paper's numbers it predicts within 2× from §3.1's published hardware
+    (``paper_agreement``), the paper's labelled as the paper's; what is missing where it cannot."""
+    if ours is None:
+        return f"**No cost model for this data**: {why_not}. The rest of this page is empty."
+    here = ("No F.1–F.4 measurements are saved for this machine yet, so the model is not checked against them."
+            if vs is None else
+            f"On {answers.where(P)}, the cost model predicts the {vs.points} points of F.1–F.4 measured here with a "
+            f"median |log₂(model / measured)| of **{vs.median_error:.2f}**: it is **"
+            + ("within" if vs.within_2x else "not within") + " 2× of the typical point** (per finding: "
+            + "; ".join(f"{f} {median:.2f}" for f, median, _ in vs.per_finding) + ").")
+    ok, _ = paper_agreement(paper)
+    return (here + f" With the paper's machine (§3.1) from published figures, it predicts **{len(ok)} of {len(paper)}**"
+            " of the paper's numbers within 2×" + (f": {'; '.join(ok['quantity'])}." if len(ok) else "."))
 
 
 # ---- projections -----------------------------------------------------------------------------------

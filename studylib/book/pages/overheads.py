@@ -4,6 +4,7 @@ F.2's records (``claims.overheads_rows``).
     prof = overheads.with_shares(book.profile_data(P))   # + slowdown, CPU-bound share and its bounds
     parts = overheads.fig5_parts(prof)                    # Fig 5's bars: each part's share, the paper's bar
     slow = overheads.slowdown_range(prof)                 # the profiler's slowdown, min–max per impl
+    overheads.answer(P, found, prof)                      # the page's first paragraph: F.2 and Fig 6 in words
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import pandas as pd
 
 from ...implspec import spec
+from .. import answers
+from ..claims.f2 import fig6_pattern
 from ..claims.paper import PAPER
 
 PARTS = {"python_s": "Python", "backend_s": "backend (C++ dispatch)", "device_s": "device (kernels)"}
@@ -61,3 +64,25 @@ def slowdown_range(prof: pd.DataFrame) -> pd.DataFrame:
     if not len(prof):
         return pd.DataFrame(columns=["min", "max"])
     return prof.groupby("impl")["slowdown"].agg(["min", "max"])
+
+
+def fig6_sentence(prof: pd.DataFrame) -> str:
+    """Fig 6's pattern for `jax` as ``claims.fig6_pattern`` judges it, with the counts it reads
+    ("" without a profile of jax)."""
+    f = fig6_pattern(prof)
+    if not f:
+        return ""
+    holds = "holds here" if f["matches"] else "does **not** hold here"
+    return (f"Fig 6's pattern, backend calls constant in K and kernels linear in it (overhead amortized, nothing fused "
+            f"across steps), {holds}: from K = {f['k_low']} to {f['k_high']}, `jax`'s backend calls go from "
+            f"{f['calls_low']} to {f['calls_high']} and its kernels from {f['launches_low']} to {f['launches_high']}.")
+
+
+def answer(P, found, prof: pd.DataFrame) -> str:
+    """The chapter's first paragraph: F.2's records (``claims.overheads_rows``), ours beside the
+    paper's with their verdicts, then Fig 6's pattern (``fig6_sentence``); what is missing where F.2
+    has no record."""
+    lead = f"Measured on {answers.where(P)}, XLA (`jax`) against eager PyTorch (`torch`), the MLP choosing the actions:"
+    text = answers.findings_answer(found, lead, "F.2 needs `jax` and `torch` measured at K = 1 and a larger K; this run "
+                                                "has neither pair, so it is not answered here.")
+    return " ".join(t for t in (text, fig6_sentence(prof)) if t)

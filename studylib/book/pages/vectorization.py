@@ -3,15 +3,18 @@ records (``claims.vectorization_rows``), which read the same ratios.
 
     plat = vectorization.plateaus(df, impls)      # per implementation: best rate, its N, the plateau's N
     sp = vectorization.speedup_over_gym(df)       # per (implementation, N): best rate over gym's
+    vectorization.answer(P, found, df)            # the page's first paragraph: F.1's records in words
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
+from .. import answers
 from ..claims.analysis import best_rates_by_n, plateau_n, ratio_by_n
 from ..format import pow2_label
 from ..claims.paper import PAPER
+
 
 def scalar_baseline() -> str:
     """F.1's baseline, the paper's "single-core OpenAI implementation" (§3.3): the implementation
@@ -62,3 +65,23 @@ def speedup_over_gym(df: pd.DataFrame) -> pd.DataFrame:
     out["num_envs"] = out["num_envs"].astype(int)
     out.attrs["gym_largest_n"] = int(df[df["impl"] == base]["num_envs"].max())
     return out
+
+
+def answer(P, found, df: pd.DataFrame) -> str:
+    """The chapter's first paragraph: F.1's records (``claims.vectorization_rows``) in words, ours
+    beside the paper's with their verdicts, the best ratio's N named as the conclusion names it, so
+    the first screen and the conclusion state the same numbers; what is missing where F.1 has no
+    record."""
+    base = scalar_baseline()
+    top = next((f for f in found if f.key == "f1_gpu_over_gym"), None)
+    what = {}
+    if top is not None and top.numbers.get("at_n") is not None:
+        n = top.numbers["at_n"]
+        largest = df.loc[df["impl"] == base, "num_envs"].max()
+        what[top.key] = (f"{top.quantity} (at N = {pow2_label(n)}"
+                         + (", the largest N where gym was measured)" if n == largest else ")"))
+    measured = ", ".join(f"`{i}`" for i in dict.fromkeys(df["impl"])) if len(df) else "nothing"
+    return answers.findings_answer(
+        found, f"Measured on {answers.where(P)}, collecting with the full loop (simulation and the MLP's inference):",
+        f"F.1 needs `{base}` measured beside a vectorized implementation; this run measured {measured}, so it is "
+        "not answered here.", what)
