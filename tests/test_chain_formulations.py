@@ -48,5 +48,7 @@ def test_the_verdict_on_xlas_best_can_fail():
     assert "do not run the fastest formulation measured here at n = 2" in miss and "2.00× the jax" in miss
     tie = chain.formulation_sentence(_rows(1.9e6, 0.05))
     assert "as fast within the spread" in tie and "at every n" in tie
+    close = chain.formulation_sentence(_rows(1.95e6, 0.001, best_spread=0.001))  # outside a tiny spread, within 10%
+    assert "as fast within the spread" in close and "do not run" not in close
     assert "4.2× the counted flops and 6.1× the sines" in tie
     assert chain.formulation_sentence(pd.DataFrame()).startswith("No formulation")

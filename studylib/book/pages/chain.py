@@ -326,10 +326,13 @@ def formulation_table(df: pd.DataFrame) -> pd.DataFrame:
                 "counted_flops", "xla_over_counted", "xla_transcendentals", "counted_transcendentals", "chosen"]]
 
 
+MATERIAL = 1.1  # a formulation faster by less than this is as fast (two builds may order them either way)
+
+
 def formulation_sentence(df: pd.DataFrame) -> str:
-    """Whether the jax implementation's formulation is the fastest measured here at each n (within
-    the spread of the timed regions: the fastest's slowest region faster than the chosen one's
-    fastest is a miss), and what XLA's program counts beyond the physics where it counted the
+    """Whether the jax implementation's formulation is the fastest measured here at each n (a miss:
+    the fastest's slowest timed region faster than the chosen one's fastest, and the fastest more
+    than ``MATERIAL`` times the chosen's rate: runs on a shared machine differ by a few percent), and what XLA's program counts beyond the physics where it counted the
     whole program: a rule that can fail (the choice is made once, in ``dynamics_xla.BEST``; these
     rows measure it on this machine)."""
     if df.empty:
@@ -343,10 +346,11 @@ def formulation_sentence(df: pd.DataFrame) -> str:
         c = chosen.iloc[0]
         if c["formulation"] == best["formulation"]:
             parts.append(f"n = {n}: `{c['formulation']}` is the fastest ({best['env_steps_per_s']:.3g} env steps/s)")
-        elif best["env_steps_per_s_min"] <= c["env_steps_per_s_max"]:
+        elif (best["env_steps_per_s_min"] <= c["env_steps_per_s_max"]
+              or best["env_steps_per_s"] <= MATERIAL * c["env_steps_per_s"]):
             parts.append(f"n = {n}: `{best['formulation']}` ({best['env_steps_per_s']:.3g}) and the jax "
                          f"implementation's `{c['formulation']}` ({c['env_steps_per_s']:.3g}) are as fast within "
-                         "the spread of their timed regions")
+                         "the spread of their timed regions or 10%")
         else:
             misses.append(n)
             parts.append(f"n = {n}: `{best['formulation']}` is the fastest ({best['env_steps_per_s']:.3g}), "
