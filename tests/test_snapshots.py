@@ -188,11 +188,19 @@ def test_posing_as_a_snapshots_host_serves_it(key, tmp_path, monkeypatch, no_mea
         still.update(chain_predictions=80, chain=80)
     if not (ROOT / "data" / key / "chain_engines.json").exists():  # from before MuJoCo ran the chain at every n
         still["chain_engines"] = 10
+    if not (ROOT / "data" / key / "chain_formulations.json").exists():  # from before XLA's formulations were measured
+        from studylib import book
+
+        P = book.params("chain", preset="default")
+        still["chain_formulations"] = len(P.formulations) * len(P.formulation_links)
     if not (ROOT / "data" / key / "engines.json").exists():  # its engines rows were timed from the reset pose
         from studylib import book
         from studylib.book.pages import engines
 
-        still["engines"] = len(engines.engine_items(book.params("engines", preset="default"))[0])
+        planned = len(engines.engine_items(book.params("engines", preset="default"))[0])
+        if not (ROOT / "data" / key / "engine_predictions.json").exists():
+            still["engine_predictions"] = planned
+        still["engines"] = planned
     if not (ROOT / "data" / key / "training_robot.json").exists():  # from before the robot chapter
         from studylib.train.chain import chapter as robot
 
