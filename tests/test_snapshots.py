@@ -184,14 +184,16 @@ def test_posing_as_a_snapshots_host_serves_it(key, tmp_path, monkeypatch, no_mea
     assert code == 0 and f"this machine: {key} (posing as the host of $STUDYLIB_CPUINFO={tmp_path / 'cpuinfo'})" in text
     chain = store.read(ROOT / "data" / key / "chain.json")["rows"]
     still = {}  # what a snapshot from before a chapter's data still lacks
-    if all(r.get("episode_rules") is None for r in chain):  # a snapshot from before the chain was an environment
-        still.update(chain_predictions=80, chain=80)
-    if not (ROOT / "data" / key / "chain_engines.json").exists():  # from before MuJoCo ran the chain at every n
-        still["chain_engines"] = 10
-    if not (ROOT / "data" / key / "chain_formulations.json").exists():  # from before XLA's formulations were measured
-        from studylib import book
+    from studylib import book
+    from studylib.book.pages import chain as chain_page
 
-        P = book.params("chain", preset="default")
+    P = book.params("chain", preset="default")
+    if all(r.get("episode_rules") is None for r in chain):  # a snapshot from before the chain was an environment
+        points = len(chain_page.chain_points(P)[0])
+        still.update(chain_predictions=points, chain=points)
+    if not (ROOT / "data" / key / "chain_engines.json").exists():  # from before MuJoCo ran the chain at every n
+        still["chain_engines"] = len(P.links) * sum(n * max(P.steps) <= P.cap_for("*") for n in P.num_envs)
+    if not (ROOT / "data" / key / "chain_formulations.json").exists():  # from before XLA's formulations were measured
         still["chain_formulations"] = len(P.formulations) * len(P.formulation_links)
     if not (ROOT / "data" / key / "engines.json").exists():  # its engines rows were timed from the reset pose
         from studylib import book

@@ -73,12 +73,12 @@ PRESETS: dict[str, dict[str, dict]] = {
         # cores): in paper only (cap 1: every point over it, listed as such)
         # engines: MuJoCo C (mujoco.rollout on every core) on the chain's own MJCF at every n and N at
         # the largest K (in environment steps: frame_skip mj_steps each); MJX (a compile per (n, N, K)) in paper
-        "chain": {"links": [1, 2, 3, 4, 6], "num_envs": [2**4, 2**8, 2**12], "steps": [1, 100],
+        "chain": {"links": [1, 2, 4, 6], "num_envs": [2**4, 2**8, 2**12], "steps": [1, 100],
                   "cap": {"gym": 2**8, "torch": 2**12, "torch-compile": 1, "*": 2**15},
                   "engines": ["mujoco-rollout"],
-                  # XLA's formulations at the N and K of the chapter's §7 comparison; columns_poly and
-                  # n = 3, 6 in paper (each (formulation, n) a compile: 1-11 s at n <= 4)
-                  "formulations": ["columns", "aba", "aba_unrolled", "aba_flat"], "formulation_links": [1, 2, 4],
+                  # XLA's formulations at the N and K of the chapter's §7 comparison; columns_poly,
+                  # aba_flat and n = 3, 6, 8 in paper (each (formulation, n) a compile: 1-11 s at n <= 4)
+                  "formulations": ["columns", "aba", "aba_unrolled"], "formulation_links": [1, 2, 4],
                   "formulation_num_envs": 2**8, "formulation_steps": 100},
         # the engines: MJX compiles each (model, N, K) apart (inverted_pendulum: 5-10 s each; hopper
         # about 45 s; humanoid: no result within 8 minutes), so it runs on the pendulum at one N here;
