@@ -192,7 +192,7 @@ def test_posing_as_a_snapshots_host_serves_it(key, tmp_path, monkeypatch, no_mea
         points = len(chain_page.chain_points(P)[0])
         still.update(chain_predictions=points, chain=points)
     if not (ROOT / "data" / key / "chain_engines.json").exists():  # from before MuJoCo ran the chain at every n
-        still["chain_engines"] = len(P.links) * sum(n * max(P.steps) <= P.cap_for("*") for n in P.num_envs)
+        still["chain_engines"] = len(chain_page.chain_engine_items(P))
     if not (ROOT / "data" / key / "chain_formulations.json").exists():  # from before XLA's formulations were measured
         still["chain_formulations"] = len(P.formulations) * len(P.formulation_links)
     if not (ROOT / "data" / key / "engines.json").exists():  # its engines rows were timed from the reset pose

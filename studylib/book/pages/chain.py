@@ -66,11 +66,7 @@ def chain_engine_data(P: ChainParams) -> pd.DataFrame:
     from ...harness.robotics import engine_study
     from ...harness.sweep import run
 
-    cap, k = P.cap_for("*"), max(P.steps)  # the K of the §7 comparison (cpp against jax): the largest
-    items = [engine_study.EngineItem(engine, f"chain{n}", num, k * sims.sim(chain_study.SIM).params_of(
-                 {"links": n}).frame_skip)
-             for engine in P.engines for n in P.links for num in P.num_envs if num * k <= cap]
-    result = run(ENGINES_FILE, items, engine_study.measure_item, engine_study.KEYING, data_dir=P.data_dir,
+    result = run(ENGINES_FILE, chain_engine_items(P), engine_study.measure_item, engine_study.KEYING, data_dir=P.data_dir,
                  progress=False, log=lambda msg: None, machine=P.machine)
     df = pd.DataFrame(result.rows)
     if len(df):
@@ -79,6 +75,17 @@ def chain_engine_data(P: ChainParams) -> pd.DataFrame:
         df["env_steps_per_s"] = df["samples_per_s"] / df["frame_skip"]
     df.attrs.update(skipped=list(result.skipped), measured=result.measured, reused=result.reused)
     return df
+
+
+def chain_engine_items(P: ChainParams) -> list:
+    """``chain_engine_data``'s items: every engine, n and N of the chapter at its largest K (the K of
+    the §7 comparison, cpp against jax) in environment steps, N·K within the chapter's "*" cap."""
+    from ...harness.robotics import engine_study
+
+    cap, k = P.cap_for("*"), max(P.steps)
+    return [engine_study.EngineItem(engine, f"chain{n}", num, k * sims.sim(chain_study.SIM).params_of(
+                {"links": n}).frame_skip)
+            for engine in P.engines for n in P.links for num in P.num_envs if num * k <= cap]
 
 
 def engines_beside_ours(measured: pd.DataFrame, engines: pd.DataFrame) -> pd.DataFrame:
@@ -298,7 +305,7 @@ def formulation_data(P: ChainParams) -> pd.DataFrame:
     """XLA's formulations of the chain (``P.formulations`` at ``P.formulation_links``, N and K of
     the parameters: harness.robotics.chain_formulations), measured here once, then read; another
     machine's snapshot read only. Adds ``xla_over_counted`` (XLA's flops per environment step
-    over the study's count, where XLA counted the whole program) and ``fastest`` (per n)."""
+    over the study's count, where XLA counted the whole program)."""
     from ...harness.robotics import chain_formulations as cf
 
     items = cf.formulation_items(P.formulations, P.formulation_links, P.formulation_num_envs, P.formulation_steps,
@@ -307,8 +314,6 @@ def formulation_data(P: ChainParams) -> pd.DataFrame:
     df = pd.DataFrame(result.rows)
     if len(df):
         df["xla_over_counted"] = df["xla_flops"].astype(float) / df["counted_flops"]
-        best = df.groupby("links")["env_steps_per_s"].transform("max")
-        df["fastest"] = df["env_steps_per_s"] == best
         df = df.sort_values(["links", "env_steps_per_s"], ascending=[True, False]).reset_index(drop=True)
     df.attrs.update(skipped=list(result.skipped), measured=result.measured, reused=result.reused)
     return df

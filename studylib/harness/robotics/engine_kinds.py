@@ -15,6 +15,7 @@ import numpy as np
 
 from ...errors import ConfigError
 from ..atari.engines import cores
+from .engine_models import physics_states, positions_velocities
 from .engine_policy import EnginePolicy, closed_loop
 
 
@@ -90,13 +91,7 @@ class _Rollout(_HostEngine):
         self.m, self.ctrl, n = m, np.ascontiguousarray(ctrl), len(qpos)
         self.pool = rollout.Rollout(nthread=cores())
         self.datas = [mujoco.MjData(m) for _ in range(cores())]
-        spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
-        d = self.datas[0]
-        self.x0 = np.empty((n, mujoco.mj_stateSize(m, spec)))
-        for i in range(n):
-            d.qpos[:], d.qvel[:] = qpos[i], qvel[i]
-            mujoco.mj_getState(m, d, self.x0[i], spec)
-        mujoco.mj_resetData(m, d)
+        self.x0 = physics_states(m, qpos, qvel)
         steps = 1 if policy_seed is not None else ctrl.shape[1]  # a policy: one step a call
         self.out = np.empty((n, steps, self.x0.shape[1]))
         self.sensors = np.empty((n, steps, m.nsensordata))
@@ -115,8 +110,7 @@ class _Rollout(_HostEngine):
         self.x0[:] = self.out[:, -1]
 
     def state(self):
-        nq, nv = self.m.nq, self.m.nv  # FULLPHYSICS begins: time (1), qpos (nq), qvel (nv)
-        return self.x0[:, 1:1 + nq].copy(), self.x0[:, 1 + nq:1 + nq + nv].copy()
+        return positions_velocities(self.m, self.x0)
 
     def close(self):
         self.pool.close()

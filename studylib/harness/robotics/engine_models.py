@@ -217,20 +217,32 @@ def steady_state(m, num_envs: int, seed: int, pattern: str = "random") -> tuple[
     per = -(-num_envs // count)
     warm = warm_steps(m)
     steps = warm + STRIDE * (per - 1) + 1
-    qpos0, qvel0 = initial_state(m, count, seed)
-    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
-    d = mujoco.MjData(m)
-    x0 = np.empty((count, mujoco.mj_stateSize(m, spec)))
-    for j in range(count):
-        d.qpos[:], d.qvel[:] = qpos0[j], qvel0[j]
-        mujoco.mj_getState(m, d, x0[j], spec)
+    x0 = physics_states(m, *initial_state(m, count, seed))
     ctrl = np.stack([_trajectory_controls(m, steps, seed, j, pattern) for j in range(count)])
     with rollout.Rollout(nthread=cores()) as pool:
         states, _ = pool.rollout(m, [mujoco.MjData(m) for _ in range(cores())], x0, ctrl)
     taken = states[:, warm - 1::STRIDE][:, :per]  # state after step warm + STRIDE*s (rollout's state t: after t+1 steps)
-    flat = taken.transpose(1, 0, 2).reshape(-1, x0.shape[1])[:num_envs]  # environment i: trajectory i mod count
-    nq, nv = m.nq, m.nv  # FULLPHYSICS begins: time (1), qpos (nq), qvel (nv)
-    return flat[:, 1:1 + nq].copy(), flat[:, 1 + nq:1 + nq + nv].copy()
+    return positions_velocities(m, taken.transpose(1, 0, 2).reshape(-1, x0.shape[1])[:num_envs])  # i: trajectory i mod count
+
+
+def physics_states(m, qpos: np.ndarray, qvel: np.ndarray) -> np.ndarray:
+    """(N, state size): each environment's ``mjSTATE_FULLPHYSICS`` vector (what ``mujoco.rollout``
+    starts from) for its (qpos, qvel), every other field at its reset value."""
+    import mujoco
+
+    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    d = mujoco.MjData(m)
+    x = np.empty((len(qpos), mujoco.mj_stateSize(m, spec)))
+    for i in range(len(qpos)):
+        d.qpos[:], d.qvel[:] = qpos[i], qvel[i]
+        mujoco.mj_getState(m, d, x[i], spec)
+    return x
+
+
+def positions_velocities(m, states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(qpos, qvel) copied out of ``mjSTATE_FULLPHYSICS`` vectors, which begin: time (1), qpos (nq), qvel (nv)."""
+    nq, nv = m.nq, m.nv
+    return states[:, 1:1 + nq].copy(), states[:, 1 + nq:1 + nq + nv].copy()
 
 
 def _trajectory_controls(m, steps: int, seed: int, j: int, pattern: str) -> np.ndarray:

@@ -45,7 +45,8 @@ from typing import Callable
 from ...errors import ConfigError
 from ..atari.engines import cores
 from .engine_kinds import make_envpool, make_gymnasium_async, make_mjx, make_python, make_rollout
-from .engine_models import contacts, controls, describe, load, model_record, steady_state, warm_steps
+from .engine_models import (contacts, controls, describe, initial_state, load, model_record, steady_state,
+                            warm_steps)
 from ..timing import time_regions
 
 POLICIES = ("none", "mlp")  # open-loop controls (simulation only), or the study's MLP on the batch
@@ -161,7 +162,9 @@ def build(engine: str, model: str, num_envs: int, steps: int, seed: int = 0, pat
     if reason is not None:
         raise ConfigError(f"engine {rec.name} cannot run {model}: {reason}")
     m = load(model, rec.solver_for(solver))
-    qpos, qvel = state if state is not None else steady_state(m, num_envs, seed, pattern)
+    if state is None:  # an engine that hides its state takes only N from it (it steps its own past the transient)
+        state = steady_state(m, num_envs, seed, pattern) if rec.settable_state else initial_state(m, num_envs, seed)
+    qpos, qvel = state
     ctrl = controls(m, num_envs, steps, seed, pattern)
     return rec.make(model_record(model), m, qpos, qvel, ctrl, seed, seed if policy == "mlp" else None), m, ctrl
 
