@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from .. import answers
 from ..claims.analysis import VERDICTS
 from ..claims.base import verdict_text
 from ..claims.paper import PAPER
@@ -105,8 +106,7 @@ def overview_md(T: pd.DataFrame) -> str:
 
 
 def _count_text(group: list[Labelled]) -> str:
-    counts = {v: sum(x.finding.verdict == v for x in group) for v in VERDICTS}
-    return ", ".join(f"**{c}** {v}" for v, c in counts.items() if c)
+    return answers.counts_text([x.finding for x in group])
 
 
 def _findings_text(group: list[Labelled]) -> str:
