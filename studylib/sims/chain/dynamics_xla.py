@@ -47,10 +47,8 @@ from __future__ import annotations
 
 import functools
 import math
-import time
 import types
 
-import numpy as np
 
 from . import dynamics
 from .model import INVERTED_DOUBLE_PENDULUM, ChainParams
@@ -304,15 +302,12 @@ FORMULATIONS["aba_barrier"] = functools.partial(aba_env_step, unroll="barrier")
 for _k in (2, 4, 8):  # the link scans unrolled by _k (fewer loop iterations, a bigger body)
     FORMULATIONS[f"aba_u{_k}"] = functools.partial(aba_env_step, unroll=_k)
 
-# The fastest formulation per n, measured (``benchmark``: float32, K = 100 environment steps under
-# lax.scan, N = 4096 and 65536) on a 2-core AMD EPYC (Zen 5); n not in the table: "aba". Env
-# steps/s at N = 4096 (compile s), columns / aba / aba_unrolled:
-#   n = 1: 2.6e6 (0.7) / 8.8e6 (0.6) / 9.2e6 (0.5)     n = 2: 6.9e5 (1.3) / 2.9e6 (0.8) / 6.7e6 (0.9)
-#   n = 3: 2.0e5 (2.9) / 1.4e6 (1.2) / 2.1e6 (1.1)     n = 4: 1.5e5 (10) / 1.0e6 (1.2) / 6.5e4 (4.0)
-#   n = 8: 2.6e4 (96) / 4.7e5 (2.2) / 1.8e5 (4.9)      n = 16: — (> 120 s) / 1.9e5 (0.9) / 1.4e4 (19)
-#   n = 32: — / 2.2e4 (1.8) / — (> 120 s)
-# Unrolled, XLA:CPU's fusion recomputes shared producers across the unrolled links and stages:
-# from n = 4 on the loop wins by far (the barrier variant recovers part of it, not all).
+# The fastest formulation per n, as measured on a 2-core AMD EPYC (Zen 5) when the choice was made
+# (float32, K = 100 environment steps under lax.scan, N = 4096 and 65536); n not in the table:
+# "aba". Unrolled, XLA:CPU's fusion recomputes shared producers across the unrolled links and
+# stages, so from n = 4 on the loop wins. The chain chapter measures every formulation on the
+# reader's machine (harness.robotics.chain_formulations) and says whether this choice is still the
+# fastest there.
 BEST = {1: "aba_unrolled", 2: "aba_unrolled", 3: "aba_unrolled"}
 
 
@@ -340,31 +335,3 @@ def rollout_program(env_step, p: ChainParams, steps: int):
         (state, total), _ = jax.lax.scan(body, (state, jnp.zeros_like(ctrl)), None, length=steps)
         return state, total
     return run
-
-
-def benchmark(name: str, n: int, envs: int, steps: int = 100, repeats: int = 2, seed: int = 0):
-    """(compile seconds, environment steps per second, cost_analysis dict or None) of formulation
-    ``name`` at n links, ``envs`` environments, ``steps`` steps a call (float32)."""
-    jax, jnp = _jax()
-    p = ChainParams(links=n)
-    rng = np.random.default_rng(seed)
-    n1 = n + 1
-    reset = np.concatenate((rng.uniform(-0.1, 0.1, (envs, n1)), 0.1 * rng.standard_normal((envs, n1))), 1)
-    reset = jnp.asarray(reset, jnp.float32)
-    ctrl = jnp.asarray(rng.uniform(-1, 1, envs), jnp.float32)
-    fn = jax.jit(rollout_program(FORMULATIONS[name], p, steps))
-    t0 = time.perf_counter()
-    compiled = fn.lower(reset, ctrl, reset).compile()
-    compile_s = time.perf_counter() - t0
-    try:
-        cost = compiled.cost_analysis()
-        cost = cost[0] if isinstance(cost, (list, tuple)) else cost
-    except Exception:  # noqa: BLE001 - optional
-        cost = None
-    jax.block_until_ready(compiled(reset, ctrl, reset))
-    best = math.inf
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(compiled(reset, ctrl, reset))
-        best = min(best, time.perf_counter() - t0)
-    return compile_s, envs * steps / best, cost
