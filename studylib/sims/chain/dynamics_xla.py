@@ -49,7 +49,6 @@ import functools
 import math
 import types
 
-
 from . import dynamics
 from .model import INVERTED_DOUBLE_PENDULUM, ChainParams
 
