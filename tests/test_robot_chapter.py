@@ -12,7 +12,7 @@ from studylib.errors import ConfigError
 from studylib.harness import sweep
 from studylib.harness.presets import PRESETS
 from studylib.train.chain import chapter, results
-from studylib.train.chain.settings import CHAIN_COLLECTORS
+from studylib.train.chain.settings import CHAIN_TRAINERS
 
 
 def _row(collector, seed, *, wall, samples, collect, solved=True, links=2, budget=60.0):
@@ -80,7 +80,7 @@ def test_the_presets_size_the_plan():
     assert default.links == (2,) and [(r.collector, r.seed) for r in default.runs()] == [
         ("jax", 0), ("jax", 1), ("fused", 0)]
     assert all(r.settings.links == 2 and r.budget_seconds == default.budget_s for r in default.runs())
-    assert set(PRESETS["paper"]["robot"]["collectors"]) == set(CHAIN_COLLECTORS)
+    assert set(PRESETS["paper"]["robot"]["collectors"]) == set(CHAIN_TRAINERS)
 
 
 @pytest.mark.parametrize("given, message", [

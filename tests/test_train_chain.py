@@ -140,7 +140,7 @@ def test_clock_solves_only_on_the_judges_word(monkeypatch):
 
     verdicts = iter([Judgement(9500.0, 9000.0, 9100.0, 100), Judgement(9500.0, 9200.0, 9100.0, 100)])
 
-    def slow_judge(arrays, threshold, seed):
+    def slow_judge(arrays, threshold, seed, returns=None):
         time.sleep(0.3)
         return next(verdicts)
 

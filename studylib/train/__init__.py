@@ -54,15 +54,17 @@ def train(run: TrainRun, *, log=None):
 
 def train_chain(run, *, log=None, progress=None):
     """Train a ``ChainRun`` (PPO for continuous actions on the n-link chain): the JAX PPO for
-    ``jax`` (studylib.train.chain.ppo_jax), the PyTorch PPO for the other collectors
-    (chain_ppo_torch); a TrainResult judged by gymnasium (chain_evaluate). ``progress``: see
+    ``jax`` (studylib.train.chain.ppo_jax), a peer's own trainer for a peer (``CHAIN_PEERS``),
+    the PyTorch PPO for the other collectors (chain.ppo_torch); a TrainResult judged by gymnasium (chain_evaluate). ``progress``: see
     ``chain_clock.ChainClock``."""
     import torch
 
-    if run.collector == "jax":
-        from .chain.ppo_jax import train as trainer
-    else:
-        from .chain.ppo_torch import train as trainer
+    import importlib
+
+    from .chain.settings import CHAIN_PEERS
+
+    module = CHAIN_PEERS.get(run.collector, "ppo_jax" if run.collector == "jax" else "ppo_torch")
+    trainer = importlib.import_module(f".chain.{module}", __package__).train
     threads = torch.get_num_threads()
     torch.set_num_threads(run.settings.torch_threads)
     try:

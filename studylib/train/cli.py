@@ -20,7 +20,7 @@ import json
 import sys
 
 from ..errors import StudyError
-from .chain.settings import CHAIN_COLLECTORS
+from .chain.settings import CHAIN_TRAINERS
 from .settings import COLLECTORS, PEER_TRAINERS, TRAINERS, collector_spec
 
 EXIT_USAGE = 2
@@ -49,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="cartpole (CartPole-v1, the default) or chain (the n-link chain, continuous actions)")
     p.add_argument("--links", type=int, default=None, metavar="n",
                    help=f"the chain's links, 1 to 32 (default 2: InvertedDoublePendulum-v5); with --sim chain, whose "
-                        f"collectors are {', '.join(CHAIN_COLLECTORS)}")
+                        f"collectors are {', '.join(CHAIN_TRAINERS)}")
     return p
 
 

@@ -61,6 +61,7 @@ class TrainResult:
     settings: dict = field(default_factory=dict)
     budget_s: float = math.nan
     provenance: dict = field(default_factory=dict)
+    peer: dict = field(default_factory=dict)  # a peer trainer's own settings and task (empty for ours)
     actor: dict | None = field(default=None, repr=False)  # the trained actor's arrays (not in as_dict)
 
     def as_dict(self) -> dict:
@@ -119,6 +120,11 @@ class Clock:
             self.train_return = float(mean_return)
         self._maybe_log()
 
+    @property
+    def threshold(self) -> float:
+        """The return that solves: the settings' (a peer on another task may have its own)."""
+        return self.s.solve_return
+
     def check_due(self) -> bool:
         return self.updates % self.updates_per_check == 0
 
@@ -133,7 +139,7 @@ class Clock:
         with self.phase("eval"):
             greedy = greedy_check(actor_arrays, self.s.eval_episodes, seed=self.check_seed())
             confirm = None
-            if greedy >= self.s.solve_return:
+            if greedy >= self.threshold:
                 confirm = greedy_check(actor_arrays, self.s.eval_episodes, seed=self.check_seed(), stream=CONFIRM_STREAM)
         return self.record_check(greedy, confirm)
 
@@ -144,9 +150,9 @@ class Clock:
     def record_check(self, greedy: float, confirm: float | None) -> bool:
         """Record a check made elsewhere (a population checks all its seeds at once): ``greedy``
         with ``check_seed()``'s draws, ``confirm`` (when greedy passed) with ``CONFIRM_STREAM``'s."""
-        passed = greedy >= self.s.solve_return
+        passed = greedy >= self.threshold
         if passed:
-            passed = confirm is not None and confirm >= self.s.solve_return
+            passed = confirm is not None and confirm >= self.threshold
             self.unconfirmed += not passed
         wall = self.elapsed()
         self.curve.append([wall, self.samples, self.updates, greedy, self.train_return])
@@ -193,7 +199,7 @@ class Clock:
         if not self.stopped:
             self.stopped = "max_seconds"
         eval_return = self.final_return(actor_arrays)
-        solved = self.solved_in_training and eval_return >= self.s.solve_return
+        solved = self.solved_in_training and eval_return >= self.threshold
         if self.log is not None:
             self.log(f"[{self.run.collector} N={self.num_envs} seed={self.run.seed}] "
                      + (f"solved in {wall:.2f} s" if solved else f"not solved ({self.stopped}) after {wall:.2f} s")

@@ -26,12 +26,20 @@ from .params import RobotParams
 
 Params = RobotParams
 
-TRAINER_LABELS = {"jax": "JAX PPO (fully jitted)"}
+TRAINER_LABELS = {"jax": "JAX PPO (fully jitted)", "sb3": "Stable-Baselines3 PPO (rl-zoo settings)"}
 
 
 def label(collector: str) -> str:
-    """A trainer's name on the page: the fully jitted JAX PPO, or the PyTorch PPO on a collector."""
+    """A trainer's name on the page: the fully jitted JAX PPO, a peer, or the PyTorch PPO on a collector."""
     return TRAINER_LABELS.get(collector, f"PyTorch PPO + {collector}" + (" (MuJoCo)" if collector == "gym" else ""))
+
+
+def task_of(row: dict) -> str:
+    """The environment a run was trained and judged on: a peer's own task, else the chain's MujocoEnv."""
+    peer = row.get("peer")
+    if isinstance(peer, dict) and peer.get("env"):
+        return f"{peer['env']} (threshold {peer['threshold']:,.0f})"
+    return f"ChainMujocoEnv(links={int(row['links'])}) (threshold 9,100)"
 
 
 def params(preset=None, data_dir=None, collectors=None, links=None, seeds=None, budget_s=None, **given) -> RobotParams:
@@ -66,6 +74,9 @@ def frame(rows) -> pd.DataFrame:
     df["collect_share"] = df["collect_s"] / parts.where(parts > 0)
     df["collect_us_per_sample"] = 1e6 * df["collect_s"] / df["samples"].where(df["samples"] > 0)
     df["trainer"] = df["collector"].map(label)
+    df["task"] = [task_of(r) for r in df.to_dict("records")]
+    if "transfer_return" not in df:
+        df["transfer_return"] = math.nan
     return df
 
 
@@ -223,3 +234,137 @@ def curves(df: pd.DataFrame) -> pd.DataFrame:
             rows.append({"links": r.links, "collector": r.collector, "trainer": r.trainer, "seed": r.seed,
                          "wall_s": wall, "samples": samples, "screen_return": screen, "train_return": train_mean})
     return pd.DataFrame(rows)
+
+
+# ---- the full study: the paper preset's runs, whatever preset builds the page ---------------------
+
+def study(P: RobotParams) -> tuple[pd.DataFrame, RobotParams]:
+    """The ``paper`` preset's runs saved for this machine (read, never trained by another preset:
+    its 16 seeds per trainer take hours on 2 cores) and that plan."""
+    paper = P if P.preset == "paper" else RobotParams.resolve("robot", preset="paper", data_dir=P.data_dir)
+    saved = {results.key_of(r): r for r in results.load(P.data_dir)}
+    rows = [saved[k] for k in map(results.run_key, paper.runs()) if k in saved]
+    return frame(rows), paper
+
+
+def study_table(df: pd.DataFrame, plan: RobotParams, seed: int = 0) -> pd.DataFrame:
+    """Per n and trainer (the plan's order): seeds planned and saved, solved, the IQM time and
+    samples to solve with their 95% bootstrap intervals (rliable's IQM; unsolved runs censored),
+    the median collection share, the median transfer return (n = 2), the task."""
+    from .. import stats
+
+    out = []
+    for links in plan.links:
+        for c in plan.collectors:
+            g = df[(df["links"] == links) & (df["collector"] == c)] if len(df) else df
+            if not len(g):
+                continue
+            t, t_lo, t_hi = stats.iqm_ci(g["time"].to_numpy(), seed)
+            n, n_lo, n_hi = stats.iqm_ci(g["samples_to_solve"].to_numpy(), seed)
+            out.append({"links": int(links), "collector": c, "trainer": label(c), "task": g["task"].iloc[0],
+                        "planned": plan.seed_count(c), "runs": len(g), "solved": int(g["solved"].sum()),
+                        "time_iqm": t, "time_lo": t_lo, "time_hi": t_hi, "samples_iqm": n, "samples_lo": n_lo,
+                        "samples_hi": n_hi, "collect_share": float(g["collect_share"].median()),
+                        "collect_us_per_sample": float(g["collect_us_per_sample"].median()),
+                        "transfer_return": float(g["transfer_return"].median()), "budget_s": float(g["budget_s"].max())})
+    return pd.DataFrame(out)
+
+
+def fmt_ci(m: float, lo: float, hi: float, fmt="{:.3g}") -> str:
+    """An IQM with its 95% interval; "not solved by a quarter or more" where the IQM is censored."""
+    if not math.isfinite(m):
+        return "censored: over a quarter unsolved"
+    if math.isnan(lo):
+        return fmt.format(m) + " (one run: no interval)"
+    return f"{fmt.format(m)} ({fmt.format(lo)}–{fmt.format(hi) if math.isfinite(hi) else 'unbounded'})"
+
+
+def study_shown(S: pd.DataFrame) -> pd.DataFrame:
+    d = S.copy()
+    d["n"] = d["links"]
+    d["seeds"] = [f"{r.solved} / {r.runs}" + ("" if r.runs == r.planned else f" (of {r.planned} planned)") for r in d.itertuples()]
+    d["time"] = [fmt_ci(r.time_iqm, r.time_lo, r.time_hi) for r in d.itertuples()]
+    d["samples"] = [fmt_ci(r.samples_iqm, r.samples_lo, r.samples_hi, "{:,.0f}") for r in d.itertuples()]
+    d["share"] = [f"{v:.0%}" if math.isfinite(v) else "" for v in d["collect_share"]]
+    d["transfer"] = [f"{v:,.0f}" if math.isfinite(v) else "" for v in d["transfer_return"]]
+    return d
+
+
+STUDY_COLUMNS = {"n": "n", "trainer": "trainer", "task": "trained and judged on", "seeds": "solved / seeds",
+                 "time": "time to solve, s: IQM (95% CI)", "samples": "samples to solve: IQM (95% CI)",
+                 "share": "collection share", "transfer": "transfer return (n = 2)"}
+
+
+def study_comparisons(df: pd.DataFrame, S: pd.DataFrame, seed: int = 0) -> list[str]:
+    """Per n: the trainer with the smallest IQM time against every other, by ``stats.compare``
+    (faster only where the 95% interval of the IQM ratio excludes 1)."""
+    from .. import stats
+
+    out = []
+    for links, s in S.groupby("links", sort=False):
+        finite = s[np.isfinite(s["time_iqm"])]
+        if not len(finite) or len(s) < 2:
+            continue
+        best = finite.loc[finite["time_iqm"].idxmin(), "collector"]
+        x = df[(df["links"] == links) & (df["collector"] == best)]["time"].to_numpy()
+        for other in s["collector"]:
+            if other == best:
+                continue
+            y = df[(df["links"] == links) & (df["collector"] == other)]["time"].to_numpy()
+            out.append(f"n = {links}: " + stats.verdict(stats.compare(x, y, seed), best, other, "solves faster"))
+    return out
+
+
+def curve_bands(df: pd.DataFrame, x: str = "samples", points: int = 24, seed: int = 0) -> pd.DataFrame:
+    """Learning curves with intervals: on a log grid of ``x`` (``samples`` or ``wall_s``), per n
+    and trainer, the IQM over its runs of each run's last screen return at or before that x (a run
+    that stopped holds its last screen), with the 95% bootstrap interval; a grid point counts only
+    runs that had started screening by then."""
+    from .. import stats
+
+    C = curves(df)
+    if not len(C):
+        return C
+    lo, hi = C[x][C[x] > 0].min(), C[x].max()
+    grid = np.geomspace(lo, hi, points)
+    rows = []
+    for (links, trainer), g in C.groupby(["links", "trainer"], sort=False):
+        runs = [r.sort_values(x) for _, r in g.groupby("seed")]
+        for v in grid:
+            vals = [float(r[r[x] <= v]["screen_return"].iloc[-1]) for r in runs if (r[x] <= v).any()]
+            if len(vals) < 2:
+                continue
+            m, a, b = stats.iqm_ci(np.asarray(vals), seed)
+            rows.append({"links": links, "trainer": trainer, x: float(v), "iqm": m, "lo": a, "hi": b, "runs": len(vals)})
+    return pd.DataFrame(rows)
+
+
+def study_answer(df: pd.DataFrame, S: pd.DataFrame, seed: int = 0) -> str:
+    """The full study's sentence per n: the trainer with the smallest IQM time to solve, its
+    interval and collection share, whether it is the fastest collector, and its ratio to the
+    Stable-Baselines3 peer with the ratio's interval."""
+    from .. import stats
+
+    parts = []
+    for links, s in S.groupby("links", sort=False):
+        finite = s[np.isfinite(s["time_iqm"])]
+        if not len(finite):
+            parts.append(f"At n = {links} no trainer of the full study solved in three quarters of its seeds.")
+            continue
+        b = finite.loc[finite["time_iqm"].idxmin()]
+        fastest = s.loc[s["collect_us_per_sample"].idxmin()]
+        text = (f"**Full study, n = {links}** ({b.runs} seeds of {b.trainer}, {b.solved} solved): it solves in an IQM "
+                f"{fmt_ci(b.time_iqm, b.time_lo, b.time_hi)} s, collection {b.collect_share:.0%} of its wall-clock")
+        text += ("; it is also the fastest collector" if fastest.collector == b.collector else
+                 f"; the fastest collector is `{fastest.collector}` ({fastest.collect_us_per_sample:.3g} µs per sample)")
+        peer = s[s["collector"] == "sb3"]
+        if len(peer) and peer.iloc[0].collector != b.collector:
+            p = peer.iloc[0]
+            x = df[(df["links"] == links) & (df["collector"] == b.collector)]["time"].to_numpy()
+            y = df[(df["links"] == links) & (df["collector"] == "sb3")]["time"].to_numpy()
+            c = stats.compare(x, y, seed)
+            text += (f". Stable-Baselines3 with rl-zoo's settings on {p.task} solves in an IQM "
+                     f"{fmt_ci(p.time_iqm, p.time_lo, p.time_hi)} s ({p.solved} of {p.runs} seeds): "
+                     f"{stats.fmt_x(c['ratio'])} as long (95% CI {stats.fmt_x(c['ratio_lo'])}–{stats.fmt_x(c['ratio_hi'])})")
+        parts.append(text + ".")
+    return " ".join(parts)

@@ -55,33 +55,72 @@ def screen_return(arrays: dict, episodes: int, seed: int) -> float:
     return float(returns.mean())
 
 
-def gymnasium_returns(arrays: dict, episodes: int = JUDGE_EPISODES, seed: int = 0,
-                      seed_offset: int = EVAL_SEED_OFFSET) -> np.ndarray:
-    """The deterministic returns of ``episodes`` episodes of ``ChainMujocoEnv`` under
-    ``TimeLimit(1000)``, episode i reset with seed ``seed * episodes + i + seed_offset``; the
-    episodes step in lockstep so the policy runs batched."""
-    from gymnasium.wrappers import TimeLimit
-
-    from ...sims.chain.mujoco_env import ChainMujocoEnv
-
-    arrays = check_policy_arrays(arrays)
-    links = links_of(arrays)
-    envs = [TimeLimit(ChainMujocoEnv(links=links), max_episode_steps=ChainParams(links=links).max_episode_steps)
-            for _ in range(episodes)]
+def play(act, make_env, episodes: int, seed: int = 0, seed_offset: int = EVAL_SEED_OFFSET) -> np.ndarray:
+    """The undiscounted returns of ``episodes`` whole episodes of ``make_env()`` (a gymnasium
+    environment with its TimeLimit), episode i reset with seed ``seed * episodes + i +
+    seed_offset``, ``act(observations (E, d)) -> actions (E, action size)`` deciding every step;
+    the episodes step in lockstep so the policy runs batched."""
+    envs = [make_env() for _ in range(episodes)]
     obs = np.stack([env.reset(seed=seed * episodes + i + seed_offset)[0] for i, env in enumerate(envs)])
     returns = np.zeros(episodes)
     alive = np.ones(episodes, dtype=bool)
     while alive.any():
         idx = np.flatnonzero(alive)
-        actions = deterministic_actions(arrays, obs[idx])
+        actions = np.asarray(act(obs[idx]), dtype=np.float64).reshape(len(idx), -1)
         for i, a in zip(idx, actions):
-            o, r, terminated, truncated, _ = envs[i].step(np.array([a], dtype=np.float64))
+            o, r, terminated, truncated, _ = envs[i].step(a)
             obs[i] = o
             returns[i] += r
             alive[i] = not (terminated or truncated)
     for env in envs:
         env.close()
     return returns
+
+
+def chain_env(links: int):
+    """``ChainMujocoEnv(links)`` under ``TimeLimit(1000)``: gymnasium's MujocoEnv of the chain."""
+    from gymnasium.wrappers import TimeLimit
+
+    from ...sims.chain.mujoco_env import ChainMujocoEnv
+
+    return TimeLimit(ChainMujocoEnv(links=links), max_episode_steps=ChainParams(links=links).max_episode_steps)
+
+
+def array_policy(arrays: dict):
+    """The deterministic policy of ``arrays`` as ``play``'s ``act``."""
+    arrays = check_policy_arrays(arrays)
+    return lambda obs: deterministic_actions(arrays, obs)[:, None]
+
+
+def gymnasium_returns(arrays: dict, episodes: int = JUDGE_EPISODES, seed: int = 0,
+                      seed_offset: int = EVAL_SEED_OFFSET) -> np.ndarray:
+    """The deterministic returns of ``episodes`` episodes of ``ChainMujocoEnv`` under
+    ``TimeLimit(1000)`` (``play``'s seeds)."""
+    links = links_of(check_policy_arrays(arrays))
+    return play(array_policy(arrays), lambda: chain_env(links), episodes, seed, seed_offset)
+
+
+# The transfer check at n = 2: gymnasium's own InvertedDoublePendulum-v5 (its slider limit
+# included), whose observation has the chain's layout (v5's _get_obs, the constraint force last).
+TRANSFER_ENV = "InvertedDoublePendulum-v5"
+
+
+def transfer_returns(arrays: dict, episodes: int = JUDGE_EPISODES, seed: int = 0) -> np.ndarray:
+    """The deterministic returns of an n = 2 policy on gymnasium's own ``TRANSFER_ENV``."""
+    import gymnasium
+
+    if links_of(check_policy_arrays(arrays)) != 2:
+        raise ValueError("the transfer check is gymnasium's InvertedDoublePendulum-v5: n = 2 only")
+    return play(array_policy(arrays), lambda: gymnasium.make(TRANSFER_ENV), episodes, seed)
+
+
+def transfer(arrays: dict, trained_on: str | None, seed: int = 0) -> dict:
+    """The transfer check of an n = 2 policy (untimed): its mean deterministic return over 100
+    episodes of the n = 2 environment it was not judged on: gymnasium's own v5 for a policy
+    trained on the chain, the chain for one trained on v5 (``trained_on``, a peer's ``env``)."""
+    if trained_on == TRANSFER_ENV:
+        return {"transfer_env": "ChainMujocoEnv(links=2)", "transfer_return": float(gymnasium_returns(arrays, seed=seed).mean())}
+    return {"transfer_env": TRANSFER_ENV, "transfer_return": float(transfer_returns(arrays, seed=seed).mean())}
 
 
 @dataclass(frozen=True)
@@ -98,13 +137,15 @@ class Judgement:
         return self.first >= self.threshold and self.second is not None and self.second >= self.threshold
 
 
-def judge(arrays: dict, threshold: float, seed: int = 0, episodes: int = JUDGE_EPISODES) -> Judgement:
+def judge(arrays: dict, threshold: float, seed: int = 0, episodes: int = JUDGE_EPISODES, returns=None) -> Judgement:
     """Solved when the mean return over ``episodes`` gymnasium episodes reaches ``threshold`` and
-    a second evaluation from other reset seeds confirms it (run only if the first passes)."""
-    first = float(gymnasium_returns(arrays, episodes, seed).mean())
+    a second evaluation from other reset seeds confirms it (run only if the first passes).
+    ``returns(policy, episodes, seed, seed_offset)``: what plays them (``gymnasium_returns``)."""
+    returns = gymnasium_returns if returns is None else returns
+    first = float(returns(arrays, episodes, seed, EVAL_SEED_OFFSET).mean())
     second = None
     if first >= threshold:
-        second = float(gymnasium_returns(arrays, episodes, seed, seed_offset=CONFIRM_SEED_OFFSET).mean())
+        second = float(returns(arrays, episodes, seed, CONFIRM_SEED_OFFSET).mean())
     return Judgement(first, second, float(threshold), episodes)
 
 
@@ -126,13 +167,21 @@ class ChainClock(Clock):
                 return
         super()._maybe_log(force, greedy)
 
-    def check(self, policy_arrays: dict) -> bool:
+    # What a peer that trains on another gymnasium environment overrides (``peers.sb3``): the
+    # screen's and the judge's episodes (and ``Clock.threshold``).
+    def screen(self, policy) -> float:
+        return screen_return(policy, self.s.eval_episodes, seed=self.check_seed())
+
+    def returns(self, policy, episodes: int, seed: int, seed_offset: int) -> np.ndarray:
+        return gymnasium_returns(policy, episodes, seed, seed_offset)
+
+    def check(self, policy) -> bool:
         with self.phase("eval"):
-            screen = screen_return(policy_arrays, self.s.eval_episodes, seed=self.check_seed())
+            screen = self.screen(policy)
         confirm = None
-        if screen >= self.s.solve_return:
+        if screen >= self.threshold:
             t = time.perf_counter()
-            verdict = judge(policy_arrays, self.s.solve_return, seed=self.run.seed)
+            verdict = judge(policy, self.threshold, seed=self.run.seed, returns=self.returns)
             self._time.pause(time.perf_counter() - t)
             if verdict.solved:
                 self.judgement = verdict
@@ -140,7 +189,7 @@ class ChainClock(Clock):
             confirm = verdict.first if verdict.second is None else min(verdict.first, verdict.second)
         return self.record_check(screen, confirm)
 
-    def final_return(self, policy_arrays: dict) -> float:
+    def final_return(self, policy) -> float:
         if self.judgement is not None and self.solved_in_training:
             return self.judgement.first
-        return float(gymnasium_returns(policy_arrays, JUDGE_EPISODES, seed=self.run.seed).mean())
+        return float(self.returns(policy, JUDGE_EPISODES, self.run.seed, EVAL_SEED_OFFSET).mean())

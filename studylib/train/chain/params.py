@@ -16,7 +16,7 @@ from pathlib import Path
 from ...errors import ConfigError
 from ...harness.params import Caps, Names, PositiveFloat, Sizes, TypedParams
 from ...harness.presets import preset_values, resolve_data_dir, resolve_preset
-from .settings import CHAIN_COLLECTORS, ChainPPOSettings, ChainRun
+from .settings import CHAIN_TRAINERS, ChainPPOSettings, ChainRun
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,9 +31,9 @@ class RobotParams(TypedParams):
     settings: ChainPPOSettings = field(default_factory=ChainPPOSettings, metadata={"given": False})
 
     def check(self) -> None:
-        unknown = [c for c in self.collectors if c not in CHAIN_COLLECTORS]
+        unknown = [c for c in self.collectors if c not in CHAIN_TRAINERS]
         if unknown:
-            raise ConfigError(f"parameter 'collectors': unknown trainer {unknown[0]!r}; valid: {', '.join(CHAIN_COLLECTORS)}")
+            raise ConfigError(f"parameter 'collectors': unknown trainer {unknown[0]!r}; valid: {', '.join(CHAIN_TRAINERS)}")
         if not self.collectors:
             raise ConfigError("parameter 'collectors' must name at least one trainer")
         stray = [c for c in self.seeds if c != "*" and c not in self.collectors]

@@ -3,7 +3,8 @@ harness's store (atomic writes, one writer at a time, a committed snapshot never
 
 One row per run: ``TrainResult.as_dict()`` of a chain run plus ``links`` (n), ``collect_share``
 (collection's share of the wall-clock to solve) and ``call_s`` (the whole call: compilation,
-training and gymnasium's untimed judge). A row's key is (collector, n, seed, the PPO settings but
+training and gymnasium's untimed judge), and at n = 2 the transfer check (``evaluate.transfer``:
+``transfer_env``, ``transfer_return``). A row's key is (collector, n, seed, the PPO settings but
 the budget, the budget): a run whose key is saved is read, not trained again, so an interrupted
 plan resumes with the runs it had not finished.
 
@@ -70,10 +71,14 @@ def as_row(result, call_s: float) -> dict:
 
 def train_row(run: ChainRun) -> dict:
     from .. import train_chain
+    from .evaluate import transfer
 
     t = time.perf_counter()
     result = train_chain(run)
-    return as_row(result, time.perf_counter() - t)
+    row = as_row(result, time.perf_counter() - t)
+    if result.actor is not None and row["links"] == 2:
+        row.update(transfer(result.actor, result.peer.get("env"), seed=run.seed))
+    return row
 
 
 def run_or_load(run: ChainRun, data_dir, rows: dict | None = None) -> dict | None:

@@ -34,6 +34,10 @@ from ..settings import _positive_float
 # studylib implementations stepped once per step through studylib.make(..., sim="chain") with the
 # actions sampled in PyTorch (studylib.train.chain.ppo_torch).
 CHAIN_COLLECTORS = ("jax", "fused", "cpp", "torch", "torch-compile", "gym")
+# Outside learners on gymnasium's own tasks, timed by the same clock and judged by the same rule:
+# module (in studylib.train.chain) of each; "sb3" is Stable-Baselines3's PPO (peers.sb3).
+CHAIN_PEERS = {"sb3": "peers.sb3"}
+CHAIN_TRAINERS = CHAIN_COLLECTORS + tuple(CHAIN_PEERS)
 
 # gymnasium's InvertedDoublePendulum-v5 registration: reward_threshold=9100. The chain keeps v5's
 # reward at every n (an alive bonus of 10, less 0.64 upright: at most about 9,360 in 1000 steps),
@@ -128,14 +132,14 @@ class ChainPPOSettings:
 class ChainRun:
     """One training run on the chain: a collector, a seed, the settings, the time budget."""
 
-    collector: str  # one of CHAIN_COLLECTORS
+    collector: str  # one of CHAIN_TRAINERS
     seed: int = 0
     settings: ChainPPOSettings = field(default_factory=ChainPPOSettings)
     max_seconds: float | None = None  # None: the settings'
 
     def __post_init__(self):
-        if self.collector not in CHAIN_COLLECTORS:
-            raise ConfigError(f"the chain trains with the collectors {', '.join(CHAIN_COLLECTORS)}; "
+        if self.collector not in CHAIN_TRAINERS:
+            raise ConfigError(f"the chain trains with the collectors {', '.join(CHAIN_TRAINERS)}; "
                               f"got {self.collector!r}")
         if not isinstance(self.settings, ChainPPOSettings):
             raise ConfigError(f"settings must be a ChainPPOSettings, got {type(self.settings).__name__}")

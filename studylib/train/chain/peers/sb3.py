@@ -1,0 +1,177 @@
+"""Stable-Baselines3's PPO as the robot chapter's outside learner, on gymnasium's own MuJoCo tasks,
+timed by the chapter's clock (``evaluate.ChainClock``) and judged by its rule.
+
+What it trains, per n (``peer_task``):
+
+* n = 1: gymnasium's ``InvertedPendulum-v5`` (its own reward, 1 per step; its registered
+  threshold 950 of at most 1000): the published task, not the chain's n = 1 (whose reward is
+  v5's double-pendulum reward), so the two are compared by time to *their own* thresholds;
+* n = 2: gymnasium's ``InvertedDoublePendulum-v5`` (threshold 9100), the chain's n = 2 with the
+  slider limit it drops;
+* n >= 3: no published task has the chain; ``ChainMujocoEnv(links=n)`` (gymnasium's MujocoEnv of
+  the chain's XML) under ``TimeLimit(1000)``, threshold 9100, with the n = 2 settings.
+
+The settings are rl-baselines3-zoo's tuned ones (hyperparams/ppo.yml, its "Tuned ... 10 mujoco
+envs" block: ``InvertedPendulum-v3`` and ``InvertedDoublePendulum-v3``; the zoo publishes no v5
+entry and v5's dynamics are v3's), as the zoo applies them: ``normalize: true`` is SB3's
+``VecNormalize`` (observations and rewards, its default clips, ``gamma`` the algorithm's),
+``MlpPolicy`` (separate 64-64 tanh actor and critic, a state-independent log-std), one
+environment (``n_envs: 1``), budget ``n_timesteps``. The zoo's ``batch_size`` 512 exceeds the
+n = 2 rollout of 128 samples; SB3 then takes each epoch as one minibatch of 128 (as in the zoo).
+
+The clock: SB3's rollouts are collection, the time between rollouts is SB3's update; after the
+update that crosses every ``eval_every_samples`` the screen plays ``eval_episodes`` deterministic
+episodes (timed) of the task's gymnasium environment (not our ``cpp`` chain: the task at n = 1 is
+not the chain), and where it reaches the threshold the judge plays 100 + 100 episodes of it with
+the clock paused, exactly as for our trainers. The deterministic action is SB3's own
+``predict(normalize_obs(obs), deterministic=True)``.
+
+    result = train(ChainRun("sb3", seed=0, settings=ChainPPOSettings(links=2)))
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from ....errors import ConfigError
+from ..evaluate import ChainClock, chain_env, play
+from ..policy import make_policy_arrays
+from ..settings import CHAIN_SOLVE_RETURN, ChainRun
+
+# rl-baselines3-zoo, hyperparams/ppo.yml (commit 00128b5d), the tuned MuJoCo entries.
+RL_ZOO = {
+    "InvertedPendulum-v3": {"normalize": True, "n_envs": 1, "n_timesteps": 1_000_000, "batch_size": 64, "n_steps": 32,
+                            "gamma": 0.999, "learning_rate": 0.000222425, "ent_coef": 1.37976e-07, "clip_range": 0.4,
+                            "n_epochs": 5, "gae_lambda": 0.9, "max_grad_norm": 0.3, "vf_coef": 0.19816},
+    "InvertedDoublePendulum-v3": {"normalize": True, "n_envs": 1, "n_timesteps": 1_000_000, "batch_size": 512,
+                                  "n_steps": 128, "gamma": 0.98, "learning_rate": 0.000155454, "ent_coef": 1.05057e-06,
+                                  "clip_range": 0.4, "n_epochs": 10, "gae_lambda": 0.8, "max_grad_norm": 0.5,
+                                  "vf_coef": 0.695929},
+}
+
+
+def peer_task(links: int) -> dict:
+    """What the peer trains at n: the gymnasium environment id (None: the chain's MujocoEnv), the
+    zoo entry whose settings it uses, the threshold that solves it."""
+    if links == 1:
+        return {"env_id": "InvertedPendulum-v5", "zoo": "InvertedPendulum-v3", "threshold": 950.0}
+    if links == 2:
+        return {"env_id": "InvertedDoublePendulum-v5", "zoo": "InvertedDoublePendulum-v3", "threshold": CHAIN_SOLVE_RETURN}
+    if links >= 3:
+        return {"env_id": None, "zoo": "InvertedDoublePendulum-v3", "threshold": CHAIN_SOLVE_RETURN}
+    raise ConfigError(f"links must be at least 1, got {links}")
+
+
+def task_env(links: int):
+    """A fresh environment of the peer's task at n (with its 1000-step TimeLimit)."""
+    import gymnasium
+
+    env_id = peer_task(links)["env_id"]
+    return gymnasium.make(env_id) if env_id else chain_env(links)
+
+
+def sb3_policy_arrays(model, vec_normalize) -> dict:
+    """SB3's actor (MlpPolicy: policy_net's two tanh layers, action_net) and VecNormalize's frozen
+    observation statistics as the chain's policy arrays (the same deterministic policy, for an
+    action space of [-1, 1])."""
+    import torch
+
+    p = model.policy
+    linears = [m for m in p.mlp_extractor.policy_net if isinstance(m, torch.nn.Linear)] + [p.action_net]
+    layers = [(m.weight.detach().cpu().T.numpy(), m.bias.detach().cpu().numpy()) for m in linears]
+    rms = vec_normalize.obs_rms
+    return make_policy_arrays(layers, p.log_std.detach().cpu().numpy(), rms.mean, rms.var, vec_normalize.clip_obs)
+
+
+class PeerClock(ChainClock):
+    """The chapter's clock, with the screen and the judge played on the peer's own task."""
+
+    def __init__(self, run: ChainRun, task: dict, act, *, log=None, progress=None):
+        super().__init__(run, log=log, progress=progress)
+        self.task, self.act = task, act
+
+    @property
+    def threshold(self) -> float:
+        return self.task["threshold"]
+
+    @property
+    def judged_on(self) -> str:
+        return f"gymnasium {self.task['env_id'] or f'ChainMujocoEnv(links={self.s.links})'}"
+
+    def screen(self, policy) -> float:
+        return float(self.returns(policy, self.s.eval_episodes, self.check_seed(), 0).mean())
+
+    def returns(self, policy, episodes: int, seed: int, seed_offset: int) -> np.ndarray:
+        links = self.s.links
+        return play(self.act, lambda: task_env(links), episodes, seed, seed_offset)
+
+
+def train(run: ChainRun, *, log=None, progress=None):
+    """SB3's PPO on the peer's task at ``run.settings.links`` until the judge says solved or the
+    budget (``run.budget_seconds``; the zoo's ``n_timesteps``) is spent; a TrainResult whose
+    ``peer`` holds the zoo's settings and the task."""
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    links = run.settings.links
+    task = peer_task(links)
+    z = RL_ZOO[task["zoo"]]
+    start = time.perf_counter()
+    venv = VecNormalize(make_vec_env(lambda: task_env(links), n_envs=z["n_envs"], seed=run.seed), gamma=z["gamma"])
+    model = PPO("MlpPolicy", venv, n_steps=z["n_steps"], batch_size=z["batch_size"], gamma=z["gamma"],
+                learning_rate=z["learning_rate"], ent_coef=z["ent_coef"], clip_range=z["clip_range"],
+                n_epochs=z["n_epochs"], gae_lambda=z["gae_lambda"], max_grad_norm=z["max_grad_norm"],
+                vf_coef=z["vf_coef"], seed=run.seed, device="cpu", verbose=0)
+    setup_s = time.perf_counter() - start
+
+    def act(obs):
+        with torch.no_grad():
+            return model.predict(venv.normalize_obs(np.asarray(obs, np.float32)), deterministic=True)[0]
+
+    clock = PeerClock(run, task, act, log=log, progress=progress)
+    batch = z["n_envs"] * z["n_steps"]
+    clock.num_envs, clock.batch_size = z["n_envs"], batch
+    clock.updates_per_check = max(1, math.ceil(run.settings.eval_every_samples / batch))
+    clock.max_samples = z["n_timesteps"]
+
+    class _Timer(BaseCallback):
+        def _on_training_start(self):
+            clock.start(compile_s=setup_s, device="cpu")
+            self.mark, self.stop = time.perf_counter(), False
+
+        def _on_rollout_start(self):
+            now = time.perf_counter()
+            if self.num_timesteps:  # the time since the last rollout ended was SB3's update
+                clock.parts["learn"] += now - self.mark
+                buf = self.model.ep_info_buffer
+                clock.add_update(batch, float(np.mean([e["r"] for e in buf])) if buf else math.nan,
+                                 bootstraps_truncation=True)  # SB3 >= 1.8 bootstraps TimeLimit truncations
+                if (clock.check_due() and clock.check(None)) or clock.out_of_budget():
+                    self.stop = True
+            self.mark = time.perf_counter()
+
+        def _on_rollout_end(self):
+            now = time.perf_counter()
+            clock.parts["collect"] += now - self.mark
+            self.mark = now
+
+        def _on_step(self) -> bool:
+            return not self.stop
+
+    try:
+        model.learn(total_timesteps=z["n_timesteps"], callback=_Timer())
+    finally:
+        venv.close()
+    result = clock.finish(None, trainer="sb3-ppo")
+    result.settings = {**run.settings.as_dict(), "num_envs": run.n}  # the row's key: the plan's run
+    result.peer = {"rl_zoo": task["zoo"], "rl_zoo_settings": dict(z), "env": task["env_id"] or f"ChainMujocoEnv(links={links})",
+                   "threshold": task["threshold"]}
+    if links == 2:  # the actor as arrays: the transfer check plays it on the chain (results.as_row)
+        result.actor = sb3_policy_arrays(model, venv)
+    return result

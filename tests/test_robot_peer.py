@@ -1,0 +1,102 @@
+"""The robot chapter's Stable-Baselines3 peer (studylib.train.chain.peers.sb3) and the full study's
+statistics (chapter.study_table, study_comparisons, study_answer, curve_bands) from hand-made rows."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from studylib.errors import ConfigError
+from studylib.train.chain import chapter
+from studylib.train.chain.evaluate import array_policy
+from studylib.train.chain.peers import sb3
+
+
+def test_the_peer_trains_the_published_task_at_each_n():
+    assert sb3.peer_task(1) == {"env_id": "InvertedPendulum-v5", "zoo": "InvertedPendulum-v3", "threshold": 950.0}
+    assert sb3.peer_task(2)["env_id"] == "InvertedDoublePendulum-v5" and sb3.peer_task(2)["threshold"] == 9100.0
+    assert sb3.peer_task(3)["env_id"] is None and sb3.task_env(3).unwrapped.params.links == 3
+    with pytest.raises(ConfigError):
+        sb3.peer_task(0)
+    # the zoo's values as published (hyperparams/ppo.yml): a typo would change the peer
+    z = sb3.RL_ZOO["InvertedDoublePendulum-v3"]
+    assert (z["n_steps"], z["batch_size"], z["gamma"], z["gae_lambda"], z["clip_range"]) == (128, 512, 0.98, 0.8, 0.4)
+
+
+def test_sb3s_actor_as_arrays_acts_as_sb3_predicts():
+    """The arrays the transfer check plays are SB3's deterministic policy: same actions as
+    ``model.predict(venv.normalize_obs(obs), deterministic=True)`` on random observations."""
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    venv = VecNormalize(make_vec_env(lambda: sb3.task_env(2), n_envs=1, seed=3))
+    model = PPO("MlpPolicy", venv, n_steps=64, batch_size=64, seed=3, device="cpu")
+    rng = np.random.default_rng(0)
+    venv.obs_rms.mean = rng.normal(size=9)  # statistics far from (0, 1), so a dropped normalization shows
+    venv.obs_rms.var = rng.uniform(0.1, 4.0, size=9)
+    with np.errstate(all="ignore"):
+        for p in model.policy.action_net.parameters():
+            p.data.normal_(0, 3.0)  # an actor whose actions leave [-1, 1] too, so the clip shows
+    obs = rng.normal(size=(64, 9)) * 2
+    want = model.predict(venv.normalize_obs(obs.astype(np.float32)), deterministic=True)[0]
+    got = array_policy(sb3.sb3_policy_arrays(model, venv))(obs)
+    assert np.abs(want).max() == 1.0  # some actions were clipped
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    venv.close()
+
+
+def _row(collector, seed, *, wall, samples, solved=True, links=2, peer=None, transfer=math.nan):
+    return {"collector": collector, "links": links, "seed": seed, "solved": solved, "wall_s": wall, "samples": samples,
+            "collect_s": 0.3 * wall, "learn_s": 0.6 * wall, "eval_s": 0.1 * wall, "budget_s": 600.0, "compile_s": 1.0,
+            "eval_return": 9200.0, "stopped": "solved" if solved else "max_seconds", "transfer_return": transfer,
+            "curve": [[wall / 2, samples // 2, 4, 100.0 * seed, 0.0], [wall, samples, 8, 9200.0 + seed, 0.0]],
+            "settings": {"links": links}, "peer": peer or {}}
+
+
+PEER = {"env": "InvertedDoublePendulum-v5", "threshold": 9100.0}
+
+
+def _study():
+    rows = [_row("jax", k, wall=2.0 + 0.1 * k, samples=100_000, transfer=9300.0) for k in range(8)]
+    rows += [_row("sb3", k, wall=70.0 + k, samples=180_000, peer=PEER) for k in range(7)]
+    rows += [_row("sb3", 7, wall=600.0, samples=1_000_000, solved=False, peer=PEER)]
+    df = chapter.frame(rows)
+    plan = chapter.params(preset="paper", data_dir="/tmp/unused")
+    return df, plan, chapter.study_table(df, plan)
+
+
+def test_the_study_table_gives_iqm_with_intervals_and_counts_unsolved_seeds():
+    df, plan, S = _study()
+    s = S.set_index("collector")
+    assert list(S["collector"]) == ["jax", "sb3"]  # the plan's order
+    assert s.loc["jax", "time_iqm"] == pytest.approx(np.mean(2.0 + 0.1 * np.arange(2, 6)))
+    assert s.loc["jax", "time_lo"] <= s.loc["jax", "time_iqm"] <= s.loc["jax", "time_hi"]
+    assert (s.loc["sb3", "runs"], s.loc["sb3", "solved"], s.loc["sb3", "planned"]) == (8, 7, 16)
+    assert math.isfinite(s.loc["sb3", "time_iqm"])  # one of eight unsolved: the IQM drops it
+    assert s.loc["sb3", "task"].startswith("InvertedDoublePendulum-v5") and s.loc["jax", "task"].startswith("ChainMujocoEnv")
+    shown = chapter.study_shown(S).set_index("collector")
+    assert shown.loc["sb3", "seeds"] == "7 / 8 (of 16 planned)" and shown.loc["jax", "transfer"] == "9,300"
+
+
+def test_the_study_says_faster_only_where_the_interval_excludes_one():
+    df, plan, S = _study()
+    [line] = chapter.study_comparisons(df, S)
+    assert line.startswith("n = 2: `jax` solves faster than `sb3`")
+    text = chapter.study_answer(df, S)
+    assert "Full study, n = 2" in text and "Stable-Baselines3" in text and "as long" in text
+    # two trainers drawn from one distribution: indistinguishable
+    rows = [_row(c, k, wall=10.0 + (k * 7 % 5), samples=1) for c in ("jax", "fused") for k in range(8)]
+    df2 = chapter.frame(rows)
+    [line] = chapter.study_comparisons(df2, chapter.study_table(df2, plan))
+    assert "indistinguishable" in line
+
+
+def test_curve_bands_hold_each_runs_last_screen():
+    df, plan, S = _study()
+    B = chapter.curve_bands(df, "samples", points=8)
+    jax = B[B["trainer"] == chapter.label("jax")]
+    assert (jax["runs"] == 8).all() and jax["iqm"].iloc[-1] >= 9200.0  # every jax run ended at >= 9200
+    assert (B["lo"] <= B["iqm"] + 1e-9).all() and (B["iqm"] <= B["hi"] + 1e-9).all()
