@@ -69,7 +69,7 @@ def _study():
 
 
 def test_the_study_table_gives_iqm_with_intervals_and_counts_unsolved_seeds():
-    df, plan, S = _study()
+    _, _, S = _study()
     s = S.set_index("collector")
     assert list(S["collector"]) == ["jax", "sb3"]  # the plan's order
     assert s.loc["jax", "time_iqm"] == pytest.approx(np.mean(2.0 + 0.1 * np.arange(2, 6)))
@@ -95,7 +95,7 @@ def test_the_study_says_faster_only_where_the_interval_excludes_one():
 
 
 def test_curve_bands_hold_each_runs_last_screen():
-    df, plan, S = _study()
+    df, _, _ = _study()
     B = chapter.curve_bands(df, "samples", points=8)
     jax = B[B["trainer"] == chapter.label("jax")]
     assert (jax["runs"] == 8).all() and jax["iqm"].iloc[-1] >= 9200.0  # every jax run ended at >= 9200

@@ -30,7 +30,15 @@ scan, collection timed alone). Two rooms hold the trainers:
 from __future__ import annotations
 
 from .chain.settings import CHAIN_COLLECTORS, ChainPPOSettings, ChainRun
-from .settings import COLLECTORS, PEER_TRAINERS, TRAINERS, CollectorSpec, PPOSettings, TrainRun, collector_spec
+from .settings import (
+    COLLECTORS,
+    PEER_TRAINERS,
+    TRAINERS,
+    CollectorSpec,
+    PPOSettings,
+    TrainRun,
+    collector_spec,
+)
 
 
 def train(run: TrainRun, *, log=None):
@@ -57,9 +65,9 @@ def train_chain(run, *, log=None, progress=None):
     ``jax`` (studylib.train.chain.ppo_jax), a peer's own trainer for a peer (``CHAIN_PEERS``),
     the PyTorch PPO for the other collectors (chain.ppo_torch); a TrainResult judged by gymnasium (chain_evaluate). ``progress``: see
     ``chain_clock.ChainClock``."""
-    import torch
-
     import importlib
+
+    import torch
 
     from .chain.settings import CHAIN_PEERS
 
