@@ -119,6 +119,10 @@ def _main_chain(args, run) -> int:
         result = train_chain(run, log=bar.write, progress=bar)
     finally:
         bar.close()
+    if args.save is not None and result.actor is None:
+        print(f"warning: --save: this run's policy has no array form ({result.peer.get('env')} acts outside [-1, 1]); "
+              "nothing saved", file=sys.stderr)
+        args.save = None
     if args.save is not None:
         save_policy(args.save, result.actor)
     print(json.dumps(result.as_dict(), default=float) if args.json else sentence(result, args.save))

@@ -51,5 +51,6 @@ def sentence(result, save) -> str:
     links = result.settings["links"]
     return (f"{result.collector} n={links} N={result.num_envs} seed={result.seed}: {what}, {result.samples:,d} samples, "
             f"{result.updates} updates (collection {result.collect_s:.2f} s, learning {result.learn_s:.2f} s), compile "
-            f"{result.compile_s:.2f} s; deterministic return over 100 episodes of gymnasium's ChainMujocoEnv "
-            f"(n = {links}): {result.eval_return:.1f}" + (f"; policy saved to {save}" if save else ""))
+            f"{result.compile_s:.2f} s; deterministic return over 100 episodes of gymnasium's "
+            f"{result.peer.get('env') or f'ChainMujocoEnv (n = {links})'}: {result.eval_return:.1f}"
+            + (f"; policy saved to {save}" if save else ""))

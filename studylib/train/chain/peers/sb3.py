@@ -172,6 +172,6 @@ def train(run: ChainRun, *, log=None, progress=None):
     result.settings = {**run.settings.as_dict(), "num_envs": run.n}  # the row's key: the plan's run
     result.peer = {"rl_zoo": task["zoo"], "rl_zoo_settings": dict(z), "env": task["env_id"] or f"ChainMujocoEnv(links={links})",
                    "threshold": task["threshold"]}
-    if links == 2:  # the actor as arrays: the transfer check plays it on the chain (results.as_row)
+    if links >= 2:  # the actor as arrays (actions in [-1, 1]; IP-v5's are in [-3, 3]): the transfer check plays them
         result.actor = sb3_policy_arrays(model, venv)
     return result
