@@ -198,7 +198,15 @@ CH_HD void ch_cholesky_solve(float (&A)[CH_CAP(N) + 1][CH_CAP(N) + 1], const ChR
     ch_for<N>(0, M, [&](int j) CH_LAMBDA {
         float s = A[j][j];
         ch_for<N>(0, j, [&](int k) CH_LAMBDA { s = s - A[j][k] * A[j][k]; });
+#if defined(__CUDACC__)
         inv[j] = j == 0 ? inv0 : 1.0f / sqrtf(s);
+#else
+        // 1 / sqrt(s) as (1 / s) sqrt(s): GCC's vector code (-ffast-math) evaluates 1 / sqrtf(s) as a
+        // reciprocal (vrcp14ps + Newton) of a square root (vrsqrt14ps + Newton), one after the other
+        // on the factorization's critical path; here the two run side by side (the same value to an
+        // ulp or two, as the two approximations already are).
+        inv[j] = j == 0 ? inv0 : (1.0f / s) * sqrtf(s);
+#endif
         ch_for<N>(j + 1, M, [&](int i) CH_LAMBDA {
             float t = A[i][j];
             ch_for<N>(0, j, [&](int k) CH_LAMBDA { t = t - A[i][k] * A[j][k]; });
