@@ -4,7 +4,7 @@ compiles for 30-50 s on a CPU, measured by hand and reported in the module's com
 import pytest
 
 from studylib.errors import ConfigError
-from studylib.train.chain.brax_peer import BRAX_PPO, THRESHOLDS, brax_settings
+from studylib.train.chain.peers.brax import BRAX_PPO, THRESHOLDS, brax_settings
 
 
 @pytest.mark.parametrize("links, env, threshold, timesteps", [

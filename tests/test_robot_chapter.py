@@ -81,6 +81,9 @@ def test_the_presets_size_the_plan():
         ("jax", 0), ("jax", 1), ("fused", 0)]
     assert all(r.settings.links == 2 and r.budget_seconds == default.budget_s for r in default.runs())
     assert set(PRESETS["paper"]["robot"]["collectors"]) == set(CHAIN_TRAINERS)
+    paper = chapter.params(preset="paper", data_dir="/tmp/unused")
+    planned = {(r.collector, r.settings.links) for r in paper.runs()}
+    assert ("brax", 1) in planned and ("brax", 3) not in planned and ("sb3", 3) in planned  # brax: its two pendulums
 
 
 @pytest.mark.parametrize("given, message", [

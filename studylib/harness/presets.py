@@ -164,10 +164,11 @@ _ROBOT = {
     # included: the fully jitted PPO and the PyTorch PPO on the fastest collector (fused); the MuJoCo
     # (gym) collector and more seeds in paper (a cold build of the whole book stays near 10 minutes)
     "default": {"collectors": ["jax", "fused"], "links": [2], "seeds": {"jax": 2, "fused": 1}, "budget_s": 120.0},
-    # paper: every trainer (train.chain.settings.CHAIN_TRAINERS: the collectors and the peers),
+    # paper: every trainer (train.chain.settings.CHAIN_TRAINERS: the collectors and the peers, a
+    # peer only at the n it has a task for),
     # n = 2 first (the published task), then 1 and 3; 16 seeds each. The default page shows the
     # rows of this plan the machine's file holds (chapter.study), trained with this preset only.
-    "paper": {"collectors": ["jax", "sb3", "fused", "gym", "cpp", "torch", "torch-compile"], "links": [2, 1, 3],
+    "paper": {"collectors": ["jax", "sb3", "fused", "gym", "cpp", "torch", "torch-compile", "brax"], "links": [2, 1, 3],
               "seeds": {"*": 16}, "budget_s": 600.0},
 }
 for _name, _values in _ROBOT.items():

@@ -71,7 +71,8 @@ def train_chain(run, *, log=None, progress=None):
 
     from .chain.settings import CHAIN_PEERS
 
-    module = CHAIN_PEERS.get(run.collector, "ppo_jax" if run.collector == "jax" else "ppo_torch")
+    peer = CHAIN_PEERS.get(run.collector)
+    module = peer.module if peer else "ppo_jax" if run.collector == "jax" else "ppo_torch"
     trainer = importlib.import_module(f".chain.{module}", __package__).train
     threads = torch.get_num_threads()
     torch.set_num_threads(run.settings.torch_threads)

@@ -26,7 +26,8 @@ from .params import RobotParams
 
 Params = RobotParams
 
-TRAINER_LABELS = {"jax": "JAX PPO (fully jitted)", "sb3": "Stable-Baselines3 PPO (rl-zoo settings)"}
+TRAINER_LABELS = {"jax": "JAX PPO (fully jitted)", "sb3": "Stable-Baselines3 PPO (rl-zoo settings)",
+                  "brax": "Brax PPO (its own settings)"}
 
 
 def label(collector: str) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 from ...errors import ConfigError
 from ...harness.params import Caps, Names, PositiveFloat, Sizes, TypedParams
 from ...harness.presets import preset_values, resolve_data_dir, resolve_preset
-from .settings import CHAIN_TRAINERS, ChainPPOSettings, ChainRun
+from .settings import CHAIN_TRAINERS, ChainPPOSettings, ChainRun, trains
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,9 +50,10 @@ class RobotParams(TypedParams):
         return self.settings.replace(links=links, max_seconds=self.budget_s)
 
     def runs(self) -> list[ChainRun]:
-        """The plan: for each n, each collector's seeds, one run each (n, then collector, then seed)."""
+        """The plan: for each n, each collector's seeds, one run each (n, then collector, then seed);
+        a peer only at the n it has a task for."""
         return [ChainRun(c, seed=k, settings=self.run_settings(n), max_seconds=self.budget_s)
-                for n in self.links for c in self.collectors for k in range(self.seed_count(c))]
+                for n in self.links for c in self.collectors if trains(c, n) for k in range(self.seed_count(c))]
 
     def describe(self) -> str:
         from . import results

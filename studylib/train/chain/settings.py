@@ -34,10 +34,26 @@ from ..settings import _positive_float
 # studylib implementations stepped once per step through studylib.make(..., sim="chain") with the
 # actions sampled in PyTorch (studylib.train.chain.ppo_torch).
 CHAIN_COLLECTORS = ("jax", "fused", "cpp", "torch", "torch-compile", "gym")
-# Outside learners on gymnasium's own tasks, timed by the same clock and judged by the same rule:
-# module (in studylib.train.chain) of each; "sb3" is Stable-Baselines3's PPO (peers.sb3).
-CHAIN_PEERS = {"sb3": "peers.sb3"}
+
+
+@dataclass(frozen=True)
+class ChainPeer:
+    """An outside learner on its own task (``peers``): where its trainer is, which n it trains."""
+
+    module: str  # in studylib.train.chain, holding ``train(run, *, log, progress)``
+    links: tuple[int, ...] | None = None  # the n it has a task for (None: every n)
+
+
+# Outside learners, timed by the same clock: Stable-Baselines3's PPO on gymnasium's own tasks
+# (judged by the chapter's rule), Brax's PPO on Brax's own pendulums (judged by Brax's evaluation).
+CHAIN_PEERS = {"sb3": ChainPeer("peers.sb3"), "brax": ChainPeer("peers.brax", (1, 2))}
 CHAIN_TRAINERS = CHAIN_COLLECTORS + tuple(CHAIN_PEERS)
+
+
+def trains(collector: str, links: int) -> bool:
+    """Whether ``collector`` (a trainer of CHAIN_TRAINERS) has a task at n = ``links``."""
+    peer = CHAIN_PEERS.get(collector)
+    return peer is None or peer.links is None or links in peer.links
 
 # gymnasium's InvertedDoublePendulum-v5 registration: reward_threshold=9100. The chain keeps v5's
 # reward at every n (an alive bonus of 10, less 0.64 upright: at most about 9,360 in 1000 steps),

@@ -1,6 +1,6 @@
 """Brax's own PPO as a peer on the inverted (double) pendulum, judged by time to its own threshold.
 
-``train_brax(run)`` trains ``brax.training.agents.ppo.train`` on Brax's ``inverted_pendulum``
+``train(run)`` trains ``brax.training.agents.ppo.train`` on Brax's ``inverted_pendulum``
 (``run.settings.links == 1``) or ``inverted_double_pendulum`` (2) with Brax's own hyperparameters,
 stops at the first evaluation whose mean episode reward reaches ``THRESHOLDS[n]`` (or when the
 run's time budget or Brax's ``num_timesteps`` is spent) and returns a ``TrainResult``.
@@ -31,6 +31,10 @@ updates in one XLA program (``training_epoch``), so there is no honest collect/l
 ``collect_s = learn_s = nan``. ``eval_return`` is Brax's last ``eval/episode_reward`` (128
 episodes of the stochastic policy, Brax's default), not a gymnasium replay.
 
+brax 0.14.2 calls ``jax.device_put_replicated``, which jax 0.10 no longer exports: for the
+duration of each ``ppo.train`` call only, JAX's own implementation (``jax._src.api``) is put back
+under that name.
+
 Measured by hand (2-core CPU, shared, seed 0, N = 2048, brax 0.14.2 / jax 0.10.2):
 inverted_pendulum solved (eval 999.8) at 983,040 steps (6 training steps), wall_s 59 s, compile_s
 32 s; inverted_double_pendulum not solved in a 230 s budget: eval reward ~900-957 of 9,100 after
@@ -42,9 +46,9 @@ from __future__ import annotations
 import math
 import time
 
-from ...errors import ConfigError
-from ..progress import TrainResult
-from .settings import ChainRun
+from ....errors import ConfigError
+from ...progress import TrainResult
+from ..settings import ChainRun
 
 ENV_NAMES = {1: "inverted_pendulum", 2: "inverted_double_pendulum"}
 BACKEND = "positional"  # the notebook's backend
@@ -96,14 +100,15 @@ def brax_settings(links: int, *, num_envs: int | None = None) -> dict:
     return s
 
 
-def train_brax(run: ChainRun, *, log=None, progress=None, num_envs: int | None = None) -> TrainResult:
-    """Train Brax's PPO on ``run``'s task until its eval reward reaches the threshold (see module)."""
+def train(run: ChainRun, *, log=None, progress=None, num_envs: int | None = None) -> TrainResult:
+    """Train Brax's PPO on ``run``'s task until its eval reward reaches the threshold (see module).
+    ``progress(samples, nan, eval reward)``: as ``ChainClock``'s (a progress bar)."""
     s = brax_settings(run.settings.links, num_envs=num_envs)
     import jax
     from brax import envs
     from brax.training.agents.ppo import train as ppo
 
-    from ..results import provenance
+    from ...results import provenance
 
     budget, threshold, per_step = run.budget_seconds, s["threshold"], s["env_steps_per_training_step"]
     t_start = time.perf_counter()
@@ -128,7 +133,7 @@ def train_brax(run: ChainRun, *, log=None, progress=None, num_envs: int | None =
             log(f"[brax {s['env']} N={s['num_envs']} seed={run.seed}] {wall:7.2f} s  steps {num_steps:10,d}  "
                 f"eval reward {reward:8.1f}")
         if progress is not None:
-            progress(st["curve"][-1])
+            progress(int(num_steps), math.nan, reward)
         if num_steps > 0 and reward >= threshold:
             st["stopped"] = "solved"
         elif wall >= budget:
@@ -165,5 +170,6 @@ def train_brax(run: ChainRun, *, log=None, progress=None, num_envs: int | None =
         samples_per_s=samples / wall if wall > 0 else math.nan,
         updates_per_s=updates / wall if wall > 0 else math.nan,
         batch_size=per_step, device="cpu" if jax.default_backend() == "cpu" else jax.default_backend(),
-        bootstraps_truncation=False, curve=st["curve"], trainer="brax-ppo", settings=s,
-        budget_s=float(budget), provenance=provenance())
+        bootstraps_truncation=False, curve=st["curve"], trainer="brax-ppo",
+        settings={**run.settings.as_dict(), "num_envs": run.n},  # the row's key: the plan's run
+        peer={**s, "env": f"{s['env']} (Brax)"}, budget_s=float(budget), provenance=provenance())
