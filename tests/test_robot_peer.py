@@ -87,6 +87,7 @@ def test_the_study_says_faster_only_where_the_interval_excludes_one():
     assert line.startswith("n = 2: `jax` solves faster than `sb3`")
     text = chapter.study_answer(df, S)
     assert "Full study, n = 2" in text and "Stable-Baselines3" in text and "as long" in text
+    assert "score a median 9,300 on gymnasium's own InvertedDoublePendulum-v5" in text
     # two trainers drawn from one distribution: indistinguishable
     rows = [_row(c, k, wall=10.0 + (k * 7 % 5), samples=1) for c in ("jax", "fused") for k in range(8)]
     df2 = chapter.frame(rows)

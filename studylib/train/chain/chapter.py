@@ -367,5 +367,13 @@ def study_answer(df: pd.DataFrame, S: pd.DataFrame, seed: int = 0) -> str:
             text += (f". Stable-Baselines3 with rl-zoo's settings on {p.task} solves in an IQM "
                      f"{fmt_ci(p.time_iqm, p.time_lo, p.time_hi)} s ({p.solved} of {p.runs} seeds): "
                      f"{stats.fmt_x(c['ratio'])} as long (95% CI {stats.fmt_x(c['ratio_lo'])}–{stats.fmt_x(c['ratio_hi'])})")
+        moved = s[np.isfinite(s["transfer_return"])]
+        if len(moved) and b.collector in set(moved["collector"]):
+            m = moved.set_index("collector")
+            text += (f". Transfer (untimed, 100 episodes): {b.trainer}'s policies score a median "
+                     f"{m.loc[b.collector, 'transfer_return']:,.0f} on gymnasium's own InvertedDoublePendulum-v5, "
+                     "slider limit included")
+            if "sb3" in m.index and b.collector != "sb3":
+                text += f"; Stable-Baselines3's score {m.loc['sb3', 'transfer_return']:,.0f} on the chain"
         parts.append(text + ".")
     return " ".join(parts)
