@@ -12,8 +12,9 @@ What it trains, per n (``peer_task``):
   the chain's XML) under ``TimeLimit(1000)``, threshold 9100, with the n = 2 settings.
 
 The settings are rl-baselines3-zoo's tuned ones (hyperparams/ppo.yml, its "Tuned ... 10 mujoco
-envs" block: ``InvertedPendulum-v3`` and ``InvertedDoublePendulum-v3``; the zoo publishes no v5
-entry and v5's dynamics are v3's), as the zoo applies them: ``normalize: true`` is SB3's
+envs" block: ``InvertedPendulum-v3`` and ``InvertedDoublePendulum-v3`` at commit 00128b5d, the
+same values under the names ``-v2`` at 208b6fdf; the zoo publishes no v5 entry), as the zoo
+applies them: ``normalize: true`` is SB3's
 ``VecNormalize`` (observations and rewards, its default clips, ``gamma`` the algorithm's),
 ``MlpPolicy`` (separate 64-64 tanh actor and critic, a state-independent log-std), one
 environment (``n_envs: 1``), budget ``n_timesteps``. The zoo's ``batch_size`` 512 exceeds the
