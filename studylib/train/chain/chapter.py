@@ -340,11 +340,30 @@ def curve_bands(df: pd.DataFrame, x: str = "samples", points: int = 24, seed: in
     return pd.DataFrame(rows)
 
 
+def _peer_clause(df: pd.DataFrame, links: int, b, p, seed: int) -> str:
+    """Stable-Baselines3 against the fastest trainer ``b``: the IQM ratio with its interval where
+    the peer's IQM is finite, else its solved count and its solved runs' times against b's IQM."""
+    from .. import stats
+
+    head = f"Stable-Baselines3 with rl-zoo's settings on {p.task} solves {p.solved} of {p.runs} seeds"
+    times = df[(df["links"] == links) & (df["collector"] == "sb3")]["time"].to_numpy()
+    if math.isfinite(p.time_iqm):
+        x = df[(df["links"] == links) & (df["collector"] == b.collector)]["time"].to_numpy()
+        c = stats.compare(x, times, seed)
+        return (head + f" in an IQM {fmt_ci(p.time_iqm, p.time_lo, p.time_hi)} s: {stats.fmt_x(c['ratio'])} "
+                f"{b.trainer}'s (95% CI {stats.fmt_x(c['ratio_lo'])}–{stats.fmt_x(c['ratio_hi'])})")
+    solved = np.sort(times[np.isfinite(times)])
+    if not len(solved):
+        return head + " (none within its budget): its IQM is censored"
+    return (head + f"; its IQM is censored (over a quarter unsolved: the rest stop at the zoo's own budget); the "
+            f"solved ones took {solved[0]:.3g}–{solved[-1]:.3g} s, {solved[0] / b.time_iqm:.0f}× to "
+            f"{solved[-1] / b.time_iqm:.0f}× {b.trainer}'s IQM")
+
+
 def study_answer(df: pd.DataFrame, S: pd.DataFrame, seed: int = 0) -> str:
     """The full study's sentence per n: the trainer with the smallest IQM time to solve, its
-    interval and collection share, whether it is the fastest collector, and its ratio to the
-    Stable-Baselines3 peer with the ratio's interval."""
-    from .. import stats
+    interval and collection share, whether it is the fastest collector, the Stable-Baselines3
+    peer against it (``_peer_clause``), and the transfer check at n = 2."""
 
     parts = []
     for links, s in S.groupby("links", sort=False):
@@ -360,13 +379,7 @@ def study_answer(df: pd.DataFrame, S: pd.DataFrame, seed: int = 0) -> str:
                  f"; the fastest collector is `{fastest.collector}` ({fastest.collect_us_per_sample:.3g} µs per sample)")
         peer = s[s["collector"] == "sb3"]
         if len(peer) and peer.iloc[0].collector != b.collector:
-            p = peer.iloc[0]
-            x = df[(df["links"] == links) & (df["collector"] == b.collector)]["time"].to_numpy()
-            y = df[(df["links"] == links) & (df["collector"] == "sb3")]["time"].to_numpy()
-            c = stats.compare(x, y, seed)
-            text += (f". Stable-Baselines3 with rl-zoo's settings on {p.task} solves in an IQM "
-                     f"{fmt_ci(p.time_iqm, p.time_lo, p.time_hi)} s ({p.solved} of {p.runs} seeds): "
-                     f"{stats.fmt_x(c['ratio'])} as long (95% CI {stats.fmt_x(c['ratio_lo'])}–{stats.fmt_x(c['ratio_hi'])})")
+            text += ". " + _peer_clause(df, links, b, peer.iloc[0], seed)
         moved = s[np.isfinite(s["transfer_return"])]
         if len(moved) and b.collector in set(moved["collector"]):
             m = moved.set_index("collector")
