@@ -45,6 +45,13 @@ def test_sb3s_actor_as_arrays_acts_as_sb3_predicts():
     got = array_policy(sb3.sb3_policy_arrays(model, venv))(obs)
     assert np.abs(want).max() == 1.0  # some actions were clipped
     np.testing.assert_allclose(got, want, atol=1e-5)
+    # SB3's defaults normalize nothing: the arrays then pass the observation through
+    plain = PPO("MlpPolicy", venv.venv, n_steps=64, batch_size=64, seed=4, device="cpu")
+    np.testing.assert_allclose(array_policy(sb3.sb3_policy_arrays(plain))(obs), plain.predict(obs, deterministic=True)[0],
+                               atol=1e-5)
+    assert sb3.settings_for(2, "defaults")[1]["n_steps"] == 2048 and not sb3.settings_for(2, "defaults")[1]["normalize"]
+    with pytest.raises(ConfigError):
+        sb3.settings_for(2, "tuned")
     venv.close()
 
 
@@ -86,7 +93,8 @@ def test_the_study_says_faster_only_where_the_interval_excludes_one():
     [line] = chapter.study_comparisons(df, S)
     assert line.startswith("n = 2: `jax` solves faster than `sb3`")
     text = chapter.study_answer(df, S)
-    assert "Full study, n = 2" in text and "solves 7 of 8 seeds in an IQM" in text and "× JAX PPO" in text
+    assert "Full study, n = 2" in text and "(rl-zoo settings) on InvertedDoublePendulum-v5 (threshold 9,100) solves 7 of 8 seeds in an IQM" in text
+    assert "× JAX PPO" in text
     # most seeds of the peer unsolved: no ratio of IQMs, the solved runs' range instead
     censored = [r if r["collector"] != "sb3" or r["seed"] < 2 else {**r, "solved": False} for r in df.to_dict("records")]
     dc = chapter.frame(censored)

@@ -74,10 +74,11 @@ def train_chain(run, *, log=None, progress=None):
     peer = CHAIN_PEERS.get(run.collector)
     module = peer.module if peer else "ppo_jax" if run.collector == "jax" else "ppo_torch"
     trainer = importlib.import_module(f".chain.{module}", __package__).train
+    options = dict(peer.options) if peer else {}
     threads = torch.get_num_threads()
     torch.set_num_threads(run.settings.torch_threads)
     try:
-        return trainer(run, log=log, progress=progress)
+        return trainer(run, log=log, progress=progress, **options)
     finally:
         torch.set_num_threads(threads)
 

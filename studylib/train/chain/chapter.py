@@ -27,6 +27,7 @@ from .params import RobotParams
 Params = RobotParams
 
 TRAINER_LABELS = {"jax": "JAX PPO (fully jitted)", "sb3": "Stable-Baselines3 PPO (rl-zoo settings)",
+                  "sb3-defaults": "Stable-Baselines3 PPO (its defaults)",
                   "brax": "Brax PPO (its own settings)"}
 
 
@@ -340,13 +341,16 @@ def curve_bands(df: pd.DataFrame, x: str = "samples", points: int = 24, seed: in
     return pd.DataFrame(rows)
 
 
+SB3_PEERS = ("sb3", "sb3-defaults")  # the peers the answer sets against the fastest trainer
+
+
 def _peer_clause(df: pd.DataFrame, links: int, b, p, seed: int) -> str:
     """Stable-Baselines3 against the fastest trainer ``b``: the IQM ratio with its interval where
     the peer's IQM is finite, else its solved count and its solved runs' times against b's IQM."""
     from .. import stats
 
-    head = f"Stable-Baselines3 with rl-zoo's settings on {p.task} solves {p.solved} of {p.runs} seeds"
-    times = df[(df["links"] == links) & (df["collector"] == "sb3")]["time"].to_numpy()
+    head = f"{p.trainer} on {p.task} solves {p.solved} of {p.runs} seeds"
+    times = df[(df["links"] == links) & (df["collector"] == p.collector)]["time"].to_numpy()
     if math.isfinite(p.time_iqm):
         x = df[(df["links"] == links) & (df["collector"] == b.collector)]["time"].to_numpy()
         c = stats.compare(x, times, seed)
@@ -377,16 +381,16 @@ def study_answer(df: pd.DataFrame, S: pd.DataFrame, seed: int = 0) -> str:
                 f"{fmt_ci(b.time_iqm, b.time_lo, b.time_hi)} s, collection {b.collect_share:.0%} of its wall-clock")
         text += ("; it is also the fastest collector" if fastest.collector == b.collector else
                  f"; the fastest collector is `{fastest.collector}` ({fastest.collect_us_per_sample:.3g} µs per sample)")
-        peer = s[s["collector"] == "sb3"]
-        if len(peer) and peer.iloc[0].collector != b.collector:
-            text += ". " + _peer_clause(df, links, b, peer.iloc[0], seed)
+        for peer in (s[s["collector"] == c] for c in SB3_PEERS):
+            if len(peer) and peer.iloc[0].collector != b.collector:
+                text += ". " + _peer_clause(df, links, b, peer.iloc[0], seed)
         moved = s[np.isfinite(s["transfer_return"])]
         if len(moved) and b.collector in set(moved["collector"]):
             m = moved.set_index("collector")
             text += (f". Transfer (untimed, 100 episodes): {b.trainer}'s policies score a median "
                      f"{m.loc[b.collector, 'transfer_return']:,.0f} on gymnasium's own InvertedDoublePendulum-v5, "
                      "slider limit included")
-            if "sb3" in m.index and b.collector != "sb3":
-                text += f"; Stable-Baselines3's score {m.loc['sb3', 'transfer_return']:,.0f} on the chain"
+            for c in (c for c in SB3_PEERS if c in m.index and c != b.collector):
+                text += f"; {label(c)}'s score {m.loc[c, 'transfer_return']:,.0f} on the chain"
         parts.append(text + ".")
     return " ".join(parts)

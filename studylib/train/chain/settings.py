@@ -42,11 +42,14 @@ class ChainPeer:
 
     module: str  # in studylib.train.chain, holding ``train(run, *, log, progress)``
     links: tuple[int, ...] | None = None  # the n it has a task for (None: every n)
+    options: tuple = ()  # (name, value) pairs its ``train`` takes as keywords
 
 
 # Outside learners, timed by the same clock: Stable-Baselines3's PPO on gymnasium's own tasks
 # (judged by the chapter's rule), Brax's PPO on Brax's own pendulums (judged by Brax's evaluation).
-CHAIN_PEERS = {"sb3": ChainPeer("peers.sb3"), "brax": ChainPeer("peers.brax", (1, 2))}
+CHAIN_PEERS = {"sb3": ChainPeer("peers.sb3", options=(("settings", "rl-zoo"),)),
+               "sb3-defaults": ChainPeer("peers.sb3", options=(("settings", "defaults"),)),
+               "brax": ChainPeer("peers.brax", (1, 2))}
 CHAIN_TRAINERS = CHAIN_COLLECTORS + tuple(CHAIN_PEERS)
 
 
