@@ -76,7 +76,7 @@ def _study():
 
 
 def test_the_study_table_gives_iqm_with_intervals_and_counts_unsolved_seeds():
-    _, _, S = _study()
+    _, plan, S = _study()
     s = S.set_index("collector")
     assert list(S["collector"]) == ["jax", "sb3"]  # the plan's order
     assert s.loc["jax", "time_iqm"] == pytest.approx(np.mean(2.0 + 0.1 * np.arange(2, 6)))
@@ -84,6 +84,9 @@ def test_the_study_table_gives_iqm_with_intervals_and_counts_unsolved_seeds():
     assert (s.loc["sb3", "runs"], s.loc["sb3", "solved"], s.loc["sb3", "planned"]) == (8, 7, 16)
     assert math.isfinite(s.loc["sb3", "time_iqm"])  # one of eight unsolved: the IQM drops it
     assert s.loc["sb3", "task"].startswith("InvertedDoublePendulum-v5") and s.loc["jax", "task"].startswith("ChainMujocoEnv")
+    missing = chapter.study_missing(chapter.frame([]), plan)
+    assert "`brax` (n = 1, 2)" in missing and "`sb3` (n = 1, 2, 3)" in missing  # brax has no task at n = 3
+    assert "`jax` (n = 1, 3)" in chapter.study_missing(_study()[0], plan)
     shown = chapter.study_shown(S).set_index("collector")
     assert shown.loc["sb3", "seeds"] == "7 / 8 (of 16 planned)" and shown.loc["jax", "transfer"] == "9,300"
 

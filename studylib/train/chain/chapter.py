@@ -281,6 +281,16 @@ def fmt_ci(m: float, lo: float, hi: float, fmt="{:.3g}") -> str:
     return f"{fmt.format(m)} ({fmt.format(lo)}–{fmt.format(hi) if math.isfinite(hi) else 'unbounded'})"
 
 
+def study_missing(df: pd.DataFrame, plan: RobotParams) -> str:
+    """The planned trainers with no saved run at an n, as "brax (n = 1, 2); ..." ("" if none)."""
+    have = set(zip(df["collector"], df["links"])) if len(df) else set()
+    missing: dict = {}
+    for run in plan.runs():
+        if (run.collector, run.settings.links) not in have:
+            missing.setdefault(run.collector, set()).add(run.settings.links)
+    return "; ".join(f"`{c}` (n = {', '.join(map(str, sorted(n)))})" for c, n in missing.items())
+
+
 def study_shown(S: pd.DataFrame) -> pd.DataFrame:
     d = S.copy()
     d["n"] = d["links"]
@@ -393,4 +403,4 @@ def study_answer(df: pd.DataFrame, S: pd.DataFrame, seed: int = 0) -> str:
             for c in (c for c in SB3_PEERS if c in m.index and c != b.collector):
                 text += f"; {label(c)}'s score {m.loc[c, 'transfer_return']:,.0f} on the chain"
         parts.append(text + ".")
-    return " ".join(parts)
+    return "\n\n".join(parts)
