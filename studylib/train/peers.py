@@ -45,18 +45,56 @@ class _Linear:
         return progress_remaining * self.start
 
 
-def _sb3_actor_arrays(policy) -> dict:
+def sb3_actor_layers(policy) -> list[tuple[np.ndarray, np.ndarray]]:
+    """SB3's MlpPolicy actor (policy_net's linear layers, then action_net) as float32 (W, b) numpy
+    pairs in x @ W layout."""
     linears = [m for m in policy.mlp_extractor.policy_net if isinstance(m, torch.nn.Linear)] + [policy.action_net]
+    return [(m.weight.detach().cpu().float().T.contiguous().numpy(), m.bias.detach().cpu().float().numpy().copy())
+            for m in linears]
+
+
+def _sb3_actor_arrays(policy) -> dict:
     out = {}
-    for i, layer in enumerate(linears, start=1):
-        out[f"W{i}"] = layer.weight.detach().cpu().float().T.contiguous().numpy()
-        out[f"b{i}"] = layer.bias.detach().cpu().float().numpy().copy()
+    for i, (w, b) in enumerate(sb3_actor_layers(policy), start=1):
+        out[f"W{i}"], out[f"b{i}"] = w, b
     return out
+
+
+def sb3_timer(clock: Clock, batch: int, setup_s: float, actor):
+    """An SB3 callback that runs ``clock``'s rule on SB3's PPO: its rollouts are collection, the
+    time between rollouts its update; after each update, ``clock.check(actor())`` when a check is
+    due; SB3 stops at a passing check or when the budget is spent."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class _Timer(BaseCallback):
+        def _on_training_start(self):
+            clock.start(compile_s=setup_s, device="cpu")
+            self.mark, self.stop = time.perf_counter(), False
+
+        def _on_rollout_start(self):
+            now = time.perf_counter()
+            if self.num_timesteps:  # the time since the last rollout ended was SB3's update
+                clock.parts["learn"] += now - self.mark
+                buf = self.model.ep_info_buffer
+                clock.add_update(batch, float(np.mean([e["r"] for e in buf])) if buf else math.nan,
+                                 bootstraps_truncation=True)  # SB3 >= 1.8 bootstraps TimeLimit truncations
+                if (clock.check_due() and clock.check(actor())) or clock.out_of_budget():
+                    self.stop = True
+            self.mark = time.perf_counter()
+
+        def _on_rollout_end(self):
+            now = time.perf_counter()
+            clock.parts["collect"] += now - self.mark
+            self.mark = now
+
+        def _on_step(self) -> bool:
+            return not self.stop
+
+    return _Timer()
 
 
 def train_sb3(run: TrainRun, *, log=None) -> TrainResult:
     from stable_baselines3 import PPO
-    from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
 
     z = RL_ZOO_CARTPOLE
@@ -73,33 +111,9 @@ def train_sb3(run: TrainRun, *, log=None) -> TrainResult:
                 clip_range=_Linear(0.2), seed=run.seed, device="cpu", verbose=0)
     setup_s = time.perf_counter() - start
 
-    class _Timer(BaseCallback):
-        def _on_training_start(self):
-            clock.start(compile_s=setup_s, device="cpu")
-            self.mark, self.stop = time.perf_counter(), False
-
-        def _on_rollout_start(self):
-            now = time.perf_counter()
-            if clock.updates or self.num_timesteps:  # the time since the last rollout ended was SB3's update
-                clock.parts["learn"] += now - self.mark
-                mean = np.mean([e["r"] for e in self.model.ep_info_buffer]) if self.model.ep_info_buffer else math.nan
-                clock.add_update(batch, float(mean), bootstraps_truncation=True)
-                if clock.check_due() and clock.check(_sb3_actor_arrays(self.model.policy)):
-                    self.stop = True
-                elif clock.out_of_budget():
-                    self.stop = True
-            self.mark = time.perf_counter()
-
-        def _on_rollout_end(self):
-            now = time.perf_counter()
-            clock.parts["collect"] += now - self.mark
-            self.mark = now
-
-        def _on_step(self) -> bool:
-            return not self.stop
-
     try:
-        model.learn(total_timesteps=z["n_timesteps"], callback=_Timer())
+        model.learn(total_timesteps=z["n_timesteps"],
+                    callback=sb3_timer(clock, batch, setup_s, lambda: _sb3_actor_arrays(model.policy)))
     finally:
         env.close()
     return clock.finish(_sb3_actor_arrays(model.policy), trainer="sb3-ppo")

@@ -152,9 +152,12 @@ def judge(arrays: dict, threshold: float, seed: int = 0, episodes: int = JUDGE_E
 class ChainClock(Clock):
     judged_on = "gymnasium ChainMujocoEnv"
 
-    def __init__(self, run: ChainRun, *, log=None, progress=None):
+    def __init__(self, run: ChainRun, *, log=None, progress=None, num_envs: int | None = None,
+                 batch_size: int | None = None, peer: dict | None = None):
+        """``num_envs``, ``batch_size``, ``peer``: a peer's own (``Clock``'s), else the run's."""
         self._time = SharedTime()  # paused while the judge runs
-        super().__init__(run, num_envs=run.n, batch_size=run.settings.batch_size, log=log, now=self._time.now)
+        super().__init__(run, num_envs=num_envs or run.n, batch_size=batch_size or run.settings.batch_size, log=log,
+                         peer=peer, now=self._time.now)
         self.judgement = None  # the judge's verdict that solved the run
         # progress(samples, training mean return, screen or None): a progress bar's update; with
         # one, ``log`` gets only the checks' lines and the result's

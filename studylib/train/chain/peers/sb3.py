@@ -32,7 +32,6 @@ the clock paused, exactly as for our trainers. The deterministic action is SB3's
 
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
@@ -97,12 +96,10 @@ def sb3_policy_arrays(model, vec_normalize=None) -> dict:
     """SB3's actor (MlpPolicy: policy_net's two tanh layers, action_net) and VecNormalize's frozen
     observation statistics (None: no normalization) as the chain's policy arrays (the same
     deterministic policy, for an action space of [-1, 1])."""
-    import torch
+    from ...peers import sb3_actor_layers
 
-    p = model.policy
-    linears = [m for m in p.mlp_extractor.policy_net if isinstance(m, torch.nn.Linear)] + [p.action_net]
-    layers = [(m.weight.detach().cpu().T.numpy(), m.bias.detach().cpu().numpy()) for m in linears]
-    log_std = p.log_std.detach().cpu().numpy()
+    layers = sb3_actor_layers(model.policy)
+    log_std = model.policy.log_std.detach().cpu().numpy()
     if vec_normalize is None:
         d = layers[0][0].shape[0]
         return make_policy_arrays(layers, log_std, np.zeros(d), np.ones(d) - 1e-8, NO_CLIP)  # x / sqrt(1) = x
@@ -113,8 +110,8 @@ def sb3_policy_arrays(model, vec_normalize=None) -> dict:
 class PeerClock(ChainClock):
     """The chapter's clock, with the screen and the judge played on the peer's own task."""
 
-    def __init__(self, run: ChainRun, task: dict, act, *, log=None, progress=None):
-        super().__init__(run, log=log, progress=progress)
+    def __init__(self, run: ChainRun, task: dict, act, *, log=None, progress=None, **clock):
+        super().__init__(run, log=log, progress=progress, **clock)
         self.task, self.act = task, act
 
     @property
@@ -140,9 +137,10 @@ def train(run: ChainRun, *, log=None, progress=None, settings: str = "rl-zoo"):
     settings and the task."""
     import torch
     from stable_baselines3 import PPO
-    from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
+
+    from ...peers import sb3_timer
 
     links = run.settings.links
     task = peer_task(links)
@@ -162,42 +160,16 @@ def train(run: ChainRun, *, log=None, progress=None, settings: str = "rl-zoo"):
             obs = np.asarray(obs, np.float32)
             return model.predict(norm.normalize_obs(obs) if norm else obs, deterministic=True)[0]
 
-    clock = PeerClock(run, task, act, log=log, progress=progress)
     batch = z["n_envs"] * z["n_steps"]
-    clock.num_envs, clock.batch_size = z["n_envs"], batch
-    clock.updates_per_check = max(1, math.ceil(run.settings.eval_every_samples / batch))
-    clock.max_samples = z["n_timesteps"]
-
-    class _Timer(BaseCallback):
-        def _on_training_start(self):
-            clock.start(compile_s=setup_s, device="cpu")
-            self.mark, self.stop = time.perf_counter(), False
-
-        def _on_rollout_start(self):
-            now = time.perf_counter()
-            if self.num_timesteps:  # the time since the last rollout ended was SB3's update
-                clock.parts["learn"] += now - self.mark
-                buf = self.model.ep_info_buffer
-                clock.add_update(batch, float(np.mean([e["r"] for e in buf])) if buf else math.nan,
-                                 bootstraps_truncation=True)  # SB3 >= 1.8 bootstraps TimeLimit truncations
-                if (clock.check_due() and clock.check(None)) or clock.out_of_budget():
-                    self.stop = True
-            self.mark = time.perf_counter()
-
-        def _on_rollout_end(self):
-            now = time.perf_counter()
-            clock.parts["collect"] += now - self.mark
-            self.mark = now
-
-        def _on_step(self) -> bool:
-            return not self.stop
+    # the row's settings, its key, are the plan's run (SB3's own go to ``peer`` below)
+    clock = PeerClock(run, task, act, log=log, progress=progress, num_envs=z["n_envs"], batch_size=batch,
+                      peer={"max_samples": z["n_timesteps"], "settings": {**run.settings.as_dict(), "num_envs": run.n}})
 
     try:
-        model.learn(total_timesteps=z["n_timesteps"], callback=_Timer())
+        model.learn(total_timesteps=z["n_timesteps"], callback=sb3_timer(clock, batch, setup_s, lambda: None))
     finally:
         venv.close()
     result = clock.finish(None, trainer="sb3-ppo")
-    result.settings = {**run.settings.as_dict(), "num_envs": run.n}  # the row's key: the plan's run
     result.peer = {"settings_name": name, "settings": dict(z), "env": task["env_id"] or f"ChainMujocoEnv(links={links})",
                    "threshold": task["threshold"]}
     if links >= 2:  # the actor as arrays (actions in [-1, 1]; IP-v5's are in [-3, 3]): the transfer check plays them
