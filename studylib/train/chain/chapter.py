@@ -249,6 +249,11 @@ def study(P: RobotParams) -> tuple[pd.DataFrame, RobotParams]:
     return frame(rows), paper
 
 
+def _times(df: pd.DataFrame, links: int, collector: str) -> np.ndarray:
+    """The censored times to solve of ``collector``'s runs at n = ``links``."""
+    return df[(df["links"] == links) & (df["collector"] == collector)]["time"].to_numpy()
+
+
 def study_table(df: pd.DataFrame, plan: RobotParams, seed: int = 0) -> pd.DataFrame:
     """Per n and trainer (the plan's order): seeds planned and saved, solved, the IQM time and
     samples to solve with their 95% bootstrap intervals (rliable's IQM; unsolved runs censored),
@@ -318,11 +323,11 @@ def study_comparisons(df: pd.DataFrame, S: pd.DataFrame, seed: int = 0) -> list[
         if not len(finite) or len(s) < 2:
             continue
         best = finite.loc[finite["time_iqm"].idxmin(), "collector"]
-        x = df[(df["links"] == links) & (df["collector"] == best)]["time"].to_numpy()
+        x = _times(df, links, best)
         for other in s["collector"]:
             if other == best:
                 continue
-            y = df[(df["links"] == links) & (df["collector"] == other)]["time"].to_numpy()
+            y = _times(df, links, other)
             out.append(f"n = {links}: " + stats.verdict(stats.compare(x, y, seed), best, other, "solves faster"))
     return out
 
@@ -360,9 +365,9 @@ def _peer_clause(df: pd.DataFrame, links: int, b, p, seed: int) -> str:
     from .. import stats
 
     head = f"{p.trainer} on {p.task} solves {p.solved} of {p.runs} seeds"
-    times = df[(df["links"] == links) & (df["collector"] == p.collector)]["time"].to_numpy()
+    times = _times(df, links, p.collector)
     if math.isfinite(p.time_iqm):
-        x = df[(df["links"] == links) & (df["collector"] == b.collector)]["time"].to_numpy()
+        x = _times(df, links, b.collector)
         c = stats.compare(x, times, seed)
         return (head + f" in an IQM {fmt_ci(p.time_iqm, p.time_lo, p.time_hi)} s: {stats.fmt_x(c['ratio'])} "
                 f"{b.trainer}'s (95% CI {stats.fmt_x(c['ratio_lo'])}–{stats.fmt_x(c['ratio_hi'])})")
