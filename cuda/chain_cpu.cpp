@@ -25,6 +25,7 @@
 
 #include "chain.cuh"
 #include "chain_args.h"
+#include "chain_trajectory.h"
 #include "mlp.cuh"
 
 constexpr int CH_CPU_LANES = 16;  // lanes per block: one AVX-512 or two AVX2 vectors of floats
@@ -122,22 +123,45 @@ __attribute__((noinline)) static ChVec ch_mlp_mean(const ChVec* obs, int in, con
 }
 
 // The policy's actions for the W lanes of a block (its state in buf, counters el/ep):
-// clip(mean + action_std z, -1, 1), z = policy_noise(seed, env, episode, elapsed).
+// clip(mean + action_std z, -1, 1), z = policy_noise(seed, env, episode, elapsed). With a
+// trajectory `tr` (chain_collect), the policy sees the normalized observation, and the first
+// `lanes` lanes' raw observations, samples and log-probabilities go to rows traj_row + l.
 template <int N, int W>
 static void ch_mlp_block(const float* buf, const ChainParams<N>& p, const ChainArgs& a, long long first,
-                         const int32_t* el, const uint32_t* ep, float* action) {
+                         const int32_t* el, const uint32_t* ep, float* action,
+                         const ChainTrajectoryArgs* tr = nullptr, long long traj_row = 0, int lanes = 0) {
     static_assert(W == CH_CPU_LANES, "the MLP's lane vector is one block");
     constexpr int CAP_OBS = CH_OBS_SIZE(CH_CAP(N));
     const int in = CH_OBS_SIZE(p.n());
     alignas(64) ChVec obs[CAP_OBS];
 #pragma omp simd
     for (int l = 0; l < W; ++l) ch_observation<N>(buf + l, W, p, (float*)obs + l, W);
+    if (tr) {
+        const float* raw = (const float*)obs;
+        for (int l = 0; l < lanes; ++l)
+            for (int j = 0; j < in; ++j) tr->obs[(traj_row + l) * in + j] = raw[j * W + l];
+        if (tr->obs_shift) {  // ch_normalized on the lane vector
+            for (int j = 0; j < in; ++j)
+                obs[j] = MlpLane<ChVec>::clamp((obs[j] - tr->obs_shift[j]) * tr->obs_scale[j], -tr->obs_clip,
+                                               tr->obs_clip);
+        }
+    }
     const ChVec mean = ch_mlp_mean(obs, in, a.weights);
     const float sd = a.action_std;
+    alignas(64) float sample[W], logp[W];
+    const float log_std = tr ? tr->log_std : 0.0f;
 #pragma omp simd  // the noise's logf and sqrtf as vector calls (libmvec), not W scalar ones
     for (int l = 0; l < W; ++l) {
         const float z = ch_policy_noise(a.seed, (uint32_t)(first + l), ep[l], (uint32_t)el[l]);
-        action[l] = fminf(fmaxf(mean[l] + sd * z, -1.0f), 1.0f);
+        sample[l] = mean[l] + sd * z;
+        logp[l] = ch_gaussian_logp(z, log_std);
+        action[l] = fminf(fmaxf(sample[l], -1.0f), 1.0f);
+    }
+    if (tr) {
+        for (int l = 0; l < lanes; ++l) {
+            tr->actions[traj_row + l] = sample[l];
+            tr->logp[traj_row + l] = logp[l];
+        }
     }
 }
 
@@ -148,9 +172,11 @@ static void ch_mlp_block(const float* buf, const ChainParams<N>& p, const ChainA
 //   3. on the call's last step, the observation into final_obs when asked (before any reset);
 //   4. termination, reward and the counters (ch_env_finish), then the same-step resets of the
 //      lanes whose episode ended (ch_reset_row of the next episode).
+// With a trajectory `tr` (chain_collect, the MLP policy), every step's observation, sample,
+// log-probability, pre-reset observation, reward and flags are written to it as well.
 // Returns the number of episodes that ended.
 template <int N, int W>
-static long long chain_episode_lanes(const ChainArgs& args) {
+static long long chain_episode_lanes(const ChainArgs& args, const ChainTrajectoryArgs* tr = nullptr) {
     constexpr int CAP_ROW = 2 * (CH_CAP(N) + 1);
     const ChainParams<N> params = ch_params_from_array<N>(args.params);
     const int row = 2 * (params.n() + 1), obs_size = CH_OBS_SIZE(params.n());
@@ -185,8 +211,9 @@ static long long chain_episode_lanes(const ChainArgs& args) {
             for (int l = 0; l < lanes; ++l)
                 for (int j = 0; j < row; ++j) buf[j * W + l] = a.state[(first + l) * row + j];
             for (int k = 0; k < a.num_steps; ++k) {
+                const long long traj_row = (long long)k * n + first;  // lane 0's row of step k
                 if (a.policy == CH_POLICY_MLP) {  // 1.
-                    ch_mlp_block<N, W>(buf, p, a, first, el, ep, ctrl);
+                    ch_mlp_block<N, W>(buf, p, a, first, el, ep, ctrl, tr, traj_row, lanes);
                 } else if (a.policy == CH_POLICY_HASH) {
 #pragma omp simd
                     for (int l = 0; l < W; ++l) ctrl[l] = ch_hash_ctrl(a.seed, (uint32_t)(first + l), ep[l], (uint32_t)el[l]);
@@ -208,9 +235,19 @@ static long long chain_episode_lanes(const ChainArgs& args) {
                     for (int l = 0; l < lanes; ++l)
                         ch_observation<N>(buf + l, W, p, a.final_obs + (first + l) * obs_size, 1);
                 }
+                if (tr) {
+                    for (int l = 0; l < lanes; ++l)
+                        ch_observation<N>(buf + l, W, p, tr->final_obs + (traj_row + l) * obs_size, 1);
+                }
 #pragma omp simd
                 for (int l = 0; l < W; ++l)  // 4.
                     fl[l] = ch_env_finish<N>(buf + l, W, tip_x[l], tip_y[l], el[l], ep[l], p, reward[l]);
+                if (tr) {
+                    for (int l = 0; l < lanes; ++l) {
+                        tr->reward[traj_row + l] = reward[l];
+                        tr->flags[traj_row + l] = (uint8_t)fl[l];
+                    }
+                }
                 for (int l = 0; l < W; ++l) {
                     if (fl[l]) {
                         ch_reset_row<N>(buf + l, W, a.seed, (uint32_t)(first + l), ep[l], p);
@@ -344,6 +381,19 @@ long long chain_episodes(const ChainArgs* a) {
     return ch_dispatch(*a, [&](auto build) { return chain_episode_lanes<decltype(build)::value, CH_CPU_LANES>(*a); });
 }
 
+// chain_episodes under the MLP policy, every step recorded into *t (chain_trajectory.h): the
+// trajectory a PPO update learns from, T = a->num_steps steps in one call. Returns the number of
+// episodes that ended, or -(CH_ERR_* code) (nothing touched then).
+long long chain_collect(const ChainArgs* a, const ChainTrajectoryArgs* t) {
+    if (!a || !t) return -CH_ERR_NULL;
+    const int check = ch_check_collect_args(*a, *t);
+    if (check != CH_OK) return -check;
+    if (a->n == 0) return 0;
+    return ch_dispatch(*a, [&](auto build) {
+        return chain_episode_lanes<decltype(build)::value, CH_CPU_LANES>(*a, t);
+    });
+}
+
 // Every environment to episode 0's first state (the draws of a->seed), elapsed and episode 0.
 int chain_reset(const ChainArgs* a) {
     const int code = ch_check_call(a, CH_POLICY_CTRL);
@@ -439,6 +489,21 @@ int chain_args_layout(long long* out, int capacity) {
         (long long)offsetof(ChainArgs, seed), (long long)offsetof(ChainArgs, first_step),
         (long long)offsetof(ChainArgs, policy), (long long)offsetof(ChainArgs, action_std),
         (long long)offsetof(ChainArgs, generic), (long long)offsetof(ChainArgs, reserved),
+    };
+    const int count = (int)(sizeof layout / sizeof layout[0]);
+    for (int i = 0; i < count && i < capacity; ++i) out[i] = layout[i];
+    return count;
+}
+
+// sizeof(ChainTrajectoryArgs), then each field's offset in declaration order; returns how many values.
+int chain_trajectory_layout(long long* out, int capacity) {
+    const long long layout[] = {
+        (long long)sizeof(ChainTrajectoryArgs),
+        (long long)offsetof(ChainTrajectoryArgs, obs), (long long)offsetof(ChainTrajectoryArgs, actions),
+        (long long)offsetof(ChainTrajectoryArgs, logp), (long long)offsetof(ChainTrajectoryArgs, reward),
+        (long long)offsetof(ChainTrajectoryArgs, flags), (long long)offsetof(ChainTrajectoryArgs, final_obs),
+        (long long)offsetof(ChainTrajectoryArgs, obs_shift), (long long)offsetof(ChainTrajectoryArgs, obs_scale),
+        (long long)offsetof(ChainTrajectoryArgs, obs_clip), (long long)offsetof(ChainTrajectoryArgs, log_std),
     };
     const int count = (int)(sizeof layout / sizeof layout[0]);
     for (int i = 0; i < count && i < capacity; ++i) out[i] = layout[i];

@@ -54,3 +54,21 @@ extern "C" const char* host_chain_reset(unsigned int grid, unsigned int block, c
     cuda_host::launch(grid, block, [&] { chain_reset_generic(*a); }, &error);
     return error;
 }
+
+// chain_collect_mlp_<n>: the MLP kernel recording its trajectory into *t; *done (if not null) gets
+// the episodes that ended.
+extern "C" const char* host_chain_collect(unsigned int grid, unsigned int block, const ChainArgs* a,
+                                          const ChainTrajectoryArgs* t, unsigned long long* done) {
+    if (!a || !t || ch_check_collect_args(*a, *t) != CH_OK)
+        return "invalid ChainArgs or ChainTrajectoryArgs (chain_error_message says why)";
+    unsigned long long count = 0;
+    const char* error = nullptr;
+    const int build = ch_build_of(*a);
+#define CH_LAUNCH(N) \
+    if (build == N) cuda_host::launch(grid, block, [&] { chain_collect_mlp_##N(*a, *t, &count); }, &error);
+    CH_FOR_EACH_LINKS(CH_LAUNCH)
+#undef CH_LAUNCH
+    if (build == CH_GENERIC) cuda_host::launch(grid, block, [&] { chain_collect_mlp_generic(*a, *t, &count); }, &error);
+    if (done) *done = count;
+    return error;
+}

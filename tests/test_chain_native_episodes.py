@@ -240,8 +240,10 @@ def test_an_mlp_rollout_is_k_single_steps_of_its_actions(n):
     assert done == single_done > 0
     np.testing.assert_array_equal(fused.elapsed, single.elapsed)
     np.testing.assert_array_equal(fused.episode, single.episode)
-    assert relative_error(fused.state, single.state).max() < 1e-5
-    assert relative_error(fused.final_obs_out, single.final_obs_out).max() < 1e-5
+    # float rounding apart (the two entry points compile the same lane loop into different code),
+    # grown over K steps of a chaotic system
+    assert relative_error(fused.state, single.state).max() < 1e-4
+    assert relative_error(fused.final_obs_out, single.final_obs_out).max() < 1e-4
 
 
 def test_the_policy_needs_its_shapes():

@@ -76,6 +76,27 @@ def test_reward_scale_follows_gymnasiums_rule():
     np.testing.assert_allclose(scaled, np.clip(reward / np.sqrt(all_returns.var() + rn.EPSILON), -10, 10), rtol=1e-4)
 
 
+def test_a_trajectorys_reward_scale_at_once_is_t_steps_of_it():
+    """scale_reward_sequence (the kernel collector's) against T calls of scale_rewards, carried over
+    two trajectories: the scaled rewards, the moments and each environment's discounted return."""
+    rng = np.random.default_rng(4)
+    T, N, gamma = 64, 8, 0.99
+    one = at_once = rn.initial_reward_scale(N, np, dtype=np.float64)
+    for _ in range(2):
+        rewards = rng.normal(9.0, 2.0, (T, N))
+        terminated = rng.random((T, N)) < 0.03
+        step_by_step = []
+        for t in range(T):
+            one, scaled = rn.scale_rewards(one, rewards[t], terminated[t].astype(float), gamma, 10.0, np)
+            step_by_step.append(scaled)
+        at_once, scaled_all = rn.scale_reward_sequence(at_once, rewards, terminated, gamma, 10.0)
+        np.testing.assert_allclose(scaled_all, np.stack(step_by_step), rtol=1e-9)
+        np.testing.assert_allclose(at_once.discounted, one.discounted, rtol=1e-12)
+        for a, b in zip(at_once.moments, one.moments):
+            assert float(a) == pytest.approx(float(b), rel=1e-9)
+    assert (np.abs(scaled_all) < 10).all() and scaled_all.std() > 0.01  # not all clipped, not constant
+
+
 def test_settings_are_checked_where_made():
     with pytest.raises(ConfigError, match="links"):
         ChainPPOSettings(links=0)

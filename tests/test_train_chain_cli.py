@@ -14,7 +14,7 @@ from studylib.train.chain.policy import load_policy
 @pytest.mark.parametrize("argv, message", [
     (["--sim", "chain", "--links", "0", "--collector", "fused"], "links from 1 to 32, got 0"),
     (["--sim", "chain", "--links", "33", "--collector", "jax"], "links from 1 to 32, got 33"),
-    (["--sim", "chain", "--collector", "fused-step"], "the chain trains with the collectors"),
+    (["--sim", "chain", "--collector", "cuda"], "the chain trains with the collectors"),
     (["--sim", "chain", "--collector", "gymnasium-vector"], "the chain trains with the collectors"),
     (["--links", "2", "--collector", "fused"], "--links is the chain's"),
     (["--sim", "chain", "--collector", "cpp", "--num-envs", "0"], "num_envs must be a positive integer"),

@@ -25,10 +25,13 @@ PPO collects with ``fused`` (studylib.train.cartpole.collectors.FusedCollector).
 
 from __future__ import annotations
 
+import torch
+
 from .. import native
 from ..native.backends import make_backend
-from .backend_env import BackendCartPole, NativeChainEnv
 from ..policy import MLPWeights
+from ..settings import positive_int
+from .backend_env import BackendCartPole, NativeChainEnv
 
 _POLICY_CODES = {"mlp": native.POLICY_MLP, "none": native.POLICY_HASH}
 
@@ -73,6 +76,32 @@ class FusedCartPole(BackendCartPole):
 
 class FusedChain(NativeChainEnv):
     """``fused`` for the n-link chain: simulation, v5's episode step and the Gaussian MLP policy in
-    ONE kernel, K steps per call (cuda/chain.cuh with cuda/mlp.cuh; ``NativeChainEnv``)."""
+    ONE kernel, K steps per call (cuda/chain.cuh with cuda/mlp.cuh; ``NativeChainEnv``).
+
+    ``collect(T)`` is the same kernel writing every step down (observations, the unclipped samples,
+    their log-probabilities, rewards, flags, pre-reset observations): how PPO collects with
+    ``fused`` (studylib.train.chain.collectors.ChainKernelCollector)."""
 
     name = "fused"
+
+    def set_policy(self, weights, log_std: float) -> None:
+        """The Gaussian policy the kernel runs: its MLP (``weights.layers()`` of sizes (3n+3, 64,
+        64, 1)) and log σ. The weights are an argument of the call: nothing is rebuilt."""
+        self.backend.set_weights(weights, log_std)
+        self.policy_weights, self.log_std = weights, float(log_std)
+        self._layers = [(torch.from_numpy(w), torch.from_numpy(b)) for w, b in weights.layers()]
+
+    def collect(self, num_steps: int, normalization=None):
+        """T steps of every environment in ONE kernel call under the Gaussian policy, every step
+        recorded: a ``studylib.sims.chain.backend.ChainTrajectory`` of numpy arrays. The policy sees
+        ``normalization`` = (shift, scale, clip) applied to each observation (fixed for the call),
+        or the raw observation. The noise is keyed by (seed, env, episode, step in episode), so a
+        seed gives one trajectory however its steps are split into calls. Afterwards the env goes
+        on from the last step (``final_obs()`` needs a ``step`` first)."""
+        self._stepped = False
+        traj, _ = self.backend.collect(positive_int("num_steps", num_steps), self.seed, normalization)
+        return traj
+
+    def observe(self):
+        """The observations (N, 3n+3) of the current states: where the next ``collect`` starts."""
+        return self._out(self.backend.obs())

@@ -168,7 +168,7 @@ _ROBOT = {
     # peer only at the n it has a task for),
     # n = 2 first (the published task), then 1 and 3; 16 seeds each. The default page shows the
     # rows of this plan the machine's file holds (chapter.study), trained with this preset only.
-    "paper": {"collectors": ["jax", "sb3", "sb3-defaults", "fused", "gym", "cpp", "torch", "torch-compile", "brax"],
+    "paper": {"collectors": ["jax", "sb3", "sb3-defaults", "fused", "fused-step", "gym", "cpp", "torch", "torch-compile", "brax"],
               "links": [2, 1, 3],
               "seeds": {"*": 16}, "budget_s": 600.0},
 }

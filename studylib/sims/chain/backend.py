@@ -9,14 +9,26 @@ from __future__ import annotations
 
 import ctypes
 import math
+from typing import NamedTuple
 
 import numpy as np
 
 from ...errors import ConfigError, StudyError
 from ...native.build import library
-from .model import ChainParams, INVERTED_DOUBLE_PENDULUM
-from .native import (HIDDEN, POLICY_CTRL, POLICY_HASH, POLICY_MLP, THREADS_PER_BLOCK, ChainArgs, _grid, _raise_for,
-                     check_links, params_array)
+from .model import INVERTED_DOUBLE_PENDULUM, ChainParams
+from .native import (
+    HIDDEN,
+    POLICY_CTRL,
+    POLICY_HASH,
+    POLICY_MLP,
+    THREADS_PER_BLOCK,
+    ChainArgs,
+    ChainTrajectoryArgs,
+    _grid,
+    _raise_for,
+    check_links,
+    params_array,
+)
 
 
 def pack_policy(weights, p: ChainParams) -> np.ndarray:
@@ -30,6 +42,20 @@ def pack_policy(weights, p: ChainParams) -> np.ndarray:
             raise ConfigError(f"the chain's policy (n = {p.links}) has layers of shapes {shapes}, got "
                               f"{tuple(b.shape for b in arrays)}")
     return np.ascontiguousarray(np.concatenate([a.ravel() for a in arrays]), dtype=np.float32)
+
+
+class ChainTrajectory(NamedTuple):
+    """T steps of N environments as ``ChainNativeBackend.collect`` writes them (cuda/chain_trajectory.h):
+    obs (T, N, 3n+3) raw, before each step; actions (T, N) the unclipped samples; logp (T, N);
+    reward (T, N); flags (T, N) uint8, bit 0 terminated, bit 1 truncated; final_obs (T, N, 3n+3)
+    after each step's physics, before its same-step reset. Fresh arrays, the caller's to keep."""
+
+    obs: np.ndarray
+    actions: np.ndarray
+    logp: np.ndarray
+    reward: np.ndarray
+    flags: np.ndarray
+    final_obs: np.ndarray
 
 
 class ChainNativeBackend:
@@ -166,6 +192,39 @@ class ChainNativeBackend:
             raise ConfigError("the MLP policy needs weights (set_weights)")
         return self._episodes(seed, int(num_steps), POLICY_MLP if policy == "mlp" else POLICY_HASH,
                               final_obs=final_obs)
+
+    def collect(self, num_steps: int, seed: int, normalization=None) -> tuple[ChainTrajectory, int]:
+        """``num_steps`` steps of the fused Gaussian MLP policy in ONE native call, every step
+        recorded (``ChainTrajectory``): the trajectory a PPO update learns from. ``normalization``:
+        None, or (shift, scale, clip), the policy then seeing clip((obs − shift) · scale, ±clip)
+        (float32 (3n+3,) arrays, fixed for the call). Returns (the trajectory, the number of
+        episodes that ended)."""
+        if isinstance(num_steps, bool) or not isinstance(num_steps, (int, np.integer)) or not 0 <= num_steps < 2**31:
+            raise ConfigError(f"num_steps must be an integer >= 0, got {num_steps!r}")
+        if self._weights is None:
+            raise ConfigError("the MLP policy needs weights (set_weights)")
+        T, N, d = int(num_steps), self.num_envs, self.params.observation_size
+        traj = ChainTrajectory(np.empty((T, N, d), np.float32), np.empty((T, N), np.float32),
+                               np.empty((T, N), np.float32), np.empty((T, N), np.float32),
+                               np.empty((T, N), np.uint8), np.empty((T, N, d), np.float32))
+        t = ChainTrajectoryArgs(*(a.ctypes.data for a in traj), log_std=self.log_std)
+        if normalization is not None:
+            shift, scale, clip = normalization
+            shift, scale = (np.ascontiguousarray(a, dtype=np.float32) for a in (shift, scale))
+            if shift.shape != (d,) or scale.shape != (d,):
+                raise ConfigError(f"the normalization's shift and scale must have shape ({d},), got "
+                                  f"{shift.shape} and {scale.shape}")
+            t.obs_shift, t.obs_scale, t.obs_clip = shift.ctypes.data, scale.ctypes.data, float(clip)
+        self._call(seed, POLICY_MLP, T)
+        if self.device == "cpu":
+            done = self._native("chain_collect_rollout", library("chain_cpu").chain_collect, ctypes.byref(self._args),
+                                ctypes.byref(t))
+            if done < 0:
+                _raise_for(-done, "chain_collect")
+            return traj, int(done)
+        out = ctypes.c_ulonglong(0)
+        self._host("host_chain_collect", ctypes.byref(t), ctypes.byref(out))
+        return traj, int(out.value)
 
     def obs(self) -> np.ndarray:
         """(N, 3n+3): the observation of every environment's current state (chain_observe)."""

@@ -31,7 +31,8 @@ from . import dynamics as sim
 from .model import ChainParams, INVERTED_DOUBLE_PENDULUM
 from ...native.build import LIBRARIES, NativeLibrary, library
 from ...native.sources import (CHAIN_ARGS_HEADER, CHAIN_CPU_SOURCE, CHAIN_EPISODE_HEADER, CHAIN_HEADER,
-                               CHAIN_KERNEL_HOST_SOURCE, CHAIN_KERNEL_SOURCE, HEADER, HOST_SHIM_HEADER, MLP_HEADER)
+                               CHAIN_KERNEL_HOST_SOURCE, CHAIN_KERNEL_SOURCE, CHAIN_TRAJECTORY_HEADER, HEADER,
+                               HOST_SHIM_HEADER, MLP_HEADER)
 
 # Where an environment's controls come from: CH_POLICY_* of cuda/chain.cuh.
 POLICY_CTRL, POLICY_MLP, POLICY_HASH = 0, 1, 2
@@ -69,8 +70,35 @@ class ChainArgs(ctypes.Structure):
     ]
 
 
+class ChainTrajectoryArgs(ctypes.Structure):
+    """``struct ChainTrajectoryArgs`` of cuda/chain_trajectory.h: where ``chain_collect`` writes a
+    trajectory of T steps (step-major arrays) and the normalization the policy sees
+    (``chain_trajectory_layout`` reports the C++ layout; the tests compare)."""
+
+    _fields_ = [
+        ("obs", ctypes.c_void_p),
+        ("actions", ctypes.c_void_p),
+        ("logp", ctypes.c_void_p),
+        ("reward", ctypes.c_void_p),
+        ("flags", ctypes.c_void_p),
+        ("final_obs", ctypes.c_void_p),
+        ("obs_shift", ctypes.c_void_p),
+        ("obs_scale", ctypes.c_void_p),
+        ("obs_clip", ctypes.c_float),
+        ("log_std", ctypes.c_float),
+    ]
+
+
+def _layout(struct) -> list[int]:
+    return [ctypes.sizeof(struct), *(getattr(struct, name).offset for name, _ in struct._fields_)]
+
+
 def chain_args_layout() -> list[int]:
-    return [ctypes.sizeof(ChainArgs), *(getattr(ChainArgs, name).offset for name, _ in ChainArgs._fields_)]
+    return _layout(ChainArgs)
+
+
+def trajectory_args_layout() -> list[int]:
+    return _layout(ChainTrajectoryArgs)
 
 
 def _declare_chain_cpu(lib: ctypes.CDLL) -> None:
@@ -80,6 +108,8 @@ def _declare_chain_cpu(lib: ctypes.CDLL) -> None:
         getattr(lib, name).argtypes = [args]
     lib.chain_episodes.restype = ctypes.c_longlong  # episodes finished, or -(error code)
     lib.chain_episodes.argtypes = [args]
+    lib.chain_collect.restype = ctypes.c_longlong  # episodes finished, or -(error code)
+    lib.chain_collect.argtypes = [args, ctypes.POINTER(ChainTrajectoryArgs)]
     lib.chain_physics_step.restype = ctypes.c_int
     lib.chain_physics_step.argtypes = [args, ctypes.c_int]  # mj_steps
     lib.chain_links.restype = ctypes.c_int
@@ -97,8 +127,9 @@ def _declare_chain_cpu(lib: ctypes.CDLL) -> None:
     lib.chain_policy_noise.argtypes = [u, u, u, u]
     lib.chain_error_message.restype = ctypes.c_char_p
     lib.chain_error_message.argtypes = [ctypes.c_int]
-    lib.chain_args_layout.restype = ctypes.c_int
-    lib.chain_args_layout.argtypes = [ctypes.POINTER(ctypes.c_longlong), ctypes.c_int]
+    for name in ("chain_args_layout", "chain_trajectory_layout"):
+        getattr(lib, name).restype = ctypes.c_int
+        getattr(lib, name).argtypes = [ctypes.POINTER(ctypes.c_longlong), ctypes.c_int]
 
 
 def _declare_chain_kernel_host(lib: ctypes.CDLL) -> None:
@@ -109,6 +140,9 @@ def _declare_chain_kernel_host(lib: ctypes.CDLL) -> None:
     lib.host_chain_episodes.argtypes = [ctypes.c_uint, ctypes.c_uint, args, ctypes.POINTER(ctypes.c_ulonglong)]
     lib.host_chain_reset.restype = ctypes.c_char_p  # chain_reset_envs: reset (mask null) or restart
     lib.host_chain_reset.argtypes = [ctypes.c_uint, ctypes.c_uint, args]
+    lib.host_chain_collect.restype = ctypes.c_char_p
+    lib.host_chain_collect.argtypes = [ctypes.c_uint, ctypes.c_uint, args, ctypes.POINTER(ChainTrajectoryArgs),
+                                       ctypes.POINTER(ctypes.c_ulonglong)]
 
 
 # Registered beside build.py's own (same compiler, flags and cache; the key hashes every file listed).
@@ -117,12 +151,14 @@ def _declare_chain_kernel_host(lib: ctypes.CDLL) -> None:
 # faster, measured on this 2-core AVX-512 Xeon (median of 5 alternating rounds, N = 4096, K = 100).
 # A CPU without AVX-512 ignores it.
 LIBRARIES.setdefault("chain_cpu", NativeLibrary(
-    "chain_cpu", CHAIN_CPU_SOURCE, (HEADER, CHAIN_HEADER, CHAIN_EPISODE_HEADER, CHAIN_ARGS_HEADER, MLP_HEADER),
+    "chain_cpu", CHAIN_CPU_SOURCE,
+    (HEADER, CHAIN_HEADER, CHAIN_EPISODE_HEADER, CHAIN_ARGS_HEADER, CHAIN_TRAJECTORY_HEADER, MLP_HEADER),
     _declare_chain_cpu,
     ("-mprefer-vector-width=512",)))
 LIBRARIES.setdefault("chain_kernel_host", NativeLibrary(
     "chain_kernel_host", CHAIN_KERNEL_HOST_SOURCE,
-    (HOST_SHIM_HEADER, CHAIN_KERNEL_SOURCE, HEADER, CHAIN_HEADER, CHAIN_EPISODE_HEADER, CHAIN_ARGS_HEADER, MLP_HEADER),
+    (HOST_SHIM_HEADER, CHAIN_KERNEL_SOURCE, HEADER, CHAIN_HEADER, CHAIN_EPISODE_HEADER, CHAIN_ARGS_HEADER,
+     CHAIN_TRAJECTORY_HEADER, MLP_HEADER),
     _declare_chain_kernel_host))
 
 
@@ -145,9 +181,10 @@ def instantiated_links() -> tuple[int, ...]:
     return tuple(range(1, max_links() + 1))
 
 
-def library_layout() -> list[int]:
+def library_layout(entry: str = "chain_args_layout") -> list[int]:
+    """The C++ layout a struct's layout entry reports (``chain_args_layout``, ``chain_trajectory_layout``)."""
     out = (ctypes.c_longlong * 64)()
-    count = library("chain_cpu").chain_args_layout(out, 64)
+    count = getattr(library("chain_cpu"), entry)(out, 64)
     return list(out[:min(count, 64)])
 
 

@@ -1,8 +1,16 @@
 """Collecting the chain for the PyTorch PPO: T steps of N environments of any studylib
-implementation (``studylib.make(impl, N, sim="chain")``), the Gaussian's actions sampled in PyTorch.
+implementation (``studylib.make(impl, N, sim="chain")``), as one ``Trajectory``.
 
-    collector = ChainStepCollector("fused", settings, seed=0)
+    collector = make_collector("fused", settings, seed=0)
     traj = collector.collect(model, settings.num_steps)   # a collectors.Trajectory
+
+Two kinds, chosen by the collector's record (``studylib.train.collector_spec``: samples_in_kernel):
+
+* ``ChainStepCollector`` (cpp, torch, torch-compile, gym, fused-step): the Gaussian's actions
+  sampled in PyTorch, one ``env.step`` per step;
+* ``ChainKernelCollector`` (fused): the whole trajectory in ONE kernel call, the policy's forward
+  pass, its Gaussian sample and log-probability, the physics and the episode step inside the
+  kernel (``FusedChain.collect``), the normalizations applied around the call.
 
 One ``env.step`` per step (same-step autoreset; ``env.final_obs()`` the pre-reset observation,
 so GAE bootstraps truncations). The implementations that have them hand out their own arrays
@@ -14,9 +22,13 @@ NormalizeObservation and NormalizeReward, updated with each step's N rows), sinc
 of what the policy sees: the trajectory holds normalized observations and scaled rewards, and
 ``normalization()`` is what the deterministic policy is saved with.
 
-The chain's ``fused`` kernel runs the Gaussian MLP inside its K-step rollout but records no
-trajectory (observations, samples, log-probabilities per step): as a PPO collector it is stepped
-once per step here, the same native step as ``cpp``.
+The kernel collector keeps the same normalizations with one difference: within a trajectory the
+kernel normalizes with the statistics at its start (the policy is an argument of one call), and
+they are then updated with the trajectory's T·N observations at once. Chan's parallel update is
+exact, so the statistics after the trajectory are those T per-step updates give; only what the
+policy saw within it differs (statistics up to T steps older). The reward scale is computed for
+the T steps after the call (``running_norm.scale_reward_sequence``: the step collector's T updates
+in closed form).
 """
 
 from __future__ import annotations
@@ -27,9 +39,12 @@ import numpy as np
 import torch
 
 from ...envs.registry import make
-from . import gaussian, running_norm as rn
-from .settings import ChainPPOSettings
+from ...policy import MLPWeights
 from ..cartpole.collectors import Trajectory
+from ..settings import collector_spec
+from . import gaussian
+from . import running_norm as rn
+from .settings import ChainPPOSettings
 
 NATIVE_ARRAYS = ("cpp", "fused", "torch", "torch-compile")  # these hand out torch tensors with arrays="native"
 
@@ -120,3 +135,72 @@ class ChainStepCollector:
                 finished.append(ret[done[t]].copy())
                 ret[done[t]] = 0.0
         return np.concatenate(finished) if finished else np.empty(0)
+
+
+class ChainKernelCollector(ChainStepCollector):
+    """N chains of ``fused``, a trajectory of T steps per kernel call, the actions sampled inside it."""
+
+    def __init__(self, impl: str, settings: ChainPPOSettings, seed: int, device: str = "cpu"):
+        super().__init__(impl, settings, seed, device)
+        # the reward scale in float64 numpy: scaled a trajectory at a time (running_norm.scale_reward_sequence)
+        self.reward_scale = rn.initial_reward_scale(self.num_envs, np, dtype=np.float64)
+
+    def warm_up(self) -> None:
+        """The library's load and one recorded step, then back to the seeded initial state."""
+        start = time.perf_counter()
+        self.env.reset()
+        self.env.collect(1)
+        self._raw = self._tensor(self.env.reset()).clone()
+        self.compile_s = time.perf_counter() - start
+
+    def _frozen(self):
+        """(shift, scale) as float32 tensors: the normalization of this trajectory, or None."""
+        if not self.s.norm_obs:
+            return None
+        m = self.obs_moments
+        return m.mean.float(), 1.0 / torch.sqrt(m.var.float() + rn.EPSILON)
+
+    def _apply(self, frozen, raw: torch.Tensor) -> torch.Tensor:
+        """The kernel's ch_normalized in the same float32 operations: the observations the policy saw."""
+        if frozen is None:
+            return raw
+        shift, scale = frozen
+        return ((raw - shift) * scale).clamp(-self.s.obs_clip, self.s.obs_clip)
+
+    @torch.no_grad()
+    def collect(self, model, num_steps: int) -> Trajectory:
+        if self._raw is None:
+            self.warm_up()
+        s, d = self.s, self.s.chain.observation_size
+        self.env.set_policy(MLPWeights(*(a for layer in model.actor_layers() for a in layer)),
+                            float(model.log_std.detach().cpu()[0]))
+        frozen = self._frozen()
+        normalization = None if frozen is None else (frozen[0].numpy(), frozen[1].numpy(), s.obs_clip)
+        k = self.env.collect(num_steps, normalization)
+        raw, final_raw = torch.from_numpy(k.obs), torch.from_numpy(k.final_obs)
+        flags = torch.from_numpy(k.flags)
+        terminated, truncated = (flags & 1) != 0, (flags & 2) != 0
+        raw_rewards = torch.from_numpy(k.reward)
+        obs, final_obs = self._apply(frozen, raw), self._apply(frozen, final_raw)
+        if s.norm_obs:
+            self.obs_moments = rn.update(self.obs_moments, raw.reshape(-1, d))
+        next_raw = self._tensor(self.env.observe()).clone()
+        next_obs = self.normalized(next_raw)  # as the step collector's: the updated statistics
+        rewards = raw_rewards
+        if s.norm_reward:
+            self.reward_scale, scaled = rn.scale_reward_sequence(self.reward_scale, k.reward, k.flags & 1, s.gamma,
+                                                                 s.reward_clip)
+            rewards = torch.from_numpy(scaled.astype(np.float32))
+        self._raw = next_raw
+        returns = self._finished_returns(k.reward.astype(np.float64), k.flags != 0)
+        return Trajectory(obs, torch.from_numpy(k.actions)[..., None], torch.from_numpy(k.logp), rewards, terminated,
+                          truncated, next_obs=next_obs, final_obs=final_obs, episode_returns=returns)
+
+
+def make_collector(collector: str, settings: ChainPPOSettings, seed: int, device: str = "cpu") -> ChainStepCollector:
+    """The collector of the PyTorch PPO named ``collector`` (one of CHAIN_COLLECTORS but "jax"): the
+    kernel collector where its record says the kernel samples the actions, else the step collector
+    over the implementation the record names."""
+    spec = collector_spec(collector)
+    kind = ChainKernelCollector if spec.samples_in_kernel else ChainStepCollector
+    return kind(spec.impl, settings, seed, device)

@@ -5,8 +5,8 @@ its docstring for the quoted agent and loss, and ``chain_settings`` for where bo
 cleanrl): a Gaussian policy with a state-independent learned log-std, tanh 64-64 actor and critic
 (orthogonal initialization with cleanrl's gains), GAE with truncations bootstrapped
 (``ppo_torch.TorchPPO.advantages``), the clipped objective and the clipped value loss,
-gradient-norm clipping and Adam. Collection: ``chain_collectors.ChainStepCollector``, which also
-keeps the observation normalization and reward scaling.
+gradient-norm clipping and Adam. Collection: ``collectors.make_collector`` (the step collector, or
+fused's kernel collector), which also keeps the observation normalization and reward scaling.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from torch import nn
 from . import gaussian
 from ..cartpole.actor_critic import _mlp
 from .evaluate import ChainClock
-from .collectors import ChainStepCollector
+from .collectors import ChainStepCollector, make_collector
 from .policy import HIDDEN, make_policy_arrays
 from .settings import ChainPPOSettings, ChainRun
 from ..cartpole.collectors import Trajectory
@@ -104,7 +104,7 @@ def policy_arrays(learner: ChainTorchPPO, collector: ChainStepCollector) -> dict
 def train(run: ChainRun, *, log=None, progress=None) -> TrainResult:
     """Collect, update, check: until gymnasium's judge says solved or the budget is spent."""
     s = run.settings
-    collector = ChainStepCollector(run.collector, s, run.seed)
+    collector = make_collector(run.collector, s, run.seed)
     learner = ChainTorchPPO(s, run.seed, collector.device)
     clock = ChainClock(run, log=log, progress=progress)
     collector.warm_up()

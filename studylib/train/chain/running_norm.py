@@ -76,3 +76,28 @@ def scale_rewards(state: RewardScale, reward, terminated, gamma: float, clip: fl
     moments = update(state.moments, discounted)
     scaled = xp.clip(reward / xp.sqrt(moments.var + EPSILON), -clip, clip)
     return RewardScale(moments, discounted), scaled
+
+
+def scale_reward_sequence(state: RewardScale, rewards, terminated, gamma: float, clip: float):
+    """``scale_rewards`` over T steps at once, on numpy float64 arrays (rewards, terminated: (T, N);
+    ``state`` from ``initial_reward_scale(N, np, dtype=np.float64)``): for a trajectory recorded
+    whole (the fused kernel's), the same result as T calls up to float rounding, in a few array
+    operations instead of T rounds of small ones. The discounted returns go step by step (N values
+    a step); the moments after step t are then those of every row so far, which is what t of
+    Chan's updates give: count_t = c0 + t N, mean_t = (c0 m0 + Σ rows) / count_t, var_t =
+    (c0 (v0 + m0²) + Σ rows²) / count_t − mean_t². Returns (the new state, the scaled rewards (T, N))."""
+    import numpy as np
+
+    r, ended = np.asarray(rewards, np.float64), np.asarray(terminated, np.float64)
+    num_steps, num_envs = r.shape
+    returns, discounted = np.empty_like(r), np.asarray(state.discounted, np.float64)
+    for t in range(num_steps):
+        discounted = discounted * gamma * (1.0 - ended[t]) + r[t]
+        returns[t] = discounted
+    m = state.moments
+    c0, m0, v0 = float(m.count), float(m.mean), float(m.var)
+    count = c0 + num_envs * np.arange(1, num_steps + 1, dtype=np.float64)
+    mean = (c0 * m0 + np.cumsum(returns.sum(1))) / count
+    var = (c0 * (v0 + m0 * m0) + np.cumsum((returns * returns).sum(1))) / count - mean * mean
+    scaled = np.clip(r / np.sqrt(var + EPSILON)[:, None], -clip, clip)
+    return RewardScale(Moments(np.float64(mean[-1]), np.float64(var[-1]), np.float64(count[-1])), discounted), scaled

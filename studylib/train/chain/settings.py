@@ -30,10 +30,12 @@ from ...sims.chain import ChainParams
 from ..settings import _positive_float
 
 # What trains the chain: "jax" is the fully jitted JAX PPO (collection with the chain's pure
-# functions, studylib.adapters.jax_chain, and the update in one XLA program); the others are
-# studylib implementations stepped once per step through studylib.make(..., sim="chain") with the
-# actions sampled in PyTorch (studylib.train.chain.ppo_torch).
-CHAIN_COLLECTORS = ("jax", "fused", "cpp", "torch", "torch-compile", "gym")
+# functions, studylib.adapters.jax_chain, and the update in one XLA program); the others feed the
+# PyTorch PPO (studylib.train.chain.ppo_torch): "fused" collects a whole trajectory per kernel call,
+# its actions sampled inside the kernel; "fused-step" is the same kernel stepped once per step and
+# the rest are studylib implementations stepped so (studylib.make(..., sim="chain")), their actions
+# sampled in PyTorch. Each collector's record is studylib.train.collector_spec's.
+CHAIN_COLLECTORS = ("jax", "fused", "fused-step", "cpp", "torch", "torch-compile", "gym")
 
 
 @dataclass(frozen=True)
