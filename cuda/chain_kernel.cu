@@ -8,11 +8,11 @@
 // (_generic: every n from 1 to CH_MAX_LINKS, its arrays in local memory):
 //   chain_rollout_<n>(a)                 physics only, K environment steps (CTRL or HASH controls)
 //   chain_episodes_<n>(a, done)          episode.advance K times (CTRL or HASH), ch_env_step per thread
-//   chain_episodes_mlp_<n>(a, done)      the same with the Gaussian MLP policy fused (weights in
-//                                        shared memory, mlp.cuh's forward pass per thread)
-//   chain_collect_mlp_<n>(a, t, done)    the MLP kernel recording every step's observation, sample,
-//                                        log-probability, reward, flags and pre-reset observation
-//                                        into t (chain_trajectory.h): a PPO trajectory per launch
+//   chain_episodes_mlp_<n>(a, t, done)   the same with the Gaussian MLP policy fused (weights in
+//                                        shared memory, mlp.cuh's forward pass per thread); with
+//                                        t's arrays given (chain_trajectory.h), every step's
+//                                        observation, sample, log-probability, reward, flags and
+//                                        pre-reset observation recorded: a PPO trajectory per launch
 // and chain_reset_generic(a) (every env to episode 0, or, a.reset_mask given, chain_restart's
 // next episode of the masked ones). `done` (one unsigned long long, zeroed by the caller) counts
 // the episodes that ended. The MLP kernels are apart so that the physics-only and hashed kernels'
@@ -59,9 +59,10 @@ __device__ CH_NOINLINE float ch_policy_mean(const float* obs, int in, const floa
 // The per-thread loop of the episode kernels: ch_env_step K times with the controls of a.policy
 // (MLP: the policy on `w`, the weights in shared memory), the row in registers (unrolled builds),
 // then the state, counters, last flags and reward written back and the ended episodes counted.
-// RECORD (the collection kernels): the policy sees ch_normalized observations, and every step is
-// written to the trajectory t at row k * n + i.
-template <int N, bool MLP, bool RECORD = false>
+// Recording (MLP, t.obs given: the collection): the policy sees ch_normalized observations, and
+// every step is written to the trajectory t at row k * n + i. A run-time branch, uniform across
+// the launch, so that one kernel per n serves both (each kernel more doubles the compile time).
+template <int N, bool MLP>
 __device__ __forceinline__ void ch_thread_episodes(const ChainArgs& a, long long i, const float* w,
                                                    unsigned long long* done_count, const ChainTrajectoryArgs& t) {
     const ChainParams<N> p = ch_params_from_array<N>(a.params);
@@ -75,13 +76,14 @@ __device__ __forceinline__ void ch_thread_episodes(const ChainArgs& a, long long
     int flags = 0;
     float reward = 0.0f;
     unsigned long long done = 0;
+    const bool record = MLP && t.obs != nullptr;
     for (int k = 0; k < a.num_steps; ++k) {
         const long long traj_row = (long long)k * a.n + i;
         float ctrl;
         if constexpr (MLP) {  // clip(mean + action_std z, -1, 1) on the current observation
             float obs[CH_OBS_SIZE(CH_CAP(N))];
             ch_observation<N>(row, 1, p, obs, 1);
-            if constexpr (RECORD) {
+            if (record) {
                 ch_for<N>(0, obs_size, [&](int j) CH_LAMBDA {
                     t.obs[traj_row * obs_size + j] = obs[j];
                     obs[j] = ch_normalized(obs[j], t, j);
@@ -90,7 +92,7 @@ __device__ __forceinline__ void ch_thread_episodes(const ChainArgs& a, long long
             const float mean = ch_policy_mean(obs, obs_size, w);
             const float z = ch_policy_noise(seed, env, episode, (uint32_t)elapsed);
             const float sample = mean + a.action_std * z;
-            if constexpr (RECORD) {
+            if (record) {
                 t.actions[traj_row] = sample;
                 t.logp[traj_row] = ch_gaussian_logp(z, t.log_std);
             }
@@ -99,10 +101,10 @@ __device__ __forceinline__ void ch_thread_episodes(const ChainArgs& a, long long
             ctrl = a.policy == CH_POLICY_CTRL ? CP_LDG(a.ctrl + (long long)k * a.n + i)
                                               : ch_hash_ctrl(seed, env, episode, (uint32_t)elapsed);
         }
-        float* final_obs = RECORD ? t.final_obs + traj_row * obs_size
+        float* final_obs = record ? t.final_obs + traj_row * obs_size
                                   : (a.final_obs && k + 1 == a.num_steps ? a.final_obs + i * obs_size : nullptr);
         flags = ch_env_step<N>(row, 1, ctrl, elapsed, episode, env, seed, p, reward, final_obs);
-        if constexpr (RECORD) {
+        if (record) {
             t.reward[traj_row] = reward;
             t.flags[traj_row] = (uint8_t)flags;
         }
@@ -145,23 +147,16 @@ __device__ __forceinline__ bool ch_kernel_takes(const ChainArgs& a, int build) {
             return;                                                                                         \
         ch_thread_episodes<N, false>(a, i, nullptr, done, ChainTrajectoryArgs{});                           \
     }                                                                                                       \
-    extern "C" __global__ void chain_episodes_mlp_##NAME(const ChainArgs a, unsigned long long* done) {   \
+    extern "C" __global__ void chain_episodes_mlp_##NAME(const ChainArgs a, const ChainTrajectoryArgs t,  \
+                                                         unsigned long long* done) {                       \
         __shared__ float w[CH_POLICY_FLOATS(CH_OBS_SIZE(CH_CAP(N)))];                                      \
-        if (!ch_kernel_takes(a, N) || ch_check_episode_args(a) != CH_OK || a.policy != CH_POLICY_MLP)      \
+        if (!ch_kernel_takes(a, N) || ch_check_episode_args(a) != CH_OK || a.policy != CH_POLICY_MLP ||    \
+            (t.obs && ch_check_collect_args(a, t) != CH_OK))                                               \
             return; /* uniform across the block: no divergent barrier */                                    \
         ch_load_policy_shared(w, a.weights, CH_POLICY_FLOATS(CH_OBS_SIZE(a.links)));                       \
         const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;                              \
         if (i >= a.n) return; /* after the barrier: every thread helped load the weights */                \
-        ch_thread_episodes<N, true>(a, i, w, done, ChainTrajectoryArgs{});                                  \
-    }                                                                                                       \
-    extern "C" __global__ void chain_collect_mlp_##NAME(const ChainArgs a, const ChainTrajectoryArgs t,   \
-                                                        unsigned long long* done) {                        \
-        __shared__ float w[CH_POLICY_FLOATS(CH_OBS_SIZE(CH_CAP(N)))];                                      \
-        if (!ch_kernel_takes(a, N) || ch_check_collect_args(a, t) != CH_OK) return; /* uniform */          \
-        ch_load_policy_shared(w, a.weights, CH_POLICY_FLOATS(CH_OBS_SIZE(a.links)));                       \
-        const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;                              \
-        if (i >= a.n) return;                                                                               \
-        ch_thread_episodes<N, true, true>(a, i, w, done, t);                                                \
+        ch_thread_episodes<N, true>(a, i, w, done, t);                                                      \
     }
 #define CH_UNROLLED_KERNELS(N) CH_KERNELS(N, N)
 // The unrolled n that get kernels: every one, or with CH_KERNEL_SUBSET defined (the tests' quick

@@ -28,16 +28,17 @@ extern "C" const char* host_chain_episodes(unsigned int grid, unsigned int block
     const char* error = nullptr;
     const int build = ch_build_of(*a);
     const bool mlp = a->policy == CH_POLICY_MLP;
+    const ChainTrajectoryArgs none{};  // nothing recorded
 #define CH_LAUNCH(N)                                                                                   \
     if (build == N)                                                                                    \
         cuda_host::launch(                                                                             \
-            grid, block, [&] { mlp ? chain_episodes_mlp_##N(*a, &count) : chain_episodes_##N(*a, &count); }, \
+            grid, block, [&] { mlp ? chain_episodes_mlp_##N(*a, none, &count) : chain_episodes_##N(*a, &count); }, \
             &error);
     CH_FOR_EACH_LINKS(CH_LAUNCH)
 #undef CH_LAUNCH
     if (build == CH_GENERIC)
         cuda_host::launch(
-            grid, block, [&] { mlp ? chain_episodes_mlp_generic(*a, &count) : chain_episodes_generic(*a, &count); },
+            grid, block, [&] { mlp ? chain_episodes_mlp_generic(*a, none, &count) : chain_episodes_generic(*a, &count); },
             &error);
     if (done) *done = count;
     return error;
@@ -55,8 +56,8 @@ extern "C" const char* host_chain_reset(unsigned int grid, unsigned int block, c
     return error;
 }
 
-// chain_collect_mlp_<n>: the MLP kernel recording its trajectory into *t; *done (if not null) gets
-// the episodes that ended.
+// chain_episodes_mlp_<n> recording its trajectory into *t; *done (if not null) gets the episodes
+// that ended.
 extern "C" const char* host_chain_collect(unsigned int grid, unsigned int block, const ChainArgs* a,
                                           const ChainTrajectoryArgs* t, unsigned long long* done) {
     if (!a || !t || ch_check_collect_args(*a, *t) != CH_OK)
@@ -65,10 +66,10 @@ extern "C" const char* host_chain_collect(unsigned int grid, unsigned int block,
     const char* error = nullptr;
     const int build = ch_build_of(*a);
 #define CH_LAUNCH(N) \
-    if (build == N) cuda_host::launch(grid, block, [&] { chain_collect_mlp_##N(*a, *t, &count); }, &error);
+    if (build == N) cuda_host::launch(grid, block, [&] { chain_episodes_mlp_##N(*a, *t, &count); }, &error);
     CH_FOR_EACH_LINKS(CH_LAUNCH)
 #undef CH_LAUNCH
-    if (build == CH_GENERIC) cuda_host::launch(grid, block, [&] { chain_collect_mlp_generic(*a, *t, &count); }, &error);
+    if (build == CH_GENERIC) cuda_host::launch(grid, block, [&] { chain_episodes_mlp_generic(*a, *t, &count); }, &error);
     if (done) *done = count;
     return error;
 }

@@ -1,6 +1,7 @@
 // Where the chain's in-kernel collection writes its trajectory, and the normalization its policy
 // sees: the second argument of chain_collect (chain_cpu.cpp, `const ChainTrajectoryArgs*` through
-// ctypes) and of the chain_collect_mlp_<n> kernels (chain_kernel.cu, by value beside ChainArgs).
+// ctypes) and of the chain_episodes_mlp_<n> kernels (chain_kernel.cu, by value beside ChainArgs;
+// its arrays null there: nothing recorded).
 // Kept apart from ChainArgs so that struct, shared by every entry point, stays as it is. Its Python
 // twin is studylib.sims.chain.native.ChainTrajectoryArgs; the tests compare the layouts through
 // chain_trajectory_layout() (chain_cpu.cpp) and the kernel's PTX parameter size.

@@ -255,7 +255,7 @@ SUBSET = (1, 8)  # the unrolled n compiled under CH_KERNEL_SUBSET (cuda/chain_ke
 def _kernel_names(links=SUBSET):
     names = {"chain_reset_generic"}
     for n in (*links, "generic"):
-        names |= {f"chain_rollout_{n}", f"chain_episodes_{n}", f"chain_episodes_mlp_{n}", f"chain_collect_mlp_{n}"}
+        names |= {f"chain_rollout_{n}", f"chain_episodes_{n}", f"chain_episodes_mlp_{n}"}
     return names
 
 
@@ -293,8 +293,8 @@ def test_nvrtc_compiles_the_kernel_without_spills():
 
 def test_each_kernel_takes_the_struct_by_value(tmp_path):
     """nvcc -ptx (sm_80, CH_KERNEL_SUBSET): the physics-only kernels take one ChainArgs, the
-    episode kernels a ChainArgs and the pointer to the episode count, the collection kernels a
-    ChainArgs, a ChainTrajectoryArgs and that pointer."""
+    episode kernels a ChainArgs and the pointer to the episode count, the MLP ones a ChainArgs, a
+    ChainTrajectoryArgs (where a collection records) and that pointer."""
     import shutil
     import subprocess
 
@@ -309,10 +309,10 @@ def test_each_kernel_takes_the_struct_by_value(tmp_path):
     size = ctypes.sizeof(nc.ChainArgs)
     for entry in _kernel_names():
         params = ptx.split(f".entry {entry}(")[1].split(")")[0]
-        episodes, collect = entry.startswith("chain_episodes"), entry.startswith("chain_collect")
-        assert params.count(".param") == (3 if collect else 2 if episodes else 1)
+        episodes, mlp = entry.startswith("chain_episodes"), entry.startswith("chain_episodes_mlp")
+        assert params.count(".param") == (3 if mlp else 2 if episodes else 1)
         assert f"{entry}_param_0[{size}]" in params
-        if collect:
+        if mlp:
             assert f"{entry}_param_1[{ctypes.sizeof(nc.ChainTrajectoryArgs)}]" in params
 
 

@@ -41,7 +41,7 @@ PRESETS: dict[str, dict[str, dict]] = {
         "atari": {"games": ["pong"], "num_envs": [2], "steps": [1], "async_num_envs": [1],
                   "breakdown_num_envs": [2], "breakdown_seconds": 0.05},
         "model": {"num_envs": [2**10, 2**20], "steps": [1, 1000], "gpu_flops_per_s": None, "gpu_bytes_per_s": None},
-        "chain": {"links": [1, 2], "num_envs": [4, 16], "steps": [1, 4], "cap": {"*": 2**6},
+        "chain": {"links": [2], "num_envs": [16], "steps": [1, 4], "cap": {"*": 2**6},
                   "engines": ["mujoco-rollout"], "formulations": ["aba"], "formulation_links": [1],
                   "formulation_num_envs": 4, "formulation_steps": 4},
         "engines": {"engines": ["mujoco-python", "mujoco-rollout"], "models": ["inverted_pendulum"], "num_envs": [4],
