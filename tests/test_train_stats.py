@@ -33,6 +33,13 @@ def test_verdicts_need_the_interval_to_exclude_parity():
     assert math.isclose(c["p_improve"], float(metrics.probability_of_improvement(-fast.reshape(-1, 1), -slow.reshape(-1, 1))))
 
 
+def test_a_censored_iqm_gives_no_ratio_but_still_a_verdict():
+    fast = np.random.default_rng(2).normal(1.0, 0.1, 8)
+    mostly_unsolved = stats.censored(np.full(8, 60.0), [True] * 2 + [False] * 6)
+    text = stats.verdict(stats.compare(fast, mostly_unsolved), "f", "u", "solves faster")
+    assert text.startswith("`f` solves faster than `u`: `u`'s IQM is censored") and "unbounded" not in text
+
+
 def test_fraction_solved_counts_censored_runs_as_never_solved():
     f = stats.fraction_solved({"a": stats.censored([1.0, 2.0, 3.0, 9.0], [True, True, True, False])}, [0.5, 2.0, 100.0])
     assert list(f["fraction"]) == [0.0, 0.5, 0.75]

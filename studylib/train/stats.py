@@ -123,8 +123,11 @@ def compare(x, y, seed: int = 0) -> dict:
 
 def verdict(c: dict, x: str, y: str, what: str = "trains faster") -> str:
     """The sentence a comparison earns: faster / slower only when the ratio's interval excludes 1."""
-    ci = (f"IQM ratio {fmt_x(c['ratio'])} (95% CI {fmt_x(c['ratio_lo'])}–{fmt_x(c['ratio_hi'])}), "
-          f"P({x} faster) = {c['p_improve']:.2f} ({c['p_lo']:.2f}–{c['p_hi']:.2f})")
+    p = f"P({x} faster) = {c['p_improve']:.2f} ({c['p_lo']:.2f}–{c['p_hi']:.2f})"
+    if math.isinf(c["ratio_lo"]):  # every resample of y's IQM censored: there is no ratio to give
+        ci = f"`{y}`'s IQM is censored (over a quarter of its runs unsolved in every resample), {p}"
+    else:
+        ci = f"IQM ratio {fmt_x(c['ratio'])} (95% CI {fmt_x(c['ratio_lo'])}–{fmt_x(c['ratio_hi'])}), {p}"
     if c["ratio_lo"] > 1:
         return f"`{x}` {what} than `{y}`: {ci}."
     if c["ratio_hi"] < 1:
