@@ -343,6 +343,13 @@ static int ch_check_call(const ChainArgs* a, int policy) {
     return ch_check_episode_args(check);
 }
 
+// A layout entry's output: the first `capacity` of `count` values into out; returns count (the
+// caller sees a field it lacks as a longer list).
+static int ch_report_layout(const long long* layout, int count, long long* out, int capacity) {
+    for (int i = 0; i < count && i < capacity; ++i) out[i] = layout[i];
+    return count;
+}
+
 extern "C" {
 
 // Steps every environment a->num_steps environment steps (frame_skip mj_steps each), physics
@@ -490,9 +497,7 @@ int chain_args_layout(long long* out, int capacity) {
         (long long)offsetof(ChainArgs, policy), (long long)offsetof(ChainArgs, action_std),
         (long long)offsetof(ChainArgs, generic), (long long)offsetof(ChainArgs, reserved),
     };
-    const int count = (int)(sizeof layout / sizeof layout[0]);
-    for (int i = 0; i < count && i < capacity; ++i) out[i] = layout[i];
-    return count;
+    return ch_report_layout(layout, (int)(sizeof layout / sizeof layout[0]), out, capacity);
 }
 
 // sizeof(ChainTrajectoryArgs), then each field's offset in declaration order; returns how many values.
@@ -505,9 +510,7 @@ int chain_trajectory_layout(long long* out, int capacity) {
         (long long)offsetof(ChainTrajectoryArgs, obs_shift), (long long)offsetof(ChainTrajectoryArgs, obs_scale),
         (long long)offsetof(ChainTrajectoryArgs, obs_clip), (long long)offsetof(ChainTrajectoryArgs, log_std),
     };
-    const int count = (int)(sizeof layout / sizeof layout[0]);
-    for (int i = 0; i < count && i < capacity; ++i) out[i] = layout[i];
-    return count;
+    return ch_report_layout(layout, (int)(sizeof layout / sizeof layout[0]), out, capacity);
 }
 
 }  // extern "C"

@@ -46,10 +46,16 @@ class RolloutArgs(ctypes.Structure):
     ]
 
 
+def struct_layout(struct) -> list[int]:
+    """[sizeof, offset of each field in order] of a ctypes Structure: what a C++ ``*_layout``
+    entry reports for its twin (every native struct's check: RolloutArgs, TrajectoryArgs, the chain's)."""
+    return [ctypes.sizeof(struct), *(getattr(struct, name).offset for name, _ in struct._fields_)]
+
+
 def rollout_args_layout() -> list[int]:
-    """[sizeof, offset of each field in order] of this ctypes ``RolloutArgs``: what the C++
-    ``rollout_args_layout`` reports for its struct."""
-    return [ctypes.sizeof(RolloutArgs), *(getattr(RolloutArgs, name).offset for name, _ in RolloutArgs._fields_)]
+    """``struct_layout`` of this ctypes ``RolloutArgs``: what the C++ ``rollout_args_layout``
+    reports for its struct."""
+    return struct_layout(RolloutArgs)
 
 
 class TrajectoryArgs(ctypes.Structure):
@@ -67,8 +73,8 @@ class TrajectoryArgs(ctypes.Structure):
 
 
 def trajectory_args_layout() -> list[int]:
-    """[sizeof, offset of each field in order] of this ctypes ``TrajectoryArgs``."""
-    return [ctypes.sizeof(TrajectoryArgs), *(getattr(TrajectoryArgs, name).offset for name, _ in TrajectoryArgs._fields_)]
+    """``struct_layout`` of this ctypes ``TrajectoryArgs``."""
+    return struct_layout(TrajectoryArgs)
 
 
 SAMPLE_SALT = 0x3C6EF372  # MLP_SAMPLE_SALT of cuda/mlp.cuh: keys fused_collect's action draws

@@ -236,17 +236,20 @@ def library(name: str = DEFAULT_LIBRARY) -> ctypes.CDLL:
     return lib
 
 
-def library_layout(name: str = DEFAULT_LIBRARY) -> list[int]:
-    """[sizeof, offsets...] of ``struct RolloutArgs`` as library ``name``'s compiler laid it out."""
+def reported_layout(name: str, entry: str) -> list[int]:
+    """[sizeof, offsets...] of a struct as library ``name``'s compiler laid it out: what its C++
+    layout ``entry`` (``int entry(long long* out, int capacity)``) reports."""
     capacity = 64
     out = (ctypes.c_longlong * capacity)()
-    count = library(name).rollout_args_layout(out, capacity)
+    count = getattr(library(name), entry)(out, capacity)
     return list(out[:min(count, capacity)])
+
+
+def library_layout(name: str = DEFAULT_LIBRARY) -> list[int]:
+    """[sizeof, offsets...] of ``struct RolloutArgs`` as library ``name``'s compiler laid it out."""
+    return reported_layout(name, "rollout_args_layout")
 
 
 def library_trajectory_layout() -> list[int]:
     """[sizeof, offsets...] of ``struct TrajectoryArgs`` as the fused library's compiler laid it out."""
-    capacity = 64
-    out = (ctypes.c_longlong * capacity)()
-    count = library("fused_cpu").trajectory_args_layout(out, capacity)
-    return list(out[:min(count, capacity)])
+    return reported_layout("fused_cpu", "trajectory_args_layout")

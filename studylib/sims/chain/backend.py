@@ -15,20 +15,9 @@ import numpy as np
 
 from ...errors import ConfigError, StudyError
 from ...native.build import library
-from .model import INVERTED_DOUBLE_PENDULUM, ChainParams
-from .native import (
-    HIDDEN,
-    POLICY_CTRL,
-    POLICY_HASH,
-    POLICY_MLP,
-    THREADS_PER_BLOCK,
-    ChainArgs,
-    ChainTrajectoryArgs,
-    _grid,
-    _raise_for,
-    check_links,
-    params_array,
-)
+from .model import ChainParams, INVERTED_DOUBLE_PENDULUM
+from .native import (HIDDEN, POLICY_CTRL, POLICY_HASH, POLICY_MLP, THREADS_PER_BLOCK, ChainArgs, ChainTrajectoryArgs,
+                     _grid, _raise_for, check_links, params_array)
 
 
 def pack_policy(weights, p: ChainParams) -> np.ndarray:
@@ -42,6 +31,12 @@ def pack_policy(weights, p: ChainParams) -> np.ndarray:
             raise ConfigError(f"the chain's policy (n = {p.links}) has layers of shapes {shapes}, got "
                               f"{tuple(b.shape for b in arrays)}")
     return np.ascontiguousarray(np.concatenate([a.ravel() for a in arrays]), dtype=np.float32)
+
+
+def _check_steps(num_steps) -> None:
+    """A K-step call's step count: an integer in [0, 2^31) (ChainArgs.num_steps is an int32)."""
+    if isinstance(num_steps, bool) or not isinstance(num_steps, (int, np.integer)) or not 0 <= num_steps < 2**31:
+        raise ConfigError(f"num_steps must be an integer >= 0, got {num_steps!r}")
 
 
 class ChainTrajectory(NamedTuple):
@@ -111,6 +106,10 @@ class ChainNativeBackend:
             self.log_std = float(log_std)
 
     # -- configuration --
+    def _check_weights(self) -> None:
+        if self._weights is None:
+            raise ConfigError("the MLP policy needs weights (set_weights)")
+
     def set_weights(self, weights, log_std: float) -> None:
         """The Gaussian policy: its MLP (sizes (3n+3, 64, 64, 1)) and log standard deviation."""
         self._weights = pack_policy(weights, self.params)
@@ -184,12 +183,11 @@ class ChainNativeBackend:
         episode.hash_controls) or drawn from the fused Gaussian MLP policy ("mlp"); returns the
         number of episodes that ended. The last step's flags, rewards and (``final_obs``) final
         observations are written."""
-        if isinstance(num_steps, bool) or not isinstance(num_steps, (int, np.integer)) or not 0 <= num_steps < 2**31:
-            raise ConfigError(f"num_steps must be an integer >= 0, got {num_steps!r}")
+        _check_steps(num_steps)
         if policy not in ("none", "mlp"):
             raise ConfigError(f"policy must be 'none' or 'mlp', got {policy!r}")
-        if policy == "mlp" and self._weights is None:
-            raise ConfigError("the MLP policy needs weights (set_weights)")
+        if policy == "mlp":
+            self._check_weights()
         return self._episodes(seed, int(num_steps), POLICY_MLP if policy == "mlp" else POLICY_HASH,
                               final_obs=final_obs)
 
@@ -199,10 +197,8 @@ class ChainNativeBackend:
         None, or (shift, scale, clip), the policy then seeing clip((obs − shift) · scale, ±clip)
         (float32 (3n+3,) arrays, fixed for the call). Returns (the trajectory, the number of
         episodes that ended)."""
-        if isinstance(num_steps, bool) or not isinstance(num_steps, (int, np.integer)) or not 0 <= num_steps < 2**31:
-            raise ConfigError(f"num_steps must be an integer >= 0, got {num_steps!r}")
-        if self._weights is None:
-            raise ConfigError("the MLP policy needs weights (set_weights)")
+        _check_steps(num_steps)
+        self._check_weights()
         T, N, d = int(num_steps), self.num_envs, self.params.observation_size
         traj = ChainTrajectory(np.empty((T, N, d), np.float32), np.empty((T, N), np.float32),
                                np.empty((T, N), np.float32), np.empty((T, N), np.float32),
@@ -239,8 +235,7 @@ class ChainNativeBackend:
         """(N,): the MLP policy's actions at the current states and counters, from the fused
         rollout's own block function (chain_mlp_actions; CPU build): what ``rollout(policy="mlp")``
         would apply next with ``seed``."""
-        if self._weights is None:
-            raise ConfigError("the MLP policy needs weights (set_weights)")
+        self._check_weights()
         out = np.empty(self.num_envs, np.float32)
         self._call(seed, POLICY_MLP, 0, obs_out=out)
         _raise_for(library("chain_cpu").chain_mlp_actions(ctypes.byref(self._args)), "chain_mlp_actions")

@@ -29,7 +29,8 @@ import numpy as np
 from ...errors import ConfigError, StudyError
 from . import dynamics as sim
 from .model import ChainParams, INVERTED_DOUBLE_PENDULUM
-from ...native.build import LIBRARIES, NativeLibrary, library
+from ...native.abi import struct_layout
+from ...native.build import LIBRARIES, NativeLibrary, library, reported_layout
 from ...native.sources import (CHAIN_ARGS_HEADER, CHAIN_CPU_SOURCE, CHAIN_EPISODE_HEADER, CHAIN_HEADER,
                                CHAIN_KERNEL_HOST_SOURCE, CHAIN_KERNEL_SOURCE, CHAIN_TRAJECTORY_HEADER, HEADER,
                                HOST_SHIM_HEADER, MLP_HEADER)
@@ -89,16 +90,12 @@ class ChainTrajectoryArgs(ctypes.Structure):
     ]
 
 
-def _layout(struct) -> list[int]:
-    return [ctypes.sizeof(struct), *(getattr(struct, name).offset for name, _ in struct._fields_)]
-
-
 def chain_args_layout() -> list[int]:
-    return _layout(ChainArgs)
+    return struct_layout(ChainArgs)
 
 
 def trajectory_args_layout() -> list[int]:
-    return _layout(ChainTrajectoryArgs)
+    return struct_layout(ChainTrajectoryArgs)
 
 
 def _declare_chain_cpu(lib: ctypes.CDLL) -> None:
@@ -183,9 +180,7 @@ def instantiated_links() -> tuple[int, ...]:
 
 def library_layout(entry: str = "chain_args_layout") -> list[int]:
     """The C++ layout a struct's layout entry reports (``chain_args_layout``, ``chain_trajectory_layout``)."""
-    out = (ctypes.c_longlong * 64)()
-    count = getattr(library("chain_cpu"), entry)(out, 64)
-    return list(out[:min(count, 64)])
+    return reported_layout("chain_cpu", entry)
 
 
 def params_array(p: ChainParams = INVERTED_DOUBLE_PENDULUM) -> np.ndarray:
