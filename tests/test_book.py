@@ -1,9 +1,9 @@
-"""The book: every chapter executes (nbval, tiny preset), the book builds with warnings as errors,
+"""The book: every chapter executes in the book's build, which succeeds with warnings as errors,
 and the built pages' Altair charts really render in headless Chromium (offline).
 
-Both run at the ``tiny`` preset and measure into temporary folders: the committed ``data/`` and
-the main ``_build/`` are never touched. Time on 2 cores: about 1 min for nbval, 1–2 min for the
-build and the browser check.
+The build runs at the ``tiny`` preset and measures into a temporary folder: the committed
+``data/`` and the main ``_build/`` are never touched. Time on 2 cores: 2.5-3 min for the build
+(every chapter measuring or training at its tiny size), seconds for the browser checks.
 """
 
 from __future__ import annotations
@@ -100,9 +100,9 @@ def test_no_chapter_output_is_discarded(chapter):
     assert not bad, f"{chapter}: outputs computed and thrown away (wrap them in display()): {bad}"
 
 
-# Every chapter executes in ``built_book`` (warnings as errors); nbval checks, on two chapters of
-# different kinds (a measuring one, the training one), that the root conftest.py's collection of
-# jupytext .md chapters works, without executing all of them a second time (the suite's budget).
+# Every chapter executes in ``built_book`` (warnings as errors); nbval checks, on two cheap chapters
+# of different kinds (test_book_runs.py), that the root conftest.py's collection of jupytext .md
+# chapters works, without executing them all a second time (the suite's budget).
 def _chromium() -> str | None:
     for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
         path = shutil.which(name)
