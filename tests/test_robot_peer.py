@@ -111,6 +111,27 @@ def test_the_study_says_faster_only_where_the_interval_excludes_one():
     assert "indistinguishable" in line
 
 
+def test_the_study_answer_sets_brax_against_the_fastest_trainer_on_its_own_task():
+    """Brax is a peer of the answer as SB3 is: timed to its own task's threshold, censored where
+    over a quarter of its seeds did not solve, in the run's budget (not the zoo's)."""
+    df, plan, _ = _study()
+    brax_peer = {"env": "inverted_double_pendulum (Brax)", "threshold": 9100.0}
+    rows = df.to_dict("records") + [_row("brax", k, wall=40.0 + k, samples=800_000, peer=brax_peer) for k in range(8)]
+    text = chapter.study_answer(chapter.frame(rows), chapter.study_table(chapter.frame(rows), plan))
+    assert "Brax PPO (its own settings) on inverted_double_pendulum (Brax) (threshold 9,100) solves 8 of 8 seeds in an IQM" in text
+    unsolved = rows[:-8] + [_row("brax", k, wall=600.0, samples=9_000_000, solved=k < 2, peer=brax_peer) for k in range(8)]
+    dc = chapter.frame(unsolved)
+    text = chapter.study_answer(dc, chapter.study_table(dc, plan))
+    assert "solves 2 of 8 seeds; its IQM is censored (over a quarter unsolved: the rest stop at their budget)" in text
+
+
+def test_one_seed_is_not_called_a_median():
+    rows = [_row("jax", 0, wall=2.0, samples=100_000), _row("fused", 0, wall=9.0, samples=100_000),
+            _row("fused", 1, wall=11.0, samples=100_000)]
+    text = chapter.answer(chapter.table(chapter.frame(rows)))
+    assert "solves in 2 s (one seed)" in text and "solves in a median 10 s" in text
+
+
 def test_curve_bands_hold_each_runs_last_screen():
     df, _, _ = _study()
     B = chapter.curve_bands(df, "samples", points=8)

@@ -110,6 +110,11 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def _a_median(runs: int) -> str:
+    """The words before a time to solve: "a median " over several seeds, none for one seed's."""
+    return "a median " if runs > 1 else ""
+
+
 @dataclass(frozen=True)
 class Verdict:
     """Does the fastest collector train fastest, at one n?"""
@@ -132,9 +137,9 @@ class Verdict:
             next_ = (f"against {others.loc[runner, 'time_median']:.3g} s for the next, {label(runner)}"
                      if math.isfinite(others.loc[runner, "time_median"]) else
                      "while no other trainer solved in half its seeds")
-            return fast + f", **also trains fastest**: a median {c.time_median:.3g} s to solve, {next_}."
+            return fast + f", **also trains fastest**: {_a_median(c.runs)}{c.time_median:.3g} s to solve, {next_}."
         w = t.loc[self.fastest_trainer]
-        return (fast + f", **does not train fastest**: {label(self.fastest_trainer)} solves in a median "
+        return (fast + f", **does not train fastest**: {label(self.fastest_trainer)} solves in {_a_median(w.runs)}"
                 f"{w.time_median:.3g} s (collection {w.collect_us_per_sample:.3g} µs per sample), against "
                 f"{_fmt_time(c.time_median, c.budget_s)}.")
 
@@ -200,7 +205,8 @@ def answer(T: pd.DataFrame) -> str:
         t = T[T["links"] == v.links]
         task = {1: "one pendulum on the cart", 2: "InvertedDoublePendulum-v5's model"}.get(v.links, f"{v.links} links")
         each = "; ".join(
-            (f"{r.trainer} solves in a median {r.time_median:.3g} s" if math.isfinite(r.time_median) else
+            (f"{r.trainer} solves in {_a_median(r.runs)}{r.time_median:.3g} s"
+             + (" (one seed)" if r.runs == 1 else "") if math.isfinite(r.time_median) else
              f"{r.trainer} does not solve in half its seeds within {r.budget_s:g} s")
             + ("" if r.solved == r.runs else f" (no seed of {r.runs} solved)" if r.solved == 0 else
                f" ({r.solved} of {r.runs} seeds solved)")
@@ -356,12 +362,14 @@ def curve_bands(df: pd.DataFrame, x: str = "samples", points: int = 24, seed: in
     return pd.DataFrame(rows)
 
 
-SB3_PEERS = ("sb3", "sb3-defaults")  # the peers the answer sets against the fastest trainer
+SB3_PEERS = ("sb3", "sb3-defaults")  # the peers whose policies take the transfer check
+ANSWER_PEERS = (*SB3_PEERS, "brax")  # the peers the answer sets against the fastest trainer
 
 
 def _peer_clause(df: pd.DataFrame, links: int, b, p, seed: int) -> str:
-    """Stable-Baselines3 against the fastest trainer ``b``: the IQM ratio with its interval where
-    the peer's IQM is finite, else its solved count and its solved runs' times against b's IQM."""
+    """A peer (Stable-Baselines3, Brax) against the fastest trainer ``b``: the IQM ratio with its
+    interval where the peer's IQM is finite, else its solved count and its solved runs' times
+    against b's IQM."""
     from .. import stats
 
     head = f"{p.trainer} on {p.task} solves {p.solved} of {p.runs} seeds"
@@ -374,15 +382,17 @@ def _peer_clause(df: pd.DataFrame, links: int, b, p, seed: int) -> str:
     solved = np.sort(times[np.isfinite(times)])
     if not len(solved):
         return head + " (none within its budget): its IQM is censored"
-    return (head + f"; its IQM is censored (over a quarter unsolved: the rest stop at the zoo's own budget); the "
+    budget = "the zoo's own budget" if p.collector == "sb3" else "their budget"
+    return (head + f"; its IQM is censored (over a quarter unsolved: the rest stop at {budget}); the "
             f"solved ones took {solved[0]:.3g}–{solved[-1]:.3g} s, {solved[0] / b.time_iqm:.0f}× to "
             f"{solved[-1] / b.time_iqm:.0f}× {b.trainer}'s IQM")
 
 
 def study_answer(df: pd.DataFrame, S: pd.DataFrame, seed: int = 0) -> str:
     """The full study's sentence per n: the trainer with the smallest IQM time to solve, its
-    interval and collection share, whether it is the fastest collector, the Stable-Baselines3
-    peer against it (``_peer_clause``), and the transfer check at n = 2."""
+    interval and collection share, whether it is the fastest collector, each peer measured at that
+    n against it (``_peer_clause``: Stable-Baselines3's two settings, Brax), and the transfer check
+    at n = 2."""
 
     parts = []
     for links, s in S.groupby("links", sort=False):
@@ -396,7 +406,7 @@ def study_answer(df: pd.DataFrame, S: pd.DataFrame, seed: int = 0) -> str:
                 f"{fmt_ci(b.time_iqm, b.time_lo, b.time_hi)} s, collection {b.collect_share:.0%} of its wall-clock")
         text += ("; it is also the fastest collector" if fastest.collector == b.collector else
                  f"; the fastest collector is `{fastest.collector}` ({fastest.collect_us_per_sample:.3g} µs per sample)")
-        for peer in (s[s["collector"] == c] for c in SB3_PEERS):
+        for peer in (s[s["collector"] == c] for c in ANSWER_PEERS):
             if len(peer) and peer.iloc[0].collector != b.collector:
                 text += ". " + _peer_clause(df, links, b, peer.iloc[0], seed)
         moved = s[np.isfinite(s["transfer_return"])]
