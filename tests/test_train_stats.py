@@ -40,6 +40,16 @@ def test_a_censored_iqm_gives_no_ratio_but_still_a_verdict():
     assert text.startswith("`f` solves faster than `u`: `u`'s IQM is censored") and "unbounded" not in text
 
 
+def test_one_seed_is_not_compared():
+    """One run gives no interval, so no verdict: not "indistinguishable", which the page would read
+    as measured parity (16 solved seeds against one unsolved run)."""
+    fast = np.random.default_rng(3).normal(1.5, 0.1, 16)
+    text = stats.verdict(stats.compare(fast, stats.censored([600.0], [False])), "jax", "brax", "solves faster")
+    assert text == "`jax` and `brax` are not compared: `brax` has 1 seed (an interval needs two at least)."
+    both = stats.verdict(stats.compare([1.0], [2.0]), "a", "b")
+    assert "`a` has 1 seed and `b` has 1 seed" in both
+
+
 def test_fraction_solved_counts_censored_runs_as_never_solved():
     f = stats.fraction_solved({"a": stats.censored([1.0, 2.0, 3.0, 9.0], [True, True, True, False])}, [0.5, 2.0, 100.0])
     assert list(f["fraction"]) == [0.0, 0.5, 0.75]

@@ -123,6 +123,10 @@ def compare(x, y, seed: int = 0) -> dict:
 
 def verdict(c: dict, x: str, y: str, what: str = "trains faster") -> str:
     """The sentence a comparison earns: faster / slower only when the ratio's interval excludes 1."""
+    few = [(name, runs) for name, runs in ((x, c["runs_x"]), (y, c["runs_y"])) if runs < 2]
+    if few:  # no interval from one run (``_interval``): nothing to judge, whatever the point values
+        said = " and ".join(f"`{name}` has {runs} seed{'' if runs == 1 else 's'}" for name, runs in few)
+        return f"`{x}` and `{y}` are not compared: {said} (an interval needs two at least)."
     p = f"P({x} faster) = {c['p_improve']:.2f} ({c['p_lo']:.2f}–{c['p_hi']:.2f})"
     if math.isinf(c["ratio_lo"]):  # every resample of y's IQM censored: there is no ratio to give
         ci = f"`{y}`'s IQM is censored (over a quarter of its runs unsolved in every resample), {p}"

@@ -372,7 +372,7 @@ def _peer_clause(df: pd.DataFrame, links: int, b, p, seed: int) -> str:
     against b's IQM."""
     from .. import stats
 
-    head = f"{p.trainer} on {p.task} solves {p.solved} of {p.runs} seeds"
+    head = f"{p.trainer} on {p.task} solves {p.solved} of {p.runs} seed{'' if p.runs == 1 else 's'}"
     times = _times(df, links, p.collector)
     if math.isfinite(p.time_iqm):
         x = _times(df, links, b.collector)
