@@ -163,8 +163,8 @@ _ROBOT = {
     # default: about 40 s on 2 cores, most of it gymnasium's judge and the transfer check (300
     # MuJoCo episodes per solved run at about 47 us a step, untimed): one seed each of the fully
     # jitted PPO and the PyTorch PPO on the fastest collector (fused); the MuJoCo (gym) collector
-    # and 16 seeds in paper, whose saved study the page shows (a cold build of the whole book is at
-    # its 10 minutes: 62 s for this page with a second jax seed)
+    # and 16 seeds in paper, whose saved study the page shows (a cold build of the whole book took
+    # 10:51-11:17 here, over 10 minutes: 62 s of it for this page with a second jax seed, 48 s without)
     "default": {"collectors": ["jax", "fused"], "links": [2], "seeds": {"*": 1}, "budget_s": 120.0},
     # paper: every trainer (train.chain.settings.CHAIN_TRAINERS: the collectors and the peers, a
     # peer only at the n it has a task for),
