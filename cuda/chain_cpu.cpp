@@ -46,19 +46,6 @@ struct MlpLane<ChVec> {
     }
 };
 
-// The dispatch on the build: f(std::integral_constant<int, N>) for the unrolled N = links, or for
-// CH_GENERIC (every other n, and every n under args.generic).
-template <class F>
-static auto ch_dispatch(const ChainArgs& a, F&& f) {
-    switch (ch_build_of(a)) {
-#define CH_CASE(N) \
-    case N: return f(std::integral_constant<int, N>{});
-        CH_FOR_EACH_LINKS(CH_CASE)
-#undef CH_CASE
-        default: return f(std::integral_constant<int, CH_GENERIC>{});
-    }
-}
-
 // ---- physics only ----
 
 // K environment steps of every environment, W lanes per block; the lane loop is one `omp simd`
@@ -333,6 +320,81 @@ static void chain_observe_envs(const ChainArgs& a) {
     for (long long i = 0; i < a.n; ++i) ch_observation<N>(a.state + i * row, 1, p, a.obs_out + i * obs_size, 1);
 }
 
+// ---- the builds, compiled in parts ----
+// The library compiles as STUDYLIB_PARTS translation units at once (studylib/native/build.py:
+// NativeLibrary.parts; the unrolled builds make most of a compile of over half a minute on one
+// core): part STUDYLIB_PART instantiates the builds N with ch_part_of(N) == STUDYLIB_PART and
+// registers them in ch_builds when the library loads; part 0 also holds the extern "C" entry
+// points. Compiled with no -D, the file is the whole library.
+#ifndef STUDYLIB_PARTS
+#define STUDYLIB_PARTS 1
+#define STUDYLIB_PART 0
+#endif
+static_assert(CH_GENERIC == 0, "ch_builds is indexed by N, the run-time-n build at 0");
+
+// One build's functions (N fixed), called by the entry points after their checks.
+struct ChBuild {
+    void (*rollout)(const ChainArgs&);
+    void (*physics_step)(const ChainArgs&, int);
+    long long (*episodes)(const ChainArgs&, const ChainTrajectoryArgs*);
+    void (*reset)(const ChainArgs&);
+    void (*restart)(const ChainArgs&);
+    void (*observe)(const ChainArgs&);
+    void (*mlp_actions)(const ChainArgs&);
+};
+
+// ch_builds[N]: build N's functions, every N registered by its part once the library is loaded.
+extern const ChBuild* ch_builds[CH_MAX_UNROLLED + 1];
+#if STUDYLIB_PART == 0
+const ChBuild* ch_builds[CH_MAX_UNROLLED + 1] = {};
+#endif
+
+// The part that compiles build N: the builds dealt largest first, each to the part with the least
+// so far (the compile of build n costs about n times that of n = 1; the run-time-n build's, with
+// the entry points, about 13 times: measured with g++ 12 -O3).
+constexpr int ch_build_cost(int n) { return n == CH_GENERIC ? 13 : n; }
+constexpr int ch_part_of(int n) {
+    int load[STUDYLIB_PARTS] = {};
+    int part_of_build[CH_MAX_UNROLLED + 1] = {};
+    bool dealt[CH_MAX_UNROLLED + 1] = {};
+    for (int round = 0; round <= CH_MAX_UNROLLED; ++round) {
+        int next = -1;
+        for (int b = 0; b <= CH_MAX_UNROLLED; ++b)
+            if (!dealt[b] && (next < 0 || ch_build_cost(b) > ch_build_cost(next))) next = b;
+        int least = 0;
+        for (int q = 1; q < STUDYLIB_PARTS; ++q)
+            if (load[q] < load[least]) least = q;
+        dealt[next] = true;
+        part_of_build[next] = least;
+        load[least] += ch_build_cost(next);
+    }
+    return part_of_build[n];
+}
+
+template <int N>
+static const ChBuild ch_build_functions = {
+    chain_rollout_lanes<N, CH_CPU_LANES>,  // one environment: 16 lanes cost one vector's time
+    chain_physics_step_scalar<N>,
+    chain_episode_lanes<N, CH_CPU_LANES>,
+    chain_reset_envs<N>,
+    chain_restart_envs<N>,
+    chain_observe_envs<N>,
+    chain_mlp_actions_lanes<N, CH_CPU_LANES>,
+};
+
+template <int N>
+static int ch_register() {
+    if constexpr (ch_part_of(N) == STUDYLIB_PART) ch_builds[N] = &ch_build_functions<N>;
+    return 0;
+}
+#define CH_REGISTER(N) +ch_register<N>()
+static const int ch_registered = ch_register<CH_GENERIC>() CH_FOR_EACH_LINKS(CH_REGISTER);
+#undef CH_REGISTER
+
+#if STUDYLIB_PART == 0
+// The build that steps these arguments (ch_build_of: links itself if unrolled, else the run-time-n build).
+static const ChBuild& ch_build(const ChainArgs& a) { return *ch_builds[ch_build_of(a)]; }
+
 // The episode arguments' check of a call that steps nothing (reset, restart, the MLP's actions):
 // ch_check_episode_args on a copy with no steps and ``policy``; CH_ERR_NULL for no arguments.
 static int ch_check_call(const ChainArgs* a, int policy) {
@@ -358,10 +420,7 @@ int chain_rollout(const ChainArgs* a) {
     if (!a) return CH_ERR_NULL;
     const int check = ch_check_args(*a);
     if (check != CH_OK || a->n == 0 || a->num_steps == 0) return check;
-    ch_dispatch(*a, [&](auto build) {
-        constexpr int N = decltype(build)::value;
-        chain_rollout_lanes<N, CH_CPU_LANES>(*a);  // one environment: 16 lanes cost one vector's time
-    });
+    ch_build(*a).rollout(*a);
     return CH_OK;
 }
 
@@ -373,7 +432,7 @@ int chain_physics_step(const ChainArgs* a, int mj_steps) {
     one.num_steps = mj_steps;  // checked as the step count
     const int check = ch_check_args(one);
     if (check != CH_OK || a->n == 0 || mj_steps == 0) return check;
-    ch_dispatch(*a, [&](auto build) { chain_physics_step_scalar<decltype(build)::value>(*a, mj_steps); });
+    ch_build(*a).physics_step(*a, mj_steps);
     return CH_OK;
 }
 
@@ -385,7 +444,7 @@ long long chain_episodes(const ChainArgs* a) {
     const int check = ch_check_episode_args(*a);
     if (check != CH_OK) return -check;
     if (a->n == 0) return 0;
-    return ch_dispatch(*a, [&](auto build) { return chain_episode_lanes<decltype(build)::value, CH_CPU_LANES>(*a); });
+    return ch_build(*a).episodes(*a, nullptr);
 }
 
 // chain_episodes under the MLP policy, every step recorded into *t (chain_trajectory.h): the
@@ -396,16 +455,14 @@ long long chain_collect(const ChainArgs* a, const ChainTrajectoryArgs* t) {
     const int check = ch_check_collect_args(*a, *t);
     if (check != CH_OK) return -check;
     if (a->n == 0) return 0;
-    return ch_dispatch(*a, [&](auto build) {
-        return chain_episode_lanes<decltype(build)::value, CH_CPU_LANES>(*a, t);
-    });
+    return ch_build(*a).episodes(*a, t);
 }
 
 // Every environment to episode 0's first state (the draws of a->seed), elapsed and episode 0.
 int chain_reset(const ChainArgs* a) {
     const int code = ch_check_call(a, CH_POLICY_CTRL);
     if (code != CH_OK || a->n == 0) return code;
-    ch_dispatch(*a, [&](auto build) { chain_reset_envs<decltype(build)::value>(*a); });
+    ch_build(*a).reset(*a);
     return CH_OK;
 }
 
@@ -415,7 +472,7 @@ int chain_restart(const ChainArgs* a) {
     const int code = ch_check_call(a, CH_POLICY_CTRL);
     if (code != CH_OK || a->n == 0) return code;
     if (!a->reset_mask) return CH_ERR_NULL;
-    ch_dispatch(*a, [&](auto build) { chain_restart_envs<decltype(build)::value>(*a); });
+    ch_build(*a).restart(*a);
     return CH_OK;
 }
 
@@ -426,7 +483,7 @@ int chain_observe(const ChainArgs* a) {
     if (a->n < 0) return CH_ERR_NEGATIVE_N;
     if (a->n > 0 && (!a->state || !a->params || !a->obs_out)) return CH_ERR_NULL;
     if (a->n == 0) return CH_OK;
-    ch_dispatch(*a, [&](auto build) { chain_observe_envs<decltype(build)::value>(*a); });
+    ch_build(*a).observe(*a);
     return CH_OK;
 }
 
@@ -436,7 +493,7 @@ int chain_mlp_actions(const ChainArgs* a) {
     const int code = ch_check_call(a, CH_POLICY_MLP);
     if (code != CH_OK || a->n == 0) return code;
     if (!a->weights || !a->obs_out) return CH_ERR_NULL;
-    ch_dispatch(*a, [&](auto build) { chain_mlp_actions_lanes<decltype(build)::value, CH_CPU_LANES>(*a); });
+    ch_build(*a).mlp_actions(*a);
     return CH_OK;
 }
 
@@ -514,3 +571,5 @@ int chain_trajectory_layout(long long* out, int capacity) {
 }
 
 }  // extern "C"
+
+#endif  // STUDYLIB_PART == 0

@@ -72,3 +72,47 @@ def test_nvcc_compiles_the_collect_kernel_to_ptx(tmp_path):
     assert "ex2.approx" in body  # the softmax sample's exp
     assert str(native.SAMPLE_SALT) in body and str(0x7FEB352D) in body  # the draws' key and hash
     assert "fma.rn.f32" in body and ".shared" in ptx  # the MLP, its weights in shared memory
+
+
+_PARTS_SOURCE = r"""
+#ifndef STUDYLIB_PARTS
+#define STUDYLIB_PARTS 1
+#define STUDYLIB_PART 0
+#endif
+extern "C" int second_half();
+#if STUDYLIB_PART == 0
+extern "C" int answer() { return 40 + second_half(); }
+extern "C" int parts() { return STUDYLIB_PARTS; }
+#endif
+#if STUDYLIB_PART == STUDYLIB_PARTS - 1
+extern "C" int second_half() { return 2; }
+#endif
+"""
+
+
+def _toy_library(monkeypatch, tmp_path, source: str, parts: int):
+    from studylib.native import build
+
+    (tmp_path / "toy.cpp").write_text(source)
+    monkeypatch.setenv("STUDYLIB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(build.os, "cpu_count", lambda: 2)
+    monkeypatch.setitem(build.LIBRARIES, "toy", build.NativeLibrary("toy", tmp_path / "toy.cpp", (), None, parts=parts))
+    return build.build_info.__wrapped__("toy")
+
+
+@pytest.mark.parametrize("parts", [1, 2])
+def test_a_library_in_parts_is_the_whole_library(monkeypatch, tmp_path, parts):
+    """A library with ``parts`` compiles its source once per part (-DSTUDYLIB_PART=i, at once) and
+    links them: the same functions as the source compiled whole."""
+    import ctypes
+
+    lib = ctypes.CDLL(_toy_library(monkeypatch, tmp_path, _PARTS_SOURCE, parts)["path"])
+    assert lib.answer() == 42
+    assert lib.parts() == parts
+
+
+def test_a_part_that_does_not_compile_is_named(monkeypatch, tmp_path):
+    broken = _PARTS_SOURCE.replace("return 2;", "return two;")  # only part 1 sees it
+    with pytest.raises(native.NativeBuildError, match="-DSTUDYLIB_PART=1") as e:
+        _toy_library(monkeypatch, tmp_path, broken, 2)
+    assert "two" in str(e.value)

@@ -112,6 +112,10 @@ class NativeLibrary:
     headers: tuple[Path, ...]
     declare: object  # (ctypes.CDLL) -> None
     extra_flags: tuple[str, ...] = ()  # after CXXFLAGS, for this library only
+    # Translation units compiled at once (at most one per core), then linked: the source compiles
+    # part i alone under -DSTUDYLIB_PARTS=p -DSTUDYLIB_PART=i (cuda/chain_cpu.cpp), the whole
+    # library without them. The parts' split changes nothing the library computes.
+    parts: int = 1
 
     @property
     def files(self) -> tuple[Path, ...]:
@@ -206,12 +210,26 @@ def build_info(name: str = DEFAULT_LIBRARY) -> dict:
     # half-written library at the cached path.
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         out = Path(tmp) / target.name
-        cmd = [cxx, *flags, f"-I{CUDA_SOURCE_DIR}", str(spec.source), "-o", str(out)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise NativeBuildError(f"building {spec.source.name} failed:\n{' '.join(cmd)}\n{proc.stderr}")
+        compile_source = [cxx, *flags, f"-I{CUDA_SOURCE_DIR}", str(spec.source)]
+        parts = min(spec.parts, os.cpu_count() or 1)
+        if parts == 1:
+            _run_all([[*compile_source, "-o", str(out)]], spec)
+        else:
+            objects = [str(Path(tmp) / f"part{i}.o") for i in range(parts)]
+            _run_all([[*compile_source, "-c", f"-DSTUDYLIB_PARTS={parts}", f"-DSTUDYLIB_PART={i}", "-o", obj]
+                      for i, obj in enumerate(objects)], spec)
+            _run_all([[cxx, *flags, *objects, "-o", str(out)]], spec)
         os.replace(out, target)
     return {**info, "build_seconds": time.perf_counter() - start, "cached": False}
+
+
+def _run_all(commands: list[list[str]], spec: NativeLibrary) -> None:
+    """Run the compiler commands at once; NativeBuildError naming the first that failed."""
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for cmd in commands]
+    errors = [proc.communicate()[1] for proc in procs]  # waits for every one
+    for cmd, proc, stderr in zip(commands, procs, errors):
+        if proc.returncode != 0:
+            raise NativeBuildError(f"building {spec.source.name} failed:\n{' '.join(cmd)}\n{stderr}")
 
 
 @lru_cache(maxsize=None)
