@@ -29,6 +29,17 @@ from ..devices import resolve_jax_device
 from ..policy import GAUSSIAN_LOG_STD, mlp_logits
 
 
+@partial(jax.jit, static_argnums=(1, 2))
+def _first_carry(seed, num_envs: int, row_len: int):
+    """A reset's carry (state, elapsed, episode, key) and observations, as one program (op by op,
+    its draws and zeros compiled 5 programs for every new N). ``seed``: a uint64 (a Python int
+    over 2^31 overflows a traced argument), which jax.random.key reads as it reads the int."""
+    key, draw = jax.random.split(jax.random.key(seed))
+    state = jax.random.uniform(draw, (num_envs, row_len), jnp.float32, RESET_LOW, RESET_HIGH)
+    zeros = jnp.zeros(num_envs, jnp.int32)
+    return (state, zeros, zeros.astype(jnp.uint32), key), state[:, :STATE_SIZE]
+
+
 class _OnJaxDevice:
     """Where a jax implementation runs and what it hands out: the requested device as jax resolves
     it (``self._jax_device``), and jax arrays on it (arrays="native"). CartPole's class and the
@@ -130,12 +141,8 @@ class JaxCartPole(_OnJaxDevice, _JaxCarried, VectorCartPole):
 
     # ---- API ------------------------------------------------------------------------------------
     def _reset(self):
-        key, draw = jax.random.split(jax.random.key(self.seed))
-        state = jax.random.uniform(draw, (self.num_envs, self.row_len), jnp.float32, RESET_LOW, RESET_HIGH)
-        zeros = jnp.zeros(self.num_envs, jnp.int32)
-        self._carry = self._put((state, zeros, zeros.astype(jnp.uint32), key))
+        self._carry, self._final_obs = self._put(_first_carry(np.uint64(self.seed), self.num_envs, self.row_len))
         self._seed = self._put(jnp.uint32(self.seed))  # keys the restarts' draws until the next reset
-        self._final_obs = self._carry[0][:, :STATE_SIZE]
         return self._host(self._final_obs)
 
     def _host(self, array):
@@ -184,6 +191,9 @@ class JaxEnv(_OnJaxDevice, _JaxCarried, VectorEnv):
         self._rollout_fn = jax.jit(self._rollout_pure, static_argnames=("num_steps", "policy"))
         self._step_fn = jax.jit(self._step_pure)
         self._restart_fn = jax.jit(self._restart_pure)
+        # the reset as one program: op by op, each of its ~40 operations compiles for every new N
+        # (about 1 s of an environment's creation on 2 cores, against ~0.1 s)
+        self._reset_fn = jax.jit(self._reset_pure)
         self._reset()
 
     # ---- pure functions (traced by XLA); carry = (state, elapsed, episode, obs, seed) -----------
@@ -216,13 +226,15 @@ class JaxEnv(_OnJaxDevice, _JaxCarried, VectorEnv):
         carry = (state, jnp.where(mask, 0, elapsed), episode + mask, obs, seed)
         return carry, obs, jnp.where(mask[:, None], obs, final_obs)
 
-    # ---- API ------------------------------------------------------------------------------------
-    def _reset(self):
+    def _reset_pure(self, seed):
         zeros = jnp.zeros(self.num_envs, jnp.int32)
-        seed = jnp.uint32(self.seed)
         state = self.rules.reset_states(seed, self._env_index, zeros.astype(jnp.uint32), self.params, jnp)
         obs = self.rules.observation(state, self.params, jnp)
-        self._carry = self._put((state, zeros, zeros.astype(jnp.uint32), obs, seed))
+        return (state, zeros, zeros.astype(jnp.uint32), obs, seed), obs
+
+    # ---- API ------------------------------------------------------------------------------------
+    def _reset(self):
+        self._carry, obs = self._put(self._reset_fn(jnp.uint32(self.seed)))
         self._final_obs = obs
         return self._host(obs)
 
