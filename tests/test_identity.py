@@ -98,3 +98,14 @@ def test_same_host_same_key_across_processes(tmp_path):
     keys = {subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
             for _ in range(2)}
     assert len(keys) == 1 and next(iter(keys)).startswith("amd-epyc-zen3-f25m1_avx2_")
+
+
+def test_the_driver_shortcut_gives_the_name_torch_and_cuda_give(monkeypatch):
+    """gpu_name skips asking torch and the CUDA runtime where no NVIDIA driver path exists: on this
+    machine its answer is theirs (asked with a path that always exists)."""
+    fast = provenance.gpu_name.__wrapped__()
+    monkeypatch.setattr(provenance, "_DRIVER_PATHS", ("/",))
+    assert provenance.gpu_name.__wrapped__() == fast
+    monkeypatch.setattr(provenance, "_DRIVER_PATHS", ("/nonexistent-driver",))
+    if provenance.platform.system() == "Linux":
+        assert provenance.gpu_name.__wrapped__() is None

@@ -93,9 +93,17 @@ def last_level_cache_bytes(cpu_dir: str = "/sys/devices/system/cpu/cpu0/cache") 
     return best[1] if best else None
 
 
+# What an NVIDIA driver exposes on Linux where CUDA can run: its device files (containers too) or
+# WSL2's GPU paravirtualization device. Without any, neither torch nor the CUDA runtime finds a
+# device, and importing torch to ask (about 1 s) is skipped.
+_DRIVER_PATHS = ("/dev/nvidia0", "/dev/nvidiactl", "/proc/driver/nvidia", "/dev/dxg")
+
+
 @lru_cache(maxsize=1)
 def gpu_name() -> str | None:
     """Name of CUDA device 0, or None when there is none (never raises)."""
+    if platform.system() == "Linux" and not any(os.path.exists(path) for path in _DRIVER_PATHS):
+        return None
     try:
         import torch
 
