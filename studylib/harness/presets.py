@@ -67,13 +67,15 @@ PRESETS: dict[str, dict[str, dict]] = {
         "atari": {"games": ["breakout", "pong"], "num_envs": [1, 4], "steps": [1], "async_num_envs": [1, 4],
                   "breakdown_num_envs": [16], "breakdown_seconds": 0.5},
         "model": {"num_envs": [2**10, 2**20], "steps": [1, 1000], "gpu_flops_per_s": None, "gpu_bytes_per_s": None},
-        # the chain: five sizes; K = 100 where N·K ≤ the cap (gym's Python loop of MujocoEnv objects
-        # at K = 1 only: its K fuses nothing); jax compiles each (n, N, K) apart (n = 6: about 6 s
-        # each, n = 8: 14 s, in paper); torch-compile compiles a graph per (n, N) (15-30 s each on 2
-        # cores): in paper only (cap 1: every point over it, listed as such)
+        # the chain: three sizes (n = 3, 6, 8 in paper: each n costs about 28 s of a cold build
+        # on 2 cores, its sweep, counts and MuJoCo rows, which then measured 10:54-11:08 with n = 6);
+        # K = 100 where N·K ≤ the cap (gym's Python loop of MujocoEnv objects at K = 1 only: its K
+        # fuses nothing); jax compiles each (n, N, K) apart (n = 4: about 1.3 s each, n = 8: 14 s,
+        # in paper); torch-compile compiles a graph per (n, N) (15-30 s each on 2 cores): in paper
+        # only (cap 1: every point over it, listed as such)
         # engines: MuJoCo C (mujoco.rollout on every core) on the chain's own MJCF at every n and N at
         # the largest K (in environment steps: frame_skip mj_steps each); MJX (a compile per (n, N, K)) in paper
-        "chain": {"links": [1, 2, 4, 6], "num_envs": [2**4, 2**8, 2**12], "steps": [1, 100],
+        "chain": {"links": [1, 2, 4], "num_envs": [2**4, 2**8, 2**12], "steps": [1, 100],
                   "cap": {"gym": 2**8, "torch": 2**12, "torch-compile": 1, "*": 2**15},
                   "engines": ["mujoco-rollout"],
                   # XLA's formulations at the N and K of the chapter's §7 comparison; columns_poly,
