@@ -75,7 +75,7 @@ def test_each_n_gets_its_own_verdict():
 
 def test_the_presets_size_the_plan():
     tiny = chapter.params(preset="tiny", data_dir="/tmp/unused")
-    assert tiny.collectors == ("jax", "fused") and tiny.links == (1,) and len(tiny.runs()) == 2
+    assert tiny.collectors == ("fused", "cpp") and tiny.links == (1,) and len(tiny.runs()) == 2
     default = chapter.params(preset="default", data_dir="/tmp/unused")
     assert default.links == (2,) and [(r.collector, r.seed) for r in default.runs()] == [("jax", 0), ("fused", 0)]
     assert all(r.settings.links == 2 and r.budget_seconds == default.budget_s for r in default.runs())
@@ -131,6 +131,6 @@ def test_a_session_that_measures_nothing_trains_nothing_and_says_so(tmp_path, mo
     told = {}
     with sweep.session(engine=sweep.READ_ONLY, report=lambda name, r: told.setdefault(name, []).extend(r.skipped)):
         df = chapter.runs(chapter.params(preset="tiny", data_dir=tmp_path))
-    assert len(df) == 0 and [s["collector"] for s in told["training_robot"]] == ["jax", "fused"]
+    assert len(df) == 0 and [s["collector"] for s in told["training_robot"]] == ["fused", "cpp"]
     assert chapter.answer(chapter.table(df)).startswith("No run")
     assert not (tmp_path / "training_robot.json").exists() and list(tmp_path.iterdir()) == []

@@ -79,19 +79,20 @@ PRESETS: dict[str, dict[str, dict]] = {
                   "cap": {"gym": 2**8, "torch": 2**12, "torch-compile": 1, "*": 2**15},
                   "engines": ["mujoco-rollout"],
                   # XLA's formulations at the N and K of the chapter's §7 comparison; columns_poly,
-                  # aba_flat and n = 3, 6, 8 in paper (each (formulation, n) a compile: 1-11 s at n <= 4)
-                  "formulations": ["columns", "aba", "aba_unrolled"], "formulation_links": [1, 2, 4],
+                  # aba_flat and n = 1, 3, 6, 8 in paper (each (formulation, n) a compile: 1-11 s at n <= 4)
+                  "formulations": ["columns", "aba", "aba_unrolled"], "formulation_links": [2, 4],
                   "formulation_num_envs": 2**8, "formulation_steps": 100},
         # the engines: MJX compiles each (model, N, K) apart (inverted_pendulum: 5-10 s each; hopper
         # about 45 s; humanoid: no result within 8 minutes), so it runs on the pendulum at one N here;
         # walker2d (contacts, like hopper) in paper only: the cold build is at its 10 minutes; N up
         # to 2^10: envpool builds its N environments anew for every row (6-8 s each at N = 4096),
-        # and, its state hidden, steps them past the initial transient itself (humanoid at N = 2^10:
-        # about 30 s a row), so it stops at N = 2^7 here
+        # and, its state hidden, steps them past the initial transient itself (humanoid at N = 2^7:
+        # about 4 s a row, 2^10: 30 s), so it runs at N = 2^4 only here (its six rows at N = 2^7
+        # took about 12 s of a cold build)
         "engines": {"engines": ["mujoco-python", "mujoco-rollout", "mjx", "envpool"],
                     "models": ["inverted_pendulum", "chain2", "hopper", "humanoid"],
                     "num_envs": [2**4, 2**7, 2**10], "steps": [1, 10], "compiled_models": ["inverted_pendulum"],
-                    "compiled_num_envs": [2**7], "cap": {"envpool": 2**7, "*": 2**14}, "policies": ["none", "mlp"]},
+                    "compiled_num_envs": [2**7], "cap": {"envpool": 2**4, "*": 2**14}, "policies": ["none", "mlp"]},
     },
     "paper": {
         "_timing": {"repeats": 5, "min_seconds": 0.5},
@@ -159,9 +160,10 @@ for _name, _values in _TRAINING.items():
 # (n = 2: InvertedDoublePendulum-v5's model), one single-seed run after another. ``seeds``: seeds
 # per collector (``"*"``: every other one), seeds 0, 1, ... of each; ``budget_s``: per run.
 _ROBOT = {
-    # tiny: seconds (jax's compilation, 4-9 s on 2 cores, is most of it); a budget in which no run
-    # solves, so gymnasium's judge (about 10 s per solve) never runs
-    "tiny": {"collectors": ["jax", "fused"], "links": [1], "seeds": {"*": 1}, "budget_s": 0.1},
+    # tiny: seconds; two PyTorch-PPO collectors (the JAX PPO's compilation alone took 4-9 s on 2
+    # cores: its tests train it); a budget in which no run solves, so gymnasium's judge (about
+    # 10 s per solve) never runs
+    "tiny": {"collectors": ["fused", "cpp"], "links": [1], "seeds": {"*": 1}, "budget_s": 0.1},
     # default: about 40 s on 2 cores, most of it gymnasium's judge and the transfer check (300
     # MuJoCo episodes per solved run at about 47 us a step, untimed): one seed each of the fully
     # jitted PPO and the PyTorch PPO on the fastest collector (fused); the MuJoCo (gym) collector
