@@ -122,7 +122,19 @@ def test_the_study_answer_sets_brax_against_the_fastest_trainer_on_its_own_task(
     unsolved = rows[:-8] + [_row("brax", k, wall=600.0, samples=9_000_000, solved=k < 2, peer=brax_peer) for k in range(8)]
     dc = chapter.frame(unsolved)
     text = chapter.study_answer(dc, chapter.study_table(dc, plan))
-    assert "solves 2 of 8 seeds; its IQM is censored (over a quarter unsolved: the rest stop at their budget)" in text
+    assert "solves 2 of 8 seeds; its IQM is censored (over a quarter unsolved: the rest stop at the 600 s budget)" in text
+
+
+def test_the_budget_that_stopped_a_peer_comes_from_its_rows():
+    """Stable-Baselines3 ends on its own at the zoo's n_timesteps, long before the wall budget (its
+    rows were once labelled max_seconds): the clause names the samples its runs reached."""
+    df, plan, _ = _study()
+    rows = [r for r in df.to_dict("records") if r["collector"] != "sb3"]
+    rows += [_row("sb3", k, wall=70.0 + k, samples=180_000, peer=PEER) for k in range(2)]
+    rows += [_row("sb3", k, wall=400.0 + k, samples=999_936, solved=False, peer=PEER) for k in range(2, 8)]
+    dc = chapter.frame(rows)
+    text = chapter.study_answer(dc, chapter.study_table(dc, plan))
+    assert "the rest stop at their sample budget (999,936 samples, within the 600 s)" in text
 
 
 def test_one_seed_is_not_called_a_median():

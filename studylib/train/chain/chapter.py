@@ -366,6 +366,21 @@ SB3_PEERS = ("sb3", "sb3-defaults")  # the peers whose policies take the transfe
 ANSWER_PEERS = (*SB3_PEERS, "brax")  # the peers the answer sets against the fastest trainer
 
 
+def _stopping_budget(unsolved: pd.DataFrame) -> str:
+    """Which budget ended the unsolved runs, from their own columns (a peer that ends on its own,
+    as Stable-Baselines3 at the zoo's n_timesteps, was once labelled ``max_seconds``): the wall
+    budget where every run used it, else the samples they reached."""
+    if not len(unsolved):
+        return "their budget"
+    if (unsolved["wall_s"] >= 0.99 * unsolved["budget_s"]).all():
+        return f"the {unsolved['budget_s'].max():g} s budget"
+    if (unsolved["wall_s"] < 0.99 * unsolved["budget_s"]).all():
+        lo, hi = unsolved["samples"].min(), unsolved["samples"].max()
+        reached = f"{lo:,.0f}" if lo == hi else f"{lo:,.0f}–{hi:,.0f}"
+        return f"their sample budget ({reached} samples, within the {unsolved['budget_s'].max():g} s)"
+    return "their budget (samples or seconds)"
+
+
 def _peer_clause(df: pd.DataFrame, links: int, b, p, seed: int) -> str:
     """A peer (Stable-Baselines3, Brax) against the fastest trainer ``b``: the IQM ratio with its
     interval where the peer's IQM is finite, else its solved count and its solved runs' times
@@ -382,7 +397,7 @@ def _peer_clause(df: pd.DataFrame, links: int, b, p, seed: int) -> str:
     solved = np.sort(times[np.isfinite(times)])
     if not len(solved):
         return head + " (none within its budget): its IQM is censored"
-    budget = "the zoo's own budget" if p.collector == "sb3" else "their budget"
+    budget = _stopping_budget(df[(df["links"] == links) & (df["collector"] == p.collector) & ~df["solved"]])
     return (head + f"; its IQM is censored (over a quarter unsolved: the rest stop at {budget}); the "
             f"solved ones took {solved[0]:.3g}–{solved[-1]:.3g} s, {solved[0] / b.time_iqm:.0f}× to "
             f"{solved[-1] / b.time_iqm:.0f}× {b.trainer}'s IQM")
