@@ -85,7 +85,7 @@ PRESETS: dict[str, dict[str, dict]] = {
                   "formulation_num_envs": 2**8, "formulation_steps": 100},
         # the engines: MJX compiles each (model, N, K) apart (inverted_pendulum: 5-10 s each; hopper
         # about 45 s; humanoid: no result within 8 minutes), so it runs on the pendulum at one N here;
-        # walker2d (contacts, like hopper) in paper only: the cold build is at its 10 minutes; N up
+        # walker2d (contacts, like hopper) in paper only: the cold build is within 2% of 10 minutes; N up
         # to 2^10: envpool builds its N environments anew for every row (6-8 s each at N = 4096),
         # and, its state hidden, steps them past the initial transient itself (humanoid at N = 2^7:
         # about 4 s a row, 2^10: 30 s), so it runs at N = 2^4 only here (its six rows at N = 2^7
@@ -169,7 +169,7 @@ _ROBOT = {
     # MuJoCo episodes per solved run at about 47 us a step, untimed): one seed each of the fully
     # jitted PPO and the PyTorch PPO on the fastest collector (fused); the MuJoCo (gym) collector
     # and 16 seeds in paper, whose saved study the page shows (a cold build of the whole book took
-    # 10:51-11:17 here, over 10 minutes: 62 s of it for this page with a second jax seed, 48 s without)
+    # 9:49-9:57 here: 47-50 s of it for this page; 62 s with a second jax seed)
     "default": {"collectors": ["jax", "fused"], "links": [2], "seeds": {"*": 1}, "budget_s": 120.0},
     # paper: every trainer (train.chain.settings.CHAIN_TRAINERS: the collectors and the peers, a
     # peer only at the n it has a task for),
