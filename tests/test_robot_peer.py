@@ -134,7 +134,7 @@ def test_the_budget_that_stopped_a_peer_comes_from_its_rows():
     rows += [_row("sb3", k, wall=400.0 + k, samples=999_936, solved=False, peer=PEER) for k in range(2, 8)]
     dc = chapter.frame(rows)
     text = chapter.study_answer(dc, chapter.study_table(dc, plan))
-    assert "the rest stop at their sample budget (999,936 samples, within the 600 s)" in text
+    assert "the rest stop at their sample budget, 999,936 samples in under 600 s)" in text
 
 
 def test_one_seed_is_not_called_a_median():

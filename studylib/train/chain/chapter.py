@@ -377,7 +377,7 @@ def _stopping_budget(unsolved: pd.DataFrame) -> str:
     if (unsolved["wall_s"] < 0.99 * unsolved["budget_s"]).all():
         lo, hi = unsolved["samples"].min(), unsolved["samples"].max()
         reached = f"{lo:,.0f}" if lo == hi else f"{lo:,.0f}–{hi:,.0f}"
-        return f"their sample budget ({reached} samples, within the {unsolved['budget_s'].max():g} s)"
+        return f"their sample budget, {reached} samples in under {unsolved['budget_s'].max():g} s"
     return "their budget (samples or seconds)"
 
 
