@@ -81,6 +81,21 @@ def test_same_seed_same_learning_curve(collector):
     assert not all(np.array_equal(runs[0].actor[k], runs[2].actor[k]) for k in runs[0].actor)
 
 
+@pytest.mark.parametrize("ended_at_s, stopped", [(5.0, "max_samples"), (61.0, "max_seconds")])
+def test_a_trainer_that_ends_on_its_own_stopped_at_its_sample_budget(ended_at_s, stopped):
+    """A peer whose own loop ends (Stable-Baselines3 at its total_timesteps) before any budget check
+    stopped it: its sample budget, unless its time budget had run out too."""
+    from studylib.train.progress import Clock
+
+    now = [0.0]
+    clock = Clock(TrainRun("cpp", 8, seed=0, max_seconds=60.0), num_envs=8, batch_size=64, now=lambda: now[0])
+    clock.final_return = lambda actor: 0.0  # the judge is not what this checks
+    clock.start(compile_s=0.0, device="cpu")
+    clock.add_update(64, bootstraps_truncation=False)
+    now[0] = ended_at_s
+    assert clock.finish({}, trainer="peer").stopped == stopped
+
+
 def test_max_seconds_reached_is_a_result_not_an_error(capsys):
     rc = cli.main(["--collector", "cpp", "--num-envs", "16", "--json", "--max-seconds", "0.05"])
     d = json.loads(capsys.readouterr().out.strip().splitlines()[-1])

@@ -196,8 +196,8 @@ class Clock:
         from .results import provenance
 
         wall = self._wall if self.solved_in_training else self.elapsed()
-        if not self.stopped:
-            self.stopped = "max_seconds"
+        if not self.stopped:  # the trainer ended on its own (a peer at its total_timesteps) unless time ran out
+            self.stopped = "max_seconds" if self.elapsed() >= self.run.budget_seconds else "max_samples"
         eval_return = self.final_return(actor_arrays)
         solved = self.solved_in_training and eval_return >= self.threshold
         if self.log is not None:
