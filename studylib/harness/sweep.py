@@ -24,6 +24,7 @@ import contextlib
 import contextvars
 import dataclasses
 import itertools
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Callable
@@ -275,9 +276,15 @@ def _measure_or_skip(f: DataFile, item, key, measure_one, keying: Keying, log) -
     return 1
 
 
+def same_refusal(a: str, b: str) -> bool:
+    """Whether two skip reasons are one refusal: equal but for their figures (a memory refusal
+    names the memory available at that moment, which moves between two checks)."""
+    return re.sub(r"\d[\d.,]*", "#", a) == re.sub(r"\d[\d.,]*", "#", b)
+
+
 def save_skipped(f: DataFile, item, key, keying: Keying, reason: str, error: str, info=None) -> None:
     old = f.skipped.get(key)
-    if old is None or old.get("reason") != reason:  # the same refusal again changes nothing
+    if old is None or not same_refusal(old.get("reason", ""), reason):  # the same refusal again changes nothing
         f.add_skipped(key, {**keying.columns(item), "reason": reason, "error": error}, info=info)
 
 
