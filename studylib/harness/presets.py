@@ -69,7 +69,7 @@ PRESETS: dict[str, dict[str, dict]] = {
                   "breakdown_num_envs": [16], "breakdown_seconds": 0.5},
         "model": {"num_envs": [2**10, 2**20], "steps": [1, 1000], "gpu_flops_per_s": None, "gpu_bytes_per_s": None},
         # the chain: three sizes (n = 3, 6, 8 in paper: each n costs about 28 s of a cold build
-        # on 2 cores, its sweep, counts and MuJoCo rows, which then measured 10:54-11:08 with n = 6);
+        # on 2 cores, its sweep, counts and MuJoCo rows: cold builds with n = 6 took 11:02-11:08 here);
         # K = 100 where N·K ≤ the cap (gym's Python loop of MujocoEnv objects at K = 1 only: its K
         # fuses nothing); jax compiles each (n, N, K) apart (n = 4: about 1.3 s each, n = 8: 14 s,
         # in paper); torch-compile compiles a graph per (n, N) (15-30 s each on 2 cores): in paper
