@@ -78,3 +78,29 @@ def pytest_ignore_collect(collection_path, config):
     if "_build" in parts or ".jupyter_cache" in parts:
         return True
     return None
+
+
+# One XLA compilation cache for the whole run, shared by the pytest-xdist workers and the processes
+# the tests start (the book's build, its kernels, snippets): many tests compile the same jax
+# programs (an environment at the same n and N, MJX on the same model), each in a new process or
+# closure, and a program compiled once is then loaded, not compiled again. Made empty for each run
+# (the suite's time is a cold machine's) and removed at its end. Tests never read compile times;
+# the book's own builds do (rows record them), so only the tests use it.
+_JAX_CACHE_ENV = "JAX_COMPILATION_CACHE_DIR"
+_OWN_JAX_CACHE: list[str] = []
+
+
+def pytest_configure(config):
+    if os.environ.get("PYTEST_XDIST_WORKER") or _JAX_CACHE_ENV in os.environ:
+        return  # a worker inherits its controller's; a cache the caller set is theirs
+    _OWN_JAX_CACHE.append(tempfile.mkdtemp(prefix="studylib-tests-xla-cache-"))
+    os.environ[_JAX_CACHE_ENV] = _OWN_JAX_CACHE[0]
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+
+
+def pytest_unconfigure(config):
+    import shutil
+
+    for path in _OWN_JAX_CACHE:
+        shutil.rmtree(path, ignore_errors=True)
+        os.environ.pop(_JAX_CACHE_ENV, None)

@@ -116,3 +116,37 @@ def test_a_part_that_does_not_compile_is_named(monkeypatch, tmp_path):
     with pytest.raises(native.NativeBuildError, match="-DSTUDYLIB_PART=1") as e:
         _toy_library(monkeypatch, tmp_path, broken, 2)
     assert "two" in str(e.value)
+
+
+def test_a_library_needed_at_once_by_two_builders_compiles_once(monkeypatch, tmp_path):
+    """Two builders wanting the same library at the same moment (two pytest-xdist workers, two of
+    a book's kernels): the second waits on the first one's lock and loads its build."""
+    import threading
+
+    from studylib.native import build
+
+    compiles = []
+    real_run_all = build._run_all
+
+    def counted(commands, spec):
+        compiles.append(len(commands))
+        real_run_all(commands, spec)
+
+    monkeypatch.setattr(build, "_run_all", counted)
+    (tmp_path / "toy.cpp").write_text(_PARTS_SOURCE)
+    monkeypatch.setenv("STUDYLIB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setitem(build.LIBRARIES, "toy", build.NativeLibrary("toy", tmp_path / "toy.cpp", (), None))
+    results, start = [], threading.Barrier(2)
+
+    def builder():
+        start.wait()
+        results.append(build.build_info.__wrapped__("toy"))
+
+    threads = [threading.Thread(target=builder) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert compiles == [1], "the library was compiled more than once"
+    assert sorted(r["cached"] for r in results) == [False, True]
+    assert results[0]["path"] == results[1]["path"]
