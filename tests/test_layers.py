@@ -4,7 +4,7 @@ import cycle exists (imports inside functions count: a lazy import is still a de
 Layers follow the packages, lowest first; a module may import its own layer and the ones below it:
 
   core         studylib/sims/ (one module or folder per simulator: its record and array dynamics;
-               a folder's ``native`` and ``backend``
+               a folder's ``native``, ``backend`` and ``cuda_backend``
                modules, its C/CUDA binding, are environment layer) and the modules at studylib/'s root: episodes, policy, settings, implspec,
                devices, arrays, costs, errors (what the study is about)
   environment  studylib/envs/ (the seven implementations, their base, registry, backend_env),
@@ -30,7 +30,7 @@ LAYERS = ("core", "environment", "harness", "top")
 ENVIRONMENT = {"envs", "native", "adapters"}
 PUBLIC_ALIASES = {"gym_vector", "jax_functional"}  # studylib.<name> is studylib.adapters.<name>
 CORE = {"episodes", "policy", "settings", "implspec", "records", "devices", "arrays", "costs", "errors"}
-NATIVE_BINDINGS = {"native", "backend"}  # a simulator folder's C/CUDA binding and its backend: environment layer
+NATIVE_BINDINGS = {"native", "backend", "cuda_backend"}  # a simulator folder's C/CUDA binding and its backends: environment layer
 
 
 def _module_name(path: Path) -> str:

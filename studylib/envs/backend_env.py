@@ -146,10 +146,14 @@ class NativeChainEnv(VectorEnv):
         self._fused = spec(self.name).fused_policies
         self._noise = policy_noise
         self.log_std = GAUSSIAN_LOG_STD
-        self.backend = ChainNativeBackend(self.num_envs, self.params, self.policy_weights, self.log_std)
+        self.backend = self._make_backend(ChainNativeBackend)
         self._layers = [(torch.from_numpy(w), torch.from_numpy(b)) for w, b in self.policy_weights.layers()]
         self._env_index = np.arange(self.num_envs, dtype=np.uint32)
         self._reset()
+
+    def _make_backend(self, cpu_backend):
+        """The backend this implementation steps (cuda's: the kernels on the GPU, its own class)."""
+        return cpu_backend(self.num_envs, self.params, self.policy_weights, self.log_std)
 
     def _out(self, array):
         return torch.from_numpy(array) if self._native else array

@@ -9,6 +9,8 @@ complexity"), and its record (``CHAIN``).
                  hashed reset draws, controls and policy noise every implementation shares
     native.py    the C/CUDA builds of ``cuda/chain.cuh`` (environment layer: imported by
                  ``studylib.native``, never by the core)
+    backend.py   the episodes in the C builds as Python calls them (cpp, fused)
+    cuda_backend.py  the same through CuPy on the GPU (cuda; tested here through the host build)
 
 The names of model.py and dynamics.py are this package's too (``chain.physics_step``,
 ``chain.ChainParams``), so ``from studylib.sims import chain`` reads as one module.

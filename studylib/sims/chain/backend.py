@@ -80,8 +80,8 @@ class ChainNativeBackend:
         check_links(params)
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 0:
             raise ConfigError(f"num_envs must be an integer >= 0, got {num_envs!r}")
-        if device not in self.DEVICES:
-            raise ConfigError(f"device must be one of {self.DEVICES}, got {device!r}")
+        if device not in ChainNativeBackend.DEVICES:  # a subclass's device (cuda) sets up these host buffers first
+            raise ConfigError(f"device must be one of {ChainNativeBackend.DEVICES}, got {device!r}")
         self.params, self.num_envs, self.device = params, int(num_envs), device
         n, N = params.links, int(num_envs)
         self.state = np.zeros((N, params.state_size), np.float32)
