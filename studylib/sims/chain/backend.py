@@ -191,27 +191,37 @@ class ChainNativeBackend:
         return self._episodes(seed, int(num_steps), POLICY_MLP if policy == "mlp" else POLICY_HASH,
                               final_obs=final_obs)
 
-    def collect(self, num_steps: int, seed: int, normalization=None) -> tuple[ChainTrajectory, int]:
-        """``num_steps`` steps of the fused Gaussian MLP policy in ONE native call, every step
-        recorded (``ChainTrajectory``): the trajectory a PPO update learns from. ``normalization``:
-        None, or (shift, scale, clip), the policy then seeing clip((obs − shift) · scale, ±clip)
-        (float32 (3n+3,) arrays, fixed for the call). Returns (the trajectory, the number of
-        episodes that ended)."""
+    def _trajectory(self, num_steps, normalization, xp, address):
+        """What a ``collect`` of ``num_steps`` steps writes into: the ``ChainTrajectory`` arrays
+        (``xp.empty``: numpy here, CuPy's on the GPU), the ``ChainTrajectoryArgs`` pointing at them
+        (``address``: an array's), and the normalization's shift and scale as ``xp`` arrays (kept
+        alive by the caller while the call runs; empty without a normalization)."""
         _check_steps(num_steps)
         self._check_weights()
         T, N, d = int(num_steps), self.num_envs, self.params.observation_size
-        traj = ChainTrajectory(np.empty((T, N, d), np.float32), np.empty((T, N), np.float32),
-                               np.empty((T, N), np.float32), np.empty((T, N), np.float32),
-                               np.empty((T, N), np.uint8), np.empty((T, N, d), np.float32))
-        t = ChainTrajectoryArgs(*(a.ctypes.data for a in traj), log_std=self.log_std)
+        shapes = ((T, N, d), (T, N), (T, N), (T, N), (T, N), (T, N, d))
+        dtypes = (np.float32, np.float32, np.float32, np.float32, np.uint8, np.float32)
+        traj = ChainTrajectory(*(xp.empty(shape, dtype=dtype) for shape, dtype in zip(shapes, dtypes)))
+        t = ChainTrajectoryArgs(*(address(a) for a in traj), log_std=self.log_std)
+        kept = []
         if normalization is not None:
             shift, scale, clip = normalization
             shift, scale = (np.ascontiguousarray(a, dtype=np.float32) for a in (shift, scale))
             if shift.shape != (d,) or scale.shape != (d,):
                 raise ConfigError(f"the normalization's shift and scale must have shape ({d},), got "
                                   f"{shift.shape} and {scale.shape}")
-            t.obs_shift, t.obs_scale, t.obs_clip = shift.ctypes.data, scale.ctypes.data, float(clip)
-        self._call(seed, POLICY_MLP, T)
+            kept = [xp.asarray(shift), xp.asarray(scale)]
+            t.obs_shift, t.obs_scale, t.obs_clip = address(kept[0]), address(kept[1]), float(clip)
+        return traj, t, kept
+
+    def collect(self, num_steps: int, seed: int, normalization=None) -> tuple[ChainTrajectory, int]:
+        """``num_steps`` steps of the fused Gaussian MLP policy in ONE native call, every step
+        recorded (``ChainTrajectory``): the trajectory a PPO update learns from. ``normalization``:
+        None, or (shift, scale, clip), the policy then seeing clip((obs − shift) · scale, ±clip)
+        (float32 (3n+3,) arrays, fixed for the call). Returns (the trajectory, the number of
+        episodes that ended)."""
+        traj, t, _kept = self._trajectory(num_steps, normalization, np, lambda a: a.ctypes.data)
+        self._call(seed, POLICY_MLP, len(traj.obs))
         if self.device == "cpu":
             done = self._native("chain_collect_rollout", library("chain_cpu").chain_collect, ctypes.byref(self._args),
                                 ctypes.byref(t))

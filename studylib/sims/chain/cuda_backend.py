@@ -19,7 +19,7 @@ import numpy as np
 
 from ...errors import ConfigError
 from ...native.sources import CHAIN_KERNEL_SOURCE, source_with_header_digest
-from .backend import ChainNativeBackend, ChainTrajectory, _check_steps
+from .backend import ChainNativeBackend, ChainTrajectory
 from .model import INVERTED_DOUBLE_PENDULUM, ChainParams
 from .native import (
     POLICY_CTRL,
@@ -117,7 +117,7 @@ class ChainCudaBackend(ChainNativeBackend):
         self.seed = int(seed)
         self._set_call(seed, POLICY_CTRL, 0)
         self._launch("chain_reset_generic")
-        self._pull("state", "elapsed", "episode")
+        self._pull("elapsed", "episode")  # the state: when read (obs, get_state, policy_actions)
 
     def restart(self, mask, seed: int) -> None:
         mask = np.ascontiguousarray(mask, dtype=np.uint8)
@@ -128,7 +128,7 @@ class ChainCudaBackend(ChainNativeBackend):
         self._args.reset_mask = self._ptr(device_mask)
         self._launch("chain_reset_generic")
         self._args.reset_mask = None
-        self._pull("state", "elapsed", "episode", "final_obs_out")
+        self._pull("elapsed", "episode", "final_obs_out")
 
     def _episodes(self, seed: int, num_steps: int, policy: int, ctrl=None, final_obs: bool = True) -> int:
         self._set_call(seed, policy, num_steps, final_obs)
@@ -144,28 +144,13 @@ class ChainCudaBackend(ChainNativeBackend):
         return int(self._cp.asnumpy(self._done)[0])
 
     def collect(self, num_steps: int, seed: int, normalization=None) -> tuple[ChainTrajectory, int]:
-        _check_steps(num_steps)
-        self._check_weights()
         cp = self._cp
-        T, N, d = int(num_steps), self.num_envs, self.params.observation_size
-        shapes = ((T, N, d), (T, N), (T, N), (T, N), (T, N), (T, N, d))
-        dtypes = (np.float32, np.float32, np.float32, np.float32, np.uint8, np.float32)
-        bufs = [cp.empty(s, dtype=t) for s, t in zip(shapes, dtypes)]
-        t = ChainTrajectoryArgs(*(self._ptr(b) for b in bufs), log_std=self.log_std)
-        kept = []
-        if normalization is not None:
-            shift, scale, clip = normalization
-            shift, scale = (np.ascontiguousarray(a, dtype=np.float32) for a in (shift, scale))
-            if shift.shape != (d,) or scale.shape != (d,):
-                raise ConfigError(f"the normalization's shift and scale must have shape ({d},), got "
-                                  f"{shift.shape} and {scale.shape}")
-            kept = [cp.asarray(shift), cp.asarray(scale)]
-            t.obs_shift, t.obs_scale, t.obs_clip = self._ptr(kept[0]), self._ptr(kept[1]), float(clip)
-        self._set_call(seed, POLICY_MLP, T)
+        traj, t, _kept = self._trajectory(num_steps, normalization, cp, self._ptr)
+        self._set_call(seed, POLICY_MLP, len(traj.obs))
         self._done.fill(0)
         self._launch(f"chain_episodes_mlp_{self._build}", _by_value(t), self._done)
         self._pull("elapsed", "episode", "flags_out", "reward_out")
-        return ChainTrajectory(*(cp.asnumpy(b) for b in bufs)), int(cp.asnumpy(self._done)[0])
+        return ChainTrajectory(*(cp.asnumpy(b) for b in traj)), int(cp.asnumpy(self._done)[0])
 
     def obs(self) -> np.ndarray:
         self._pull("state", "elapsed", "episode")
