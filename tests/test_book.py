@@ -283,7 +283,7 @@ def test_pages_name_the_commit_that_measured_their_data(tmp_path, monkeypatch):
     from studylib.book.notes import measured_by, provenance_sentence
     from studylib.harness.data import provenance, semantics
 
-    monkeypatch.setattr(provenance, "machine_info", lambda: {"commit": "3" * 40, "dirty": False})
+    monkeypatch.setattr(provenance, "host_info", lambda: {"commit": "3" * 40, "dirty": False})
     monkeypatch.setattr(provenance, "machine_key", lambda: "this-machine")
 
     folder = tmp_path / "some-machine"

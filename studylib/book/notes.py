@@ -27,9 +27,9 @@ def cuda_sentence(ok: bool, reason: str) -> str:
 
 def machine_note(chapter_uses_fusion: bool = True):
     """The admonition every chapter shows: which machine built it and what stands in for what."""
-    from ..harness.data.provenance import machine_info
+    from ..harness.data.provenance import host_info
 
-    info = machine_info()
+    info = host_info()
     ok, reason = cuda_ok()
     gpu = info.get("gpu") or "none"
     lines = [f"This page was built on **{info['cpu_model']}, {info['cores']} cores, GPU: {gpu}** "
@@ -76,10 +76,10 @@ def measured_by(folder: Path, names) -> dict[str, dict]:
 
 def provenance_sentence(chapter: str, data_dir: Path, machine: str | None = None) -> str:
     """Which commit measured this page's data, beside the commit building it."""
-    from ..harness.data.provenance import machine_info, machine_key
+    from ..harness.data.provenance import host_info, machine_key
     from ..harness.data.store import is_local_copy, machine_folder
 
-    info = machine_info()
+    info = host_info()
     built = f"`{(info.get('commit') or 'unknown')[:10]}`" + (" + local changes" if info.get("dirty") else "")
     key = machine or machine_key()
     folder = machine_folder(data_dir, key)

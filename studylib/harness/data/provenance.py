@@ -160,14 +160,10 @@ def now_utc() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def machine_info() -> dict:
-    """Provenance of a measurement: hardware, OS, Python, package versions, code version, date.
-
-    Keys: the identity (``identity.IDENTITY_FIELDS``: cpu_vendor, cpu_model (the marketing name),
-    cpu_family, cpu_model_number, cpu_stepping, cpu_microarchitecture, isa, cores, llc_bytes
-    (last-level cache, None if unknown), gpu (name or None)), os, python, packages {numpy, torch,
-    jax, jaxlib, gymnasium, cupy}, commit, dirty, date (UTC, ISO 8601), machine_key, torch_threads.
-    """
+def host_info() -> dict:
+    """The machine and software that run this process: ``machine_info()`` without the measuring
+    process's torch threads, for a page that only names its host (``book.notes``): asking torch
+    imports it, 1.3 s of a chapter's kernel that does not otherwise use it, and 0.5 s of its exit."""
     commit, dirty = git_state()
     info = {
         **machine_identity(),
@@ -178,13 +174,26 @@ def machine_info() -> dict:
         "dirty": dirty,
         "date": now_utc(),
     }
+    info["machine_key"] = machine_key(info)
+    return info
+
+
+def machine_info() -> dict:
+    """Provenance of a measurement: hardware, OS, Python, package versions, code version, date.
+
+    Keys: the identity (``identity.IDENTITY_FIELDS``: cpu_vendor, cpu_model (the marketing name),
+    cpu_family, cpu_model_number, cpu_stepping, cpu_microarchitecture, isa, cores, llc_bytes
+    (last-level cache, None if unknown), gpu (name or None)), os, python, packages {numpy, torch,
+    jax, jaxlib, gymnasium, cupy}, commit, dirty, date (UTC, ISO 8601), machine_key (``host_info``'s),
+    torch_threads.
+    """
+    info = host_info()
     try:
         import torch
 
         info["torch_threads"] = torch.get_num_threads()
     except Exception:
         info["torch_threads"] = None
-    info["machine_key"] = machine_key(info)
     return info
 
 

@@ -146,13 +146,17 @@ def _declare_chain_kernel_host(lib: ctypes.CDLL) -> None:
 # -mprefer-vector-width=512: GCC's -march=native on AVX-512 CPUs vectorizes with 256-bit vectors
 # unless asked; the chain's lane loop (16 lanes, one zmm) then runs 16 % (n = 2) to 32 % (n = 8)
 # faster, measured on this 2-core AVX-512 Xeon (median of 5 alternating rounds, N = 4096, K = 100).
-# A CPU without AVX-512 ignores it. Two parts (cuda/chain_cpu.cpp's builds dealt between them):
-# compiled whole, the library took 36-43 s of one core here; in two parts at once, 22 s.
+# A CPU without AVX-512 ignores it. -O2 (after CXXFLAGS' -O3, so it wins): the library compiles in
+# half the time (26 s of one core for every build at -O2, 45 s at -O3, g++ 12 on this 2-core AMD
+# Zen 5) and runs as fast: the two builds alternated in one process, N = 4096, median of 15 rounds,
+# -O2 over -O3 was 0.99-1.01x without a policy at n = 1, 2, 4, 5, 8, 0.97-1.08x with the MLP
+# (fused), 1.28x for the run-time-n build (n = 12). Two parts (the builds dealt between them,
+# cuda/chain_cpu.cpp): about 13 s at once.
 LIBRARIES.setdefault("chain_cpu", NativeLibrary(
     "chain_cpu", CHAIN_CPU_SOURCE,
     (HEADER, CHAIN_HEADER, CHAIN_EPISODE_HEADER, CHAIN_ARGS_HEADER, CHAIN_TRAJECTORY_HEADER, MLP_HEADER),
     _declare_chain_cpu,
-    ("-mprefer-vector-width=512",), parts=2))
+    ("-mprefer-vector-width=512", "-O2"), parts=2))
 LIBRARIES.setdefault("chain_kernel_host", NativeLibrary(
     "chain_kernel_host", CHAIN_KERNEL_HOST_SOURCE,
     (HOST_SHIM_HEADER, CHAIN_KERNEL_SOURCE, HEADER, CHAIN_HEADER, CHAIN_EPISODE_HEADER, CHAIN_ARGS_HEADER,
