@@ -147,11 +147,12 @@ def _declare_chain_kernel_host(lib: ctypes.CDLL) -> None:
 # unless asked; the chain's lane loop (16 lanes, one zmm) then runs 16 % (n = 2) to 32 % (n = 8)
 # faster, measured on this 2-core AVX-512 Xeon (median of 5 alternating rounds, N = 4096, K = 100).
 # A CPU without AVX-512 ignores it. -O2 (after CXXFLAGS' -O3, so it wins): the library compiles in
-# half the time (26 s of one core for every build at -O2, 45 s at -O3, g++ 12 on this 2-core AMD
-# Zen 5) and runs as fast: the two builds alternated in one process, N = 4096, median of 15 rounds,
-# -O2 over -O3 was 0.99-1.01x without a policy at n = 1, 2, 4, 5, 8, 0.97-1.08x with the MLP
-# (fused), 1.28x for the run-time-n build (n = 12). Two parts (the builds dealt between them,
-# cuda/chain_cpu.cpp): about 13 s at once.
+# half the time (10 s at once in two parts, 22 s of CPU; 23 s and 45 s at -O3, g++ 12 on this
+# 2-core AMD Zen 5) and runs nearly as fast (benchmarks/chain_opt_level.py: the two builds
+# alternated in one process, N = 4096, median of 15 rounds, two runs): -O2 / -O3 0.98-1.00x without
+# a policy at n = 1, 2, 4, 8; 0.97-1.01x with the MLP (fused), n = 4 the slowest at 0.97x in both
+# runs; 1.27-1.28x for the run-time-n build (n = 12). The two parts: the builds dealt between them
+# (cuda/chain_cpu.cpp).
 LIBRARIES.setdefault("chain_cpu", NativeLibrary(
     "chain_cpu", CHAIN_CPU_SOURCE,
     (HEADER, CHAIN_HEADER, CHAIN_EPISODE_HEADER, CHAIN_ARGS_HEADER, CHAIN_TRAJECTORY_HEADER, MLP_HEADER),
