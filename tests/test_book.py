@@ -279,6 +279,16 @@ def test_cuda_status_is_one_sentence_without_the_raw_error():
     assert cuda_sentence(True, "NVIDIA H100") == "CUDA device: NVIDIA H100."
 
 
+def test_the_hardware_note_names_its_host_without_importing_torch():
+    """Every page shows the note; a chapter that only reads its data must not pay torch's import
+    (1.3 s) and exit (0.5 s) for it: the note reads the host (``host_info``), not the measuring
+    process's torch threads (``machine_info``)."""
+    code = ("import sys; from studylib.book.notes import machine_note; text = machine_note().data; "
+            "print('torch' in sys.modules, 'cores' in text and 'by commit' in text)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.stdout.split() == ["False", "True"], out.stdout + out.stderr[-2000:]
+
+
 def test_pages_name_the_commit_that_measured_their_data(tmp_path, monkeypatch):
     from studylib.book.notes import measured_by, provenance_sentence
     from studylib.harness.data import provenance, semantics
