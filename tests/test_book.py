@@ -289,6 +289,25 @@ def test_the_hardware_note_names_its_host_without_importing_torch():
     assert out.stdout.split() == ["False", "True"], out.stdout + out.stderr[-2000:]
 
 
+def test_a_chapters_kernel_and_only_a_kernel_freezes_the_heap_at_exit(monkeypatch):
+    """studylib.book in IPython (a chapter's kernel) registers gc.freeze at exit; imported by a
+    script (no IPython shell) it registers nothing."""
+    import atexit
+    import gc
+    import types
+
+    import studylib.book
+
+    registered = []
+    monkeypatch.setattr(atexit, "register", registered.append)
+    for shell in (None, object()):
+        monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda shell=shell: shell))
+        studylib.book._kernel_exits_without_collecting()
+    monkeypatch.delitem(sys.modules, "IPython")
+    studylib.book._kernel_exits_without_collecting()
+    assert registered == [gc.freeze]
+
+
 def test_pages_name_the_commit_that_measured_their_data(tmp_path, monkeypatch):
     from studylib.book.notes import measured_by, provenance_sentence
     from studylib.harness.data import provenance, semantics
