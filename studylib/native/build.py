@@ -218,7 +218,7 @@ def build_info(name: str = DEFAULT_LIBRARY) -> dict:
 def _build_lock(target: Path):
     """Held while one process compiles ``target``: processes that need the same library at once
     (pytest-xdist workers, a book's kernels, Ray workers) wait for the first one's build instead
-    of each compiling it (chain_cpu is ~40 s of CPU). Where fcntl is missing (Windows) each
+    of each compiling it (chain_cpu is ~22 s of CPU). Where fcntl is missing (Windows) each
     process builds its own, as the rename below keeps safe."""
     try:
         import fcntl
