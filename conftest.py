@@ -72,6 +72,14 @@ def pytest_collect_file(file_path, parent):
     return IPyNbFile.from_parent(parent, path=file_path)
 
 
+def pytest_collection_modifyitems(session, config, items):
+    # The longest test files first, so that pytest-xdist's two workers end together
+    # (tests/file_seconds.py); chapters collected by nbval keep their cells' order.
+    from tests.file_seconds import longest_files_first, seconds_by_file
+
+    items[:] = longest_files_first(items, seconds_by_file())
+
+
 def pytest_ignore_collect(collection_path, config):
     # Built pages and caches hold copies of chapters (and executed .ipynb) that must not be collected.
     parts = Path(collection_path).parts
@@ -90,7 +98,15 @@ _JAX_CACHE_ENV = "JAX_COMPILATION_CACHE_DIR"
 _OWN_JAX_CACHE: list[str] = []
 
 
+# TorchInductor's first compile into an empty cache asks g++ which vector ISAs it accepts by
+# compiling six probe programs against ATen's headers (7.5 s of a fresh run here). With
+# TORCHINDUCTOR_VEC_ISA_OK it takes /proc/cpuinfo's flags for the answer: the ISA it then picks is
+# the same (AVX-512 here, which g++ 12 compiles), and the tests never read inductor's timings.
+_INDUCTOR_ISA_ENV = "TORCHINDUCTOR_VEC_ISA_OK"
+
+
 def pytest_configure(config):
+    os.environ.setdefault(_INDUCTOR_ISA_ENV, "1")  # before any worker, kernel or snippet starts
     if os.environ.get("PYTEST_XDIST_WORKER") or _JAX_CACHE_ENV in os.environ:
         return  # a worker inherits its controller's; a cache the caller set is theirs
     _OWN_JAX_CACHE.append(tempfile.mkdtemp(prefix="studylib-tests-xla-cache-"))
