@@ -111,3 +111,20 @@ LONGEST_FIRST = ("test_book.py", "test_using_page.py", "test_chain_envs.py", "te
 def pytest_collection_modifyitems(config, items):
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
+
+
+@pytest.fixture(autouse=True)
+def _torch_threads_unchanged():
+    """A test leaves PyTorch's intra-op thread count as it found it: one worker runs many files,
+    and a count left at 1 by one test changed what a later one measured (a Ray sweep's provenance
+    against a local sweep's, after the files were reordered)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    before = torch.get_num_threads() if torch is not None else None
+    yield
+    torch = sys.modules.get("torch")
+    if before is not None and torch is not None and torch.get_num_threads() != before:
+        after = torch.get_num_threads()
+        torch.set_num_threads(before)
+        pytest.fail(f"the test left torch's intra-op threads at {after} (was {before})")

@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 import torch
 
+from studylib.train import train_chain
 from studylib.train.chain import gaussian
 from studylib.train.chain.collectors import make_collector
 from studylib.train.chain.policy import deterministic_actions
-from studylib.train.chain.ppo_torch import ChainTorchPPO, policy_arrays, train
+from studylib.train.chain.ppo_torch import ChainTorchPPO, policy_arrays
 from studylib.train.chain.settings import ChainPPOSettings, ChainRun
 
 SMALL = ChainPPOSettings(links=2, num_envs=4, num_steps=64, num_minibatches=4, update_epochs=2)
@@ -46,9 +47,8 @@ def test_torch_ppo_learns_the_single_pendulum():
     (806, 4,482, 9,276, 9,342 at the four checks when written; other seeds dip below zero on the
     way, while the policy balances but lets the cart drift, and take longer). The threshold is set
     out of reach, so the run stops at its sample budget and gymnasium's judge is not run."""
-    torch.set_num_threads(1)
     s = ChainPPOSettings(links=1, max_samples=65_536, solve_return=1e6)
-    result = train(ChainRun("fused", seed=2, settings=s))
+    result = train_chain(ChainRun("fused", seed=2, settings=s))  # torch on s.torch_threads (1), then restored
     train_returns = [row[4] for row in result.curve]
     assert result.stopped == "max_samples" and not result.solved and len(train_returns) == 4
     assert max(train_returns[-2:]) > max(5 * train_returns[0], 5000), train_returns
