@@ -25,18 +25,21 @@ def _pow2(lo, hi, step=1):
 
 
 PRESETS: dict[str, dict[str, dict]] = {
+    # tiny: the same N and K across the CartPole chapters where they can be (N = 4 and 64, K = 1
+    # and 4), so that a compiled program (XLA's, inductor's) of one chapter is the next one's too
+    # where the tests share a compilation cache
     "tiny": {
         "_timing": {"repeats": 1, "min_seconds": 0.01},
         "cartpole": {"num_envs": [4, 64], "steps": [4], "brax_envs": ["inverted_pendulum"], "brax_num_envs": [4],
                      "brax_steps": 2, "conformance_envs": 32},
-        "vectorization": {"num_envs": [1, 8], "steps": [1, 4], "cap": {"gym": 2**5, "*": 2**10}},
-        "overheads": {"num_envs": [4, 16], "steps": [1, 4], "cap": {"*": 2**10}, "profile_num_envs": 16,
+        "vectorization": {"num_envs": [1, 64], "steps": [1, 4], "cap": {"gym": 2**5, "*": 2**10}},
+        "overheads": {"num_envs": [4, 64], "steps": [1, 4], "cap": {"*": 2**10}, "profile_num_envs": 64,
                       "profile_steps": [1, 4]},
         "fusion": {"num_envs": [4, 64], "steps": [1, 4], "cap": {"*": 2**12}},
         "complexity": {"num_envs": [4, 64], "steps": [1, 4], "state_factor": [1, 4], "compute_factor": [1, 4],
                        "cap": {"*": 2**14}, "memory_steps": [1, 4], "memory_cache_multiple": 1 / 16,
                        "memory_max_bytes": 2**20},
-        "beyond": {"num_envs": [16, 64], "steps": [1, 4], "peer_num_envs": [16], "peer_steps": 4,
+        "beyond": {"num_envs": [4, 64], "steps": [1, 4], "peer_num_envs": [64], "peer_steps": 4,
                    "cap": {"*": 2**12}, "rollout_steps": 8},
         "atari": {"games": ["pong"], "num_envs": [2], "steps": [1], "async_num_envs": [1],
                   "breakdown_num_envs": [2], "breakdown_seconds": 0.05},
