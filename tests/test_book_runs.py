@@ -123,16 +123,16 @@ def test_committed_data_resumes_without_measuring(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("key", __import__("tests.snapshot_cases", fromlist=["SNAPSHOTS"]).SNAPSHOTS)
 def test_committed_snapshot_is_current_and_complete_from_another_machine(key, tmp_path, monkeypatch):
-    """Every committed snapshot, read as data by a machine that is not its own (a Zen 4 posed
+    """Every committed snapshot, read as data by a machine that is not its own (a Zen 3 posed
     through a fake cpuinfo, whatever runs the suite): ``data check`` finds it current, and the
     findings of its default preset are all measured, with nothing measured or written here."""
     from studylib import book
     from studylib.harness.data import snapshots
     from studylib.harness import sweep
     from studylib.harness.data.provenance import machine_key
-    from tests.cpuinfo_cases import ZEN4
+    from tests.cpuinfo_cases import ZEN3
 
-    (tmp_path / "cpuinfo").write_text(ZEN4)
+    (tmp_path / "cpuinfo").write_text(ZEN3)
     monkeypatch.setenv("STUDYLIB_CPUINFO", str(tmp_path / "cpuinfo"))
     assert machine_key() != key
     state = snapshots.snapshot(ROOT / "data", key)

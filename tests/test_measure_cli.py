@@ -20,7 +20,7 @@ from studylib.harness.data import provenance
 from studylib.harness import sweep
 
 ROOT = Path(__file__).resolve().parent.parent
-from tests.cpuinfo_cases import ZEN4  # noqa: E402
+from tests.cpuinfo_cases import ZEN3  # noqa: E402
 from tests.snapshot_cases import SNAPSHOT  # noqa: E402
 BOOK_ONLY = ("altair", "IPython", "papermill", "jupyter_book", "myst_nb", "jupytext", "nbformat", "vl_convert")
 
@@ -96,7 +96,7 @@ def test_sweep_and_measure_write_where_the_book_reads(tmp_path, monkeypatch):
 
 
 def test_chapter_reads_another_machines_snapshot_without_measuring(tmp_path, monkeypatch):
-    (tmp_path / "cpuinfo").write_text(ZEN4)  # whatever runs the suite poses as a host of no committed snapshot
+    (tmp_path / "cpuinfo").write_text(ZEN3)  # whatever runs the suite poses as a host of no committed snapshot
     monkeypatch.setenv("STUDYLIB_CPUINFO", str(tmp_path / "cpuinfo"))
     assert provenance.machine_key() != SNAPSHOT
     tmp_path = tmp_path / "data"

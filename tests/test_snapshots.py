@@ -216,9 +216,9 @@ def test_posing_as_a_snapshots_host_serves_it(key, tmp_path, monkeypatch, no_mea
 
 
 def test_data_check_says_when_no_snapshot_serves_this_machine(tmp_path, monkeypatch, no_measuring):
-    from tests.cpuinfo_cases import ZEN4
+    from tests.cpuinfo_cases import ZEN3
 
-    _pose(tmp_path, monkeypatch, ZEN4)  # a host of no committed snapshot
+    _pose(tmp_path, monkeypatch, ZEN3)  # a host of no committed snapshot
     data = tmp_path / "data"
     data.mkdir()
     code, text = _check(data)
@@ -239,9 +239,9 @@ def test_posing_as_another_host_measures_nothing(tmp_path, monkeypatch):
     the host's snapshot lacks are listed as not measured on it; no file is written."""
     from studylib.harness import sweep
     from studylib.settings import EnvSettings, MeasurePoint
-    from tests.cpuinfo_cases import ZEN4
+    from tests.cpuinfo_cases import ZEN3
 
-    _pose(tmp_path, monkeypatch, ZEN4)
+    _pose(tmp_path, monkeypatch, ZEN3)
     monkeypatch.setattr(sweep, "_measure_or_skip", lambda *a, **k: pytest.fail(f"measured {a[1]}"))
     data = tmp_path / "data"
     data.mkdir()
