@@ -72,14 +72,6 @@ def pytest_collect_file(file_path, parent):
     return IPyNbFile.from_parent(parent, path=file_path)
 
 
-def pytest_collection_modifyitems(session, config, items):
-    # The longest test files first, so that pytest-xdist's two workers end together
-    # (tests/file_seconds.py); chapters collected by nbval keep their cells' order.
-    from tests.file_seconds import longest_files_first, seconds_by_file
-
-    items[:] = longest_files_first(items, seconds_by_file())
-
-
 def pytest_ignore_collect(collection_path, config):
     # Built pages and caches hold copies of chapters (and executed .ipynb) that must not be collected.
     parts = Path(collection_path).parts

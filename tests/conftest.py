@@ -99,18 +99,12 @@ def native_compiler():
         pytest.skip(str(e))
 
 
-# pytest-xdist (--dist loadfile) hands out test files in collection order, so a long file collected
-# last keeps one worker busy while the other idles. These files took the most time in a full run on
-# 2 cores (the book's build about 150 s, the others 15-55 s each), so they go first, longest first;
-# a stale entry only changes the order, never what runs.
-LONGEST_FIRST = ("test_book.py", "test_using_page.py", "test_chain_envs.py", "test_chain_xla.py", "test_chain_native.py",
-                 "test_conformance.py", "test_engines.py", "test_ray.py", "test_train_chain_jax.py",
-                 "test_train_chain_torch.py", "test_train.py", "test_harness.py")
-
-
 def pytest_collection_modifyitems(config, items):
-    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
+    # The longest test files first, by their measured seconds, so that pytest-xdist's two workers
+    # end together (tests/file_seconds.py).
+    from tests.file_seconds import longest_files_first, seconds_by_file
+
+    items[:] = longest_files_first(items, seconds_by_file())
 
 
 @pytest.fixture(autouse=True)
