@@ -30,6 +30,27 @@ build's rollout keeps in the same round instead. Each build's ceiling is the bes
 readings its bench processes took (every process measures it again). Also the bound the operation count puts
 on the share: the MLP's multiply-adds against those plus its tanh's vector operations.
 Figures only: nothing is saved, nothing here is a test.
+
+What it gave where the kernel was tuned (a 2-core AVX-512 Xeon, N = 2^16, K = 1000, 3 alternating
+rounds, two runs on different days): ``fused`` at 56-58% of the AVX-512 ceiling, the AVX2 build at
+67-68% of its own, the tanh-as-clamp diagnostic at 77-82%. Against the operation bound (the MLP's
+multiply-adds with the FMA ports busy on nothing else, ``studylib.costs.fma_port_bound``: 74.0% on
+AVX-512, whose division is three uops on those ports; 75.5% on AVX2, whose clamp is two
+operations; 98.6% for the diagnostic) that is 75-78%, 89-90% and 78-84%: most of the distance from
+the bound is the loop's (loads, tile ends, physics), the rest on AVX-512 its divisions, which the
+divider serves one zmm per ~10 cycles (a zmm vdivps alone costs the FMA ports 1.5 cycles while the
+divider keeps up: measured with 24 FMA chains beside it). The MLP alone reached 60.5% of the
+AVX-512 ceiling, 82% of its bound (perf's samples in mlp_tile: the k loop 56%, layer 1 21%, the
+tiles' tanh 23%), and the rollout kept 93.5% of its rate; the AVX2 build 67.5%, 89% and 98.5%.
+
+Tried there and not kept (each no faster, or slower, on both ISAs unless it says): each tile's tanh
+software-pipelined into the next tile's k loop; a layer's 64 tanh as one pass after its sums
+(slower on AVX-512, even on AVX2); a reciprocal estimate with Newton steps in place of vdivps, and
+AVX2's clamp as an abs, a min and a sign; each tile's divisions deferred through L1 into the next
+tile's k loop, three per eighth of it, with layer 3 as a pass of its own (3-9% slower on AVX-512);
+one division for two tanh (x_a P_a (Q_b r) and x_b P_b (Q_a r) with r = 1 / (Q_a Q_b)): the MLP
+alone 2% faster, the rollout no faster. mlp.cuh's mlp_forward itself, fully unrolled by GCC, is
+~90 KB of code with the tile spilled across it: a third of the FMA peak, hence the micro-kernel.
 """
 
 from __future__ import annotations

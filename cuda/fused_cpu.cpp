@@ -1,62 +1,26 @@
 // CPU build of the fused kernel (cuda/fused_kernel.cu): policy inference and simulation in one
 // call, K steps, from the same headers (cartpole.cuh, mlp.cuh) the GPU kernel compiles.
 //
-// The block loop of cpu_rollout.h (shared with cartpole_cpu.cpp), with the forces of each step
-// chosen by the MLP on the block's CartPoles (the observations); then the physics, termination and
-// same-step resets of cartpole.cuh, as in cpp. Nothing leaves the core between steps: the block's
-// state, its activations and the weights (18 KiB) stay in L1; no Python, no framework.
-//
-// The MLP (mlp.cuh) runs as a GEMM micro-kernel (mlp_tile below), lanes over environments: E SIMD
-// vectors of them (a Tile<E>, E * VL environments) go through the whole MLP together. Layer 2
-// (64 x 64, 90% of the flops) is done JB neurons at a time: E x JB accumulator vectors stay in
-// registers while k runs over the 64 inputs; at each k the E vectors of h1[k] are loaded once from
-// L1 and each of the JB weights w2[k][j] is broadcast once (vbroadcastss, a load-port uop, no
-// shuffle) and feeds E FMAs: E x JB FMAs for E + JB loads. The tile is chosen for the ISA at build
-// time (-march=native) to fill the vector register file without a spill (tests/test_flops.py
-// reads the inner loop's disassembly for AVX-512 and AVX2):
-//   AVX-512  32 zmm  VL = 16  E = 3  JB = 8   24 accumulators + 3 h + 1 w  blocks of 48 environments
-//   AVX/AVX2 16 ymm  VL = 8   E = 3  JB = 4   12 accumulators + 3 h + 1 w  blocks of 24 environments
-// Calls of fewer environments (wide() below) take blocks of CP_CPU_LANES (16) with a narrower
-// tile, as do the policies without the MLP (then the same loop as cpp).
-// The weights are read where the caller put them (studylib.native.pack_weights: w2 row-major,
-// (fan_in, fan_out)): the JB weights of one k are contiguous and the next k's 256 bytes on, the
-// order the tile reads them, and all 18 KiB stay in L1 across blocks and steps: no repacking would
-// save a load.
-// Each lane computes the forward pass as mlp.cuh's mlp_forward<JB> writes it for one environment:
-// mlp_tanh, the same operations in the same order (k ascending in every sum, one FMA per term) and
-// a correctly rounded division (vdivps, as the GPU's div.rn); only the loops are shaped for the
-// CPU (mlp_forward itself, fully unrolled by GCC, is ~90 KB of code with the tile spilled across
-// it: a third of the FMA peak). So the logits do not depend on the tile, the block or the vector
-// width (the AVX-512 and AVX2 builds give the same bits); they agree with the host build of the
-// CUDA kernel to float rounding (~1e-7: its scalar code is contracted differently).
-// What keeps the kernel below the FMA peak is the MLP's tanh, work the flop count leaves out: 128
-// per sample of mlp.cuh's 11 operations (a division among them) beside the MLP's 4480 FMAs. With
-// the FMA ports busy on nothing else the counted flops reach at most 75.5% of the peak on AVX2 (its
-// clamp is two operations) and 74.0% on AVX-512 (its division three uops on those ports)
-// (studylib.costs.fma_port_bound). On the 2-core AVX-512 Xeon this was tuned on (N = 2^16,
-// K = 1000, benchmarks/fused_fma_share.py, 3 alternating rounds, two runs on different days):
-// 56-58% of the AVX-512 ceiling, 67-68% of the AVX2 one for the x86-64-v3 build, and 77-82% with
-// the tanh replaced by one clamp (a diagnostic build, FUSED_TANH_CLAMP_ONLY below). The AVX2 build
-// runs at 89-90% of its operation bound, the AVX-512 one at 75-78%, and the diagnostic at 78-84%
-// of its own (98.6%): most of the
-// distance from the bound is the loop's (loads, tile ends, physics), the rest on AVX-512 its
-// divisions, which the divider serves one zmm per ~10 cycles. Measured here and not kept: each
-// tile's tanh software-pipelined into the next tile's k loop (slower on both ISAs), a layer's 64
-// tanh as one pass after its sums (slower on AVX-512, even on AVX2), a reciprocal estimate with Newton steps
-// in place of vdivps and AVX2's clamp as an abs, a min and a sign (no faster), and each tile's
-// divisions deferred through L1 into the next tile's k loop, three per eighth of it, with layer 3
-// as a pass of its own (3-9% slower on AVX-512, also written so that the k loop keeps every
-// accumulator in a register). Alone, a zmm vdivps costs the FMA ports its 3 uops (1.5 cycles)
-// while the divider keeps up, one per ~10 cycles (measured with 24 FMA chains beside it). Also not kept:
-// one division for two tanh (x_a P_a (Q_b r) and x_b P_b (Q_a r) with r = 1 / (Q_a Q_b): half the
-// divider's work for one more operation per tanh): the MLP alone 2% faster, the rollout no faster.
-// Where the rest goes, in one run of benchmarks/fused_fma_share.py: the MLP alone (fused_mlp_logits,
-// no simulation) reaches 60.5% of the AVX-512 ceiling, 82% of its bound (its k loop is 56% of the
-// samples perf takes in mlp_tile, layer 1 21%, the tiles' tanh 23%), and the rollout keeps 93.5% of
-// its rate; for the AVX2 build 67.5%, 89% of its bound, and 98.5%.
-// The physics and the MLP alternate by step within a block (a step's forces need its MLP, the next
-// step's MLP needs its physics): per block and step the MLP (~95% of the time at S = C = 1), then
-// the physics of the block's CartPoles (sin/cos from libmvec), termination and resets.
+// Design. The block loop of cpu_rollout.h (shared with cartpole_cpu.cpp, `cpp`): per block and
+// step, the MLP on the block's CartPoles (their observations) chooses the forces, then the physics,
+// termination and same-step resets of cartpole.cuh. Nothing leaves the core between steps: the
+// block's state, its activations and the weights (18 KiB) stay in L1; no Python, no framework.
+// The MLP runs as a GEMM micro-kernel (mlp_tile), lanes over environments: E SIMD vectors of them
+// (a Tile<E>) go through the whole MLP together; layer 2 (64 x 64, 90% of the flops) JB neurons at
+// a time, E x JB accumulators in registers while k runs over the 64 inputs, each weight broadcast
+// once (vbroadcastss) to feed E FMAs. The tile fills the ISA's register file without a spill
+// (tests/test_flops.py reads the inner loop's disassembly):
+//   AVX-512  32 zmm  VL = 16  E = 3  JB = 8   blocks of 48 environments
+//   AVX/AVX2 16 ymm  VL = 8   E = 3  JB = 4   blocks of 24 environments
+// Smaller calls, and the policies without the MLP, take blocks of CP_CPU_LANES (16), as cpp does.
+// The weights are read where studylib.native.pack_weights puts them (w2 row-major, fan_in x
+// fan_out: the JB weights of one k contiguous, the order the tile reads them).
+// Each lane computes mlp.cuh's mlp_forward<JB> for one environment: the same operations in the same
+// order (k ascending, one FMA per term, a correctly rounded division in mlp_tanh), so the logits do
+// not depend on the tile, the block or the vector width, and agree with the CUDA kernel's host
+// build to float rounding. What keeps the kernel below the FMA peak is the tanh (128 per sample
+// beside 4480 FMAs; studylib.costs.fma_port_bound); the measurements, and the variants tried and
+// not kept, are benchmarks/fused_fma_share.py's.
 //
 // fused_collect is the same loop with the MLP as a stochastic policy (actions sampled from the
 // softmax of its logits, mlp.cuh's mlp_sample) and every step's trajectory written

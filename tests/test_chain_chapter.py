@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from studylib import book
+from studylib.errors import ConfigError
 from studylib.book.pages import chain
 from studylib.book.claims import chain as claims_chain
 from studylib.harness.robotics import chain_study
@@ -52,22 +53,24 @@ def test_predictions_come_first_and_are_never_rewritten(tiny, tmp_path, monkeypa
     assert all(r["counts"]["calls_per_call"] >= 0 and r["flops_per_step"] == 740 for r in first)
 
 
-def _rows(impl, links, rates):
+def _rows(impl, links, rates, policy="none"):
     """Rows of one implementation: {(N, K): samples/s}, repeats ±1 %."""
-    return [{"impl": impl, "links": links, "num_envs": n, "steps": k, "samples_per_s": v, "state_factor": 1,
+    return [{"impl": impl, "policy": policy, "links": links, "num_envs": n, "steps": k, "samples_per_s": v, "state_factor": 1,
              "compute_factor": 1, "samples_per_s_min": 0.99 * v, "samples_per_s_max": 1.01 * v,
              "seconds_per_repeat": 0.1, "calls_per_repeat": max(1, int(0.1 * v / (n * k)))}
             for (n, k), v in rates.items()]
 
 
 def test_prediction_errors_and_their_summary():
-    predicted = pd.DataFrame([{"impl": "cpp", "links": 2, "num_envs": 16, "steps": 1, "predicted_samples_per_s": 4e6,
-                               "regime": "compute-bound"},
-                              {"impl": "cpp", "links": 2, "num_envs": 256, "steps": 1, "predicted_samples_per_s": 1e6,
-                               "regime": "compute-bound"}])
+    predicted = pd.DataFrame([{"impl": "cpp", "policy": "none", "links": 2, "num_envs": 16, "steps": 1,
+                               "predicted_samples_per_s": 4e6, "regime": "compute-bound"},
+                              {"impl": "cpp", "policy": "none", "links": 2, "num_envs": 256, "steps": 1,
+                               "predicted_samples_per_s": 1e6, "regime": "compute-bound"},
+                              {"impl": "cpp", "policy": "mlp", "links": 2, "num_envs": 16, "steps": 1,
+                               "predicted_samples_per_s": 1e9, "regime": "compute-bound"}])
     measured = pd.DataFrame(_rows("cpp", 2, {(16, 1): 1e6, (256, 1): 1e6}))
     e = chain.prediction_errors(predicted, measured)
-    assert list(e["log2_error"]) == [2.0, 0.0]
+    assert list(e["log2_error"]) == [2.0, 0.0]  # a prediction of another policy's point is not this one's
     s = chain.error_summary(e).iloc[0]
     assert (s["impl"], s["points"], s["median"], s["within 2x"]) == ("cpp", 2, 1.0, 0.5)
 
@@ -101,6 +104,37 @@ def test_findings_per_n_follow_the_rules():
     assert not claims_chain.chain_findings(P, pd.DataFrame())
 
 
+def test_with_the_mlp_the_findings_are_labelled_and_fusion_is_the_fused_kernel():
+    """Under the MLP, cpp steps one call per step with the policy in PyTorch between (the paper's C++
+    row of F.1), and F.3's manual fusion is the implementation whose record fuses the MLP (fused);
+    each finding is labelled with its policy and F.4 is judged without a policy only."""
+    P = book.params("chain", preset="tiny", steps=[1, 100])
+    none = (_rows("gym", 2, {(16, 1): 1e3}) + _rows("cpp", 2, {(16, 1): 1e6, (16, 100): 2e7})
+            + _rows("jax", 2, {(16, 1): 1e5, (16, 100): 4e5}))
+    mlp = (_rows("gym", 2, {(16, 1): 5e2}, "mlp") + _rows("cpp", 2, {(16, 1): 1e5, (16, 100): 1e5}, "mlp")
+           + _rows("fused", 2, {(16, 1): 2e5, (16, 100): 8e6}, "mlp") + _rows("jax", 2, {(16, 1): 5e4, (16, 100): 2e5}, "mlp"))
+    labelled = claims_chain.labelled_findings(P, pd.DataFrame(none + mlp))
+    by = {(name, f.key): f for name, f in labelled}
+    assert {name for name, _ in labelled} == {"n = 2", "n = 2, MLP"}
+    assert by[("n = 2", "f3_fusion")].value == pytest.approx(20.0)  # cpp K = 1 -> 100
+    assert by[("n = 2, MLP", "f3_fusion")].value == pytest.approx(40.0)  # fused, not cpp (1x)
+    assert by[("n = 2, MLP", "f3_fused_over_xla")].value == pytest.approx(8e6 / 2e5)
+    assert "fused over jax" in by[("n = 2, MLP", "f3_fused_over_xla")].quantity
+    assert by[("n = 2, MLP", "f1_cpp_over_gym")].value == pytest.approx(1e5 / 5e2)
+    assert all("MLP policy" in f.quantity for name, f in labelled if name.endswith("MLP"))
+    table = claims_chain.verdict_table(labelled)
+    assert list(table.columns[:2]) == ["finding", "policy"] and set(table["policy"]) == {"none", "MLP"}
+    assert "n = 2" in table.columns and "n = 2, MLP" not in table.columns
+    answer = chain.answer(P, labelled)
+    assert "over 2 (n, policy)" in answer and "with the Gaussian MLP policy (labelled MLP)" in answer
+    P2 = book.params("chain", preset="tiny", policies=["none", "mlp"])
+    points = chain.chain_points(P2)[0]
+    assert {p.env.impl for p in points if p.policy == "mlp"} >= {"cpp", "fused"}
+    assert "fused" not in {p.env.impl for p in points if p.policy == "none"}
+    with pytest.raises(ConfigError, match="unknown policy"):
+        book.params("chain", preset="tiny", policies=["random"])
+
+
 def test_the_chapter_is_registered_with_its_files():
     ch = book.CHAPTERS["chain"]
     assert ch.files == (chain_study.PREDICTIONS, chain_study.MEASUREMENTS, chain.ENGINES_FILE, "chain_formulations") and ch.findings is None  # not in the CartPole tally
@@ -126,7 +160,8 @@ def test_the_manual_fusion_table_is_f3s_comparison_at_one_k_per_n():
         _, measured = chain.chain_data(P)
     fx = chain.fused_over_xla(measured)
     assert len(fx) and (fx.groupby("links")["steps"].nunique() == 1).all()
-    f3 = {f.quantity.split(",")[0]: f.value for f in chain_findings(P, measured) if f.key == "f3_fused_over_xla"}
+    f3 = {f.quantity.split(",")[0]: f.value for f in chain_findings(P, measured)
+          if f.key == "f3_fused_over_xla" and "no policy" in f.quantity}
     for n, median in fx.groupby("links")["fused_over_xla"].median().items():
         assert median == pytest.approx(f3[f"chain n = {n}"], rel=1e-12)
 
@@ -166,13 +201,15 @@ def test_the_chains_verdicts_read_as_one_table_a_row_per_comparison():
         _, measured = chain.chain_data(P)
     labelled = claims_chain.labelled_findings(P, measured)
     table = claims_chain.verdict_table(labelled)
-    assert len(table) == len({f.key for _, f in labelled})
-    assert list(table.columns[3:]) == list(dict.fromkeys(label for label, _ in labelled))
-    by = table.set_index(table["finding"] + "|" + table["claim"])
-    for label, f in labelled:
+    policy_of = {"": "none", ", MLP": "MLP"}
+    assert len(table) == len({(f.key, name.endswith("MLP")) for name, f in labelled})
+    assert list(table.columns[4:]) == list(dict.fromkeys(name.removesuffix(", MLP") for name, _ in labelled))
+    by = table.set_index(table["finding"] + "|" + table["policy"] + "|" + table["claim"])
+    for name, f in labelled:
         from studylib.book.claims.paper import PAPER
 
-        cell = by.loc[f"{f.finding}|{PAPER[f.key].claim}", label]
+        policy = policy_of[", MLP" if name.endswith(", MLP") else ""]
+        cell = by.loc[f"{f.finding}|{policy}|{PAPER[f.key].claim}", name.removesuffix(", MLP")]
         assert cell.startswith(f.ours_text + ": ")
 
 
@@ -197,7 +234,7 @@ def test_mujocos_engine_runs_the_chain_in_environment_steps_and_resumes(tmp_path
 
     monkeypatch.setattr(sweep, "_measure_or_skip", no_measuring)
     assert chain.chain_engine_data(P)["samples_per_s"][0] == df["samples_per_s"][0]
-    measured = pd.DataFrame([{"impl": "cpp", "links": 2, "num_envs": 4, "steps": 3, "samples_per_s": 1e6},
-                             {"impl": "jax", "links": 2, "num_envs": 4, "steps": 3, "samples_per_s": 1e5}])
+    measured = pd.DataFrame([{"impl": "cpp", "policy": "none", "links": 2, "num_envs": 4, "steps": 3, "samples_per_s": 1e6},
+                             {"impl": "jax", "policy": "none", "links": 2, "num_envs": 4, "steps": 3, "samples_per_s": 1e5}])
     side = chain.engines_beside_ours(measured, df)
     assert side["fused_over_engine"][0] == pytest.approx(1e6 / df["env_steps_per_s"][0])

@@ -111,7 +111,8 @@ def ours_text(group: list[Labelled]) -> str:
     unit = group[0].finding.unit
     text = (f"{min(values):.0f}–{max(values):.0f} %" if unit == "%" else
             fmt_x(values[0]) if fmt_x(min(values)) == fmt_x(max(values)) else f"{fmt_x(min(values))} to {fmt_x(max(values))}")
-    what = "n" if group[0].chapter == "chain" else "(model, policy)"
+    chain_policies = any(", " in x.label for x in group)  # the chain's labels name the policy when it is the MLP
+    what = ("(n, policy)" if chain_policies else "n") if group[0].chapter == "chain" else "(model, policy)"
     return f"{text} over {len(group)} {what}"
 
 

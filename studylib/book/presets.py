@@ -178,10 +178,11 @@ class BeyondParams(ChapterParams):
 
 @dataclass(frozen=True, kw_only=True)
 class ChainParams(ChapterParams):
-    """The n-link chain (studylib.sims.chain), policy "none": the implementations whose records
-    implement it."""
+    """The n-link chain (studylib.sims.chain): the implementations whose records implement it, under
+    each of ``policies`` (measured); a policy's rows saved by another run are read besides."""
 
     links: Sizes  # n, the chain's links
+    policies: Names = ("none",)  # "none": the hashed controls (the paper's Fig 8/9); "mlp": the Gaussian MLP
     engines: Names = ()  # MuJoCo's engines on the chain's MJCF at every n (harness.robotics.engines.ENGINES)
     formulations: Names = ()  # XLA's formulations of the physics compared (sims.chain.dynamics_xla.FORMULATIONS)
     formulation_links: Sizes = ()  # the n they are compared at
@@ -191,16 +192,20 @@ class ChainParams(ChapterParams):
     def check(self) -> None:
         super().check()
         from ..harness.robotics.engines import engine_record
+        from ..settings import check_policy
         from ..sims.chain.dynamics_xla import FORMULATIONS
 
         for name in self.engines:
             engine_record(name)
+        for name in self.policies:
+            check_policy(name)
         for name in self.formulations:
             if name not in FORMULATIONS:
                 raise ConfigError(f"unknown formulation {name!r}; valid: {', '.join(FORMULATIONS)}")
 
     def described(self) -> list[str]:
-        return [f"links n = {fmt_list(self.links)}"] + ([f"engines: {', '.join(self.engines)}"] if self.engines else [])
+        return ([f"links n = {fmt_list(self.links)}", f"policies: {', '.join(self.policies)}"]
+                + ([f"engines: {', '.join(self.engines)}"] if self.engines else []))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,8 +1,9 @@
-"""F.1–F.3 measured on the n-link chain (book/chain.md), by the rules CartPole's are judged by
-(``claims_base.row``, ``analysis.RULES``), one set of rows per n. The chapter measures the chain
-without a policy (the paper's "no policy" configuration: hashed controls), so every comparison here
-is of the simulation and its episode rules, where the paper's F.1 and F.2 include the MLP's
-inference: the quantity says so.
+"""F.1–F.4 measured on the n-link chain (book/chain.md), by the rules CartPole's are judged by
+(``claims_base.row``, ``analysis.RULES``), one set of rows per policy and n. Without a policy (the
+paper's "no policy" configuration of Figs 8-9: hashed controls) a comparison is of the simulation and
+its episode rules; with the Gaussian MLP ("mlp") the policy's inference runs between the steps, as
+in the paper's F.1 and F.2 (Figs 4-6), and inside the kernel of the native implementation. The
+quantity and the label say which.
 
 Per n, each the paper's comparison on the chain's rows of that n:
   F.1  the best vectorized implementation (torch, jax) over gym's loop, largest over N; cpp over gym
@@ -24,6 +25,7 @@ from .base import Finding, on_gpu, ratio_reason, row
 from .paper import PAPER
 from ..format import fmt_x
 from ..presets import ChainParams
+from ...implspec import book_order, spec
 
 VECTORIZED = ("torch", "jax")  # the paper's F.1 "DL framework (PyTorch) and ML compiler (XLA)" rows
 
@@ -43,10 +45,33 @@ def _where(d: pd.DataFrame, a: str, b: str) -> str:
     return "both on the same CPU cores (the paper's figure is a GPU's)"
 
 
-def links_rows(n: int, d: pd.DataFrame, kmax: int) -> list[Finding]:
-    """The F.1–F.3 rows of the chain with ``n`` links (``d``: its measured rows); each reason gives
-    the per-step times at the N that make its headline (``claims_base.ratio_reason``)."""
-    rows, impls, tag = [], set(d["impl"]), f"chain n = {n}, no policy"
+POLICY_TAGS = {"none": "no policy", "mlp": "MLP policy"}  # in each quantity: which configuration it compares
+SIM = "chain"
+
+
+def fused_impl(policy: str) -> str | None:
+    """The chain's manual fusion under ``policy``, from the records: the first implementation (book
+    order) that steps it in a native call of K steps with that policy inside (dispatch "native",
+    ``policy`` in its fused_policies): cpp without a policy, fused with the MLP (cpp runs the MLP in
+    PyTorch between one-step calls, as the paper's C++ implementation)."""
+    return next((n for n in book_order() if spec(n).implements(SIM) and spec(n).dispatch == "native"
+                 and policy in spec(n).fused_policies), None)
+
+
+def xla_impl() -> str | None:
+    """The chain's XLA implementation (dispatch "compiled"), from the records."""
+    return next((n for n in book_order() if spec(n).implements(SIM) and spec(n).dispatch == "compiled"), None)
+
+
+def label(n: int, policy: str) -> str:
+    """A finding's label on the page: "n = 2" without a policy, "n = 2, MLP" with the MLP."""
+    return f"n = {n}" + ("" if policy == "none" else f", {policy.upper()}")
+
+
+def links_rows(n: int, d: pd.DataFrame, kmax: int, policy: str = "none") -> list[Finding]:
+    """The F.1–F.3 rows of the chain with ``n`` links under ``policy`` (``d``: its measured rows);
+    each reason gives the per-step times at the N that make its headline (``claims_base.ratio_reason``)."""
+    rows, impls, tag = [], set(d["impl"]), f"chain n = {n}, {POLICY_TAGS[policy]}"
     gym = best_rates_by_n(d[d["impl"] == "gym"])
     vec = [i for i in VECTORIZED if i in impls]
     if "gym" in impls and vec:
@@ -68,23 +93,24 @@ def links_rows(n: int, d: pd.DataFrame, kmax: int) -> list[Finding]:
         rows.append(row("F.2", "speedup", f"{tag}: jax (K = {kmax}) over torch (its best K), median over N{_against_papers_k(kmax)}",
                         "f2_xla_over_torch", r, ratio_reason(jax, torch, r, f"jax (K = {kmax})", "torch (its best K)")
                         + f"; {_where(d, 'jax', 'torch')}"))
-    for impl, key in (("cpp", "f3_fusion"), ("jax", "f3_xla_k1_to_k1000")):
+    fused, xla = fused_impl(policy), xla_impl()
+    for impl, key in ((fused, "f3_fusion"), (xla, "f3_xla_k1_to_k1000")):
         if impl in impls and kmax > 1:
-            what = "fusion alone" if impl == "cpp" else "XLA's scan"
+            what = "fusion alone" if impl == fused else "XLA's scan"
             at = at_knobs(d[d["impl"] == impl], 1, 1)
             hi, lo = rates_by_n(at[at["steps"] == kmax]), rates_by_n(at[at["steps"] == 1])
             r = ratio_by_n(hi, lo)
             rows.append(row("F.3", "speedup", f"{tag}: {what}, {impl} K = 1 → {kmax}, median over N{_against_papers_k(kmax)}",
                             key, r,
                             ratio_reason(hi, lo, r, f"{impl} at K = {kmax}", f"{impl} at K = 1")))
-    if {"cpp", "jax"} <= impls and kmax > 1:
+    if {fused, xla} <= impls and kmax > 1:
         at = d[d["steps"] == kmax]
-        cpp, jax = rates_by_n(at[at["impl"] == "cpp"]), rates_by_n(at[at["impl"] == "jax"])
-        r = ratio_by_n(cpp, jax)
-        rows.append(row("F.3", "speedup", f"{tag}: cpp over jax at K = {kmax}, median over N{_against_papers_k(kmax)}",
+        hi, lo = rates_by_n(at[at["impl"] == fused]), rates_by_n(at[at["impl"] == xla])
+        r = ratio_by_n(hi, lo)
+        rows.append(row("F.3", "speedup", f"{tag}: {fused} over {xla} at K = {kmax}, median over N{_against_papers_k(kmax)}",
                         "f3_fused_over_xla",
-                        r, ratio_reason(cpp, jax, r, f"cpp (K = {kmax})", f"jax (K = {kmax})") + "; "
-                        + _where(d, "cpp", "jax").replace("the paper's figure is a GPU's", "the paper's figure sets "
+                        r, ratio_reason(hi, lo, r, f"{fused} (K = {kmax})", f"{xla} (K = {kmax})") + "; "
+                        + _where(d, fused, xla).replace("the paper's figure is a GPU's", "the paper's figure sets "
                                                           "a CUDA kernel against XLA's GPU kernels")))
     return rows
 
@@ -105,13 +131,14 @@ def _halves_growth(gain: pd.Series) -> float:
     return float(gain.iloc[-half:].median() / gain.iloc[:half].median())
 
 
-def compute_bound_row(measured: pd.DataFrame, kmax: int, fused: str = "cpp") -> Finding | None:
+def compute_bound_row(measured: pd.DataFrame, kmax: int, policy: str = "none") -> Finding | None:
     """F.4 on the chain's axis. The paper (§4.2, Fig 9): "The more compute-bound the workload is,
     the less speedup that comes from fusion"; it varies C at fixed bytes, the chain varies n, whose
     flops per byte grow about as n². The fusion speedup (``fused`` K = 1 → ``kmax``, median over N)
     per n, ordered by flops per byte; judged by "falls" on the upper half's median over the lower
     half's, the reason giving every n and the value without each n in turn. None with fewer than
-    three n."""
+    three n. ``fused``: the policy's manual fusion (``fused_impl``)."""
+    fused = fused_impl(policy)
     gains = {int(n): float(k_speedup_spread(d, fused, 1, kmax)["value"].median())
              for n, d in measured[measured["impl"] == fused].groupby("links")}
     gain = pd.Series({flops_per_byte(n): g for n, g in gains.items()}).dropna().sort_index()
@@ -121,21 +148,28 @@ def compute_bound_row(measured: pd.DataFrame, kmax: int, fused: str = "cpp") -> 
     without = [_halves_growth(gain.drop(x)) for x in gain.index]
     reason = (f"{fused} K = 1 → {kmax} per n ({by_n}); the upper half's median over the lower half's is "
               f"{fmt_x(_halves_growth(gain))}, {fmt_x(min(without))} to {fmt_x(max(without))} without any one n")
-    return row("F.4", "falls", f"chain, no policy: fusion speedup ({fused} K = 1 → {kmax}, median over N) where the "
+    return row("F.4", "falls", f"chain, {POLICY_TAGS[policy]}: fusion speedup ({fused} K = 1 → {kmax}, median over N) where the "
                "flops per byte are high over where they are low", "f4_less_when_compute_bound", _halves_growth(gain),
                reason, paper_text="smaller when more compute-bound (§4.2)")
 
 
 def labelled_findings(P: ChainParams, measured: pd.DataFrame) -> list[tuple[str, Finding]]:
-    """Every n's rows, in the order of n, each labelled with its n ("n = 2"), then F.4 across n
-    (labelled with the n it spans)."""
+    """Per policy measured (without one first): every n's rows, in the order of n, each labelled
+    with its n and policy (``label``), then, without a policy, F.4 across n (labelled with the n it
+    spans)."""
     if measured.empty:
         return []
-    kmax = max(P.steps)
-    links = sorted(int(n) for n in measured["links"].unique())
-    rows = [(f"n = {n}", r) for n in links for r in links_rows(n, measured[measured["links"] == n], kmax)]
-    f4 = compute_bound_row(measured, kmax)
-    return rows + ([(f"across n = {links[0]}…{links[-1]}", f4)] if f4 is not None else [])
+    kmax, out = max(P.steps), []
+    for policy in [p for p in POLICY_TAGS if (measured["policy"] == p).any()]:
+        d = measured[measured["policy"] == policy]
+        links = sorted(int(n) for n in d["links"].unique())
+        out += [(label(n, policy), r) for n in links for r in links_rows(n, d[d["links"] == n], kmax, policy)]
+        # F.4 without a policy only, as the paper's (Fig 9: "no policy"): the chain's axis is the
+        # physics' flops per byte, which the MLP's fixed 12 kflop per step would blur
+        f4 = compute_bound_row(d, kmax, policy=policy) if policy == "none" else None
+        if f4 is not None:
+            out.append((f"across n = {links[0]}…{links[-1]}" + label(0, policy)[5:], f4))
+    return out
 
 
 def chain_findings(P: ChainParams, measured: pd.DataFrame) -> list[Finding]:
@@ -145,19 +179,22 @@ def chain_findings(P: ChainParams, measured: pd.DataFrame) -> list[Finding]:
 
 def verdict_table(labelled: list[tuple[str, Finding]]) -> pd.DataFrame:
     """The chain's verdicts as one table: a row per comparison of the paper's (finding, its claim,
-    the paper's value), a column per label ("n = 1", …, F.4's "across n = 1…6") holding ours and
-    the verdict there ("—" where that comparison was not made at it)."""
+    the paper's value) and policy, a column per n ("n = 1", …, F.4's "across n = 1…6") holding ours
+    and the verdict there ("—" where that comparison was not made at it)."""
     from .analysis import PARTLY, REPRODUCED
 
     short = {REPRODUCED: "reproduced", PARTLY: "partly"}
-    labels = list(dict.fromkeys(label for label, _ in labelled))
-    rows: dict[str, dict] = {}
-    for label, f in labelled:
-        r = rows.setdefault(f.key, {"finding": f.finding, "claim": PAPER[f.key].claim, "paper": f.paper_text})
+    mlp = label(0, "mlp")[5:]  # ", MLP": the labels' policy part
+    columns = list(dict.fromkeys(name.removesuffix(mlp) for name, _ in labelled))
+    rows: dict[tuple, dict] = {}
+    for name, f in labelled:
+        policy = "MLP" if name.endswith(mlp) else "none"
+        r = rows.setdefault((f.key, policy), {"finding": f.finding, "policy": policy, "claim": PAPER[f.key].claim,
+                                              "paper": f.paper_text})
         verdict = short.get(f.judgement.verdict, "not reproduced" if f.judgement.verdict.startswith("not rep") else
                             f.judgement.verdict)
-        r[label] = f"{f.ours_text}: {verdict}" + (" (borderline)" if f.borderline else "")
+        r[name.removesuffix(mlp)] = f"{f.ours_text}: {verdict}" + (" (borderline)" if f.borderline else "")
     out = pd.DataFrame(list(rows.values()))
-    for label in labels:
-        out[label] = out[label].fillna("—") if label in out else "—"
-    return out[["finding", "claim", "paper", *labels]]
+    for column in columns:
+        out[column] = out[column].fillna("—") if column in out else "—"
+    return out[["finding", "policy", "claim", "paper", *columns]]

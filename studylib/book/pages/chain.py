@@ -23,15 +23,24 @@ from ..plans import _measured, capped_points
 from ..presets import ChainParams
 from ..comparisons import Labelled, comparisons_text
 
-KEY = ["impl", "links", "num_envs", "steps"]
+KEY = ["impl", "policy", "links", "num_envs", "steps"]
 
 
-def chain_points(P: ChainParams):
-    """(points, dropped): policy "none" points of the chain for the chapter's implementations whose
-    records implement it, every n × N × K whose work per call N·K is within the cap."""
+def chain_points(P: ChainParams, policies=None):
+    """(points, dropped): the chain's points under each of ``policies`` (None: the chapter's
+    ``P.policies``) for the chapter's implementations whose records implement it, every n × N × K
+    whose work per call N·K is within the cap."""
     record = sims.sim(chain_study.SIM)
     impls = [i for i in P.impls if spec(i).implements(chain_study.SIM)]
-    return capped_points(P, impls, "none", sim=chain_study.SIM, params=[record.params_of({"links": n}) for n in P.links])
+    points, dropped = [], []
+    for policy in P.policies if policies is None else policies:
+        fused = fused_and_xla(policy)[0]  # the policy's manual fusion (the MLP's: fused, not a paper row)
+        p, d = capped_points(P, book_order(impls + [fused] if fused and fused not in impls else impls), policy,
+                             sim=chain_study.SIM,
+                             params=[record.params_of({"links": n}) for n in P.links])
+        points += p
+        dropped += [x for x in d if x not in dropped]
+    return points, dropped
 
 
 def chain_predictions(P: ChainParams, points=None) -> pd.DataFrame:
@@ -47,10 +56,41 @@ def chain_predictions(P: ChainParams, points=None) -> pd.DataFrame:
 
 
 def chain_data(P: ChainParams) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(predictions, measurements): the predictions of every point first, then the measurements."""
+    """(predictions, measurements): the predictions of every point first, then the measurements;
+    the same grid's rows under the policies the chapter does not measure (``saved_beyond_plan``) are
+    read besides, with their saved predictions."""
     points, dropped = chain_points(P)
     predicted = chain_predictions(P, points)
-    return predicted, _measured(chain_study.MEASUREMENTS, P, points, dropped)
+    measured = _measured(chain_study.MEASUREMENTS, P, points, dropped)
+    more_predicted, more = saved_beyond_plan(P)
+    if len(more):
+        attrs = measured.attrs
+        measured = pd.concat([measured, more], ignore_index=True)
+        measured.attrs.update(attrs)
+        predicted = pd.concat([predicted, more_predicted], ignore_index=True)
+    return predicted, measured
+
+
+def saved_beyond_plan(P: ChainParams) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(predictions, measurements) of the chapter's grid under the policies it does not measure
+    (``settings.POLICIES`` less ``P.policies``), as saved in the data file (another run's, e.g. the
+    paper preset's or a committed snapshot's): read, never measured, never predicted here."""
+    from ...harness.sweep import POINTS, read_saved
+    from ...harness.data.provenance import machine_key
+    from ...settings import POLICIES
+
+    others = [p for p in POLICIES if p not in P.policies]
+    if not others:
+        return pd.DataFrame(), pd.DataFrame()
+    points = chain_points(P, others)[0]
+    folder = P.machine or machine_key()
+    saved = read_saved(chain_study.MEASUREMENTS, points, POINTS, data_dir=P.data_dir, machine=folder)
+    measured = pd.DataFrame(saved.rows)
+    if measured.empty:
+        return pd.DataFrame(), pd.DataFrame()
+    measured["machine"] = saved.machines
+    forecast = read_saved(chain_study.PREDICTIONS, points, chain_study.KEYING, data_dir=P.data_dir, machine=folder)
+    return pd.DataFrame(forecast.rows), measured
 
 
 ENGINES_FILE = "chain_engines"  # MuJoCo's engines on the chain, apart from the engines chapter's rows
@@ -93,6 +133,7 @@ def engines_beside_ours(measured: pd.DataFrame, engines: pd.DataFrame) -> pd.Dat
     our fused implementation's (cpp) and XLA's (jax), and cpp over the engine: the same model in a
     general engine and in code written for it."""
     fused, xla = fused_and_xla()
+    measured = no_policy(measured)
     if engines.empty or measured.empty:
         return pd.DataFrame()
     ours = measured[measured["impl"].isin([fused, xla])].pivot_table(
@@ -266,13 +307,19 @@ def flops_per_step(links: int) -> int:
     return work_per_step(links)["flops_per_step"]
 
 
-def fused_and_xla() -> tuple[str | None, str | None]:
-    """The chain's fused implementation (a native call of K steps: the record's dispatch "native"
-    with policy "none" fused) and its XLA one (dispatch "compiled"), from their records."""
-    records = [spec(i) for i in book_order() if spec(i).implements(chain_study.SIM)]
-    fused = next((r.name for r in records if r.dispatch == "native" and "none" in r.fused_policies), None)
-    xla = next((r.name for r in records if r.dispatch == "compiled"), None)
-    return fused, xla
+def no_policy(measured: pd.DataFrame) -> pd.DataFrame:
+    """The rows without a policy (the hashed controls): the physics comparisons' (the §7 table,
+    MuJoCo's engines, which run open-loop, F.4's fusion gain)."""
+    return measured[measured["policy"] == "none"] if len(measured) else measured
+
+
+def fused_and_xla(policy: str = "none") -> tuple[str | None, str | None]:
+    """The chain's fused implementation under ``policy`` (a native call of K steps with the policy
+    inside: cpp without one, fused with the MLP) and its XLA one, from their records
+    (``claims_chain.fused_impl``, ``xla_impl``)."""
+    from ..claims.chain import fused_impl, xla_impl
+
+    return fused_impl(policy), xla_impl()
 
 
 def fused_over_xla(measured: pd.DataFrame) -> pd.DataFrame:
@@ -284,6 +331,7 @@ def fused_over_xla(measured: pd.DataFrame) -> pd.DataFrame:
     ``attrs``)."""
     fused, xla = fused_and_xla()
     rows = []
+    measured = no_policy(measured)
     for n, d in measured.groupby("links") if len(measured) else []:
         both = set(d[d["impl"] == fused]["steps"]) & set(d[d["impl"] == xla]["steps"])
         if not both:
@@ -379,9 +427,15 @@ def answer(P: ChainParams, labelled) -> str:
     verdict, then each comparison with ours over the n beside the paper's (``comparisons.comparisons_text``)."""
     if not labelled:
         return "The chain was not measured in this build, so the paper's comparisons are not made on it here."
-    links = ", ".join(dict.fromkeys(label[4:] for label, _ in labelled if label.startswith("n = ")))
+    from ..claims.chain import label as policy_label
+
+    mlp = policy_label(0, "mlp")[5:]
+    links = ", ".join(dict.fromkeys(name[4:].removesuffix(mlp) for name, _ in labelled if name.startswith("n = ")))
+    with_mlp = any(name.endswith(mlp) for name, _ in labelled)
     found = [f for _, f in labelled]
-    return (f"On the chain at n = {links} links, measured on {answers.where(P)} without a policy (the simulation and "
-            f"its episode rules, K up to {max(P.steps)}), the paper's comparisons, each judged by CartPole's rule once "
-            f"per n (F.4 once across n), give {answers.counts_text(found)}. By comparison: "
+    how = ("without a policy (the simulation and its episode rules) and with the Gaussian MLP policy (labelled MLP)"
+           if with_mlp else "without a policy (the simulation and its episode rules)")
+    return (f"On the chain at n = {links} links, measured on {answers.where(P)} {how}, K up to {max(P.steps)}, the "
+            f"paper's comparisons, each judged by CartPole's rule once per n{' and policy' if with_mlp else ''} (F.4 "
+            f"once across n), give {answers.counts_text(found)}. By comparison: "
             + comparisons_text([Labelled("chain", label, f) for label, f in labelled]) + ".")
