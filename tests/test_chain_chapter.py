@@ -12,12 +12,12 @@ import pandas as pd
 import pytest
 
 from studylib import book
-from studylib.errors import ConfigError
-from studylib.book.pages import chain
 from studylib.book.claims import chain as claims_chain
-from studylib.harness.robotics import chain_study
+from studylib.book.pages import chain
+from studylib.errors import ConfigError
 from studylib.harness.data import provenance
 from studylib.harness.model.costmodel import Counts
+from studylib.harness.robotics import chain_study
 from tests.test_costmodel import SYNTH
 
 
@@ -150,8 +150,8 @@ def test_the_manual_fusion_table_is_f3s_comparison_at_one_k_per_n():
     """The §7 table's median per n is F.3's cpp-over-jax headline of that n: one K per n (a median
     mixing K = 100 at small N with K = 1 at large N gave the page two figures for one comparison)."""
     from studylib import book
-    from studylib.book.pages import chain
     from studylib.book.claims.chain import chain_findings
+    from studylib.book.pages import chain
     from studylib.harness.sweep import READ_ONLY, session
     from tests.snapshot_cases import ROOT, SNAPSHOT
 

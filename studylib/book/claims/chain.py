@@ -20,12 +20,19 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .analysis import LARGEST, at_knobs, best_rates_by_n, k_speedup_spread, rates_by_n, ratio_by_n
-from .base import Finding, on_gpu, ratio_reason, row
-from .paper import PAPER
+from ...implspec import book_order, spec
 from ..format import fmt_x
 from ..presets import ChainParams
-from ...implspec import book_order, spec
+from .analysis import (
+    LARGEST,
+    at_knobs,
+    best_rates_by_n,
+    k_speedup_spread,
+    rates_by_n,
+    ratio_by_n,
+)
+from .base import Finding, on_gpu, ratio_reason, row
+from .paper import PAPER
 
 VECTORIZED = ("torch", "jax")  # the paper's F.1 "DL framework (PyTorch) and ML compiler (XLA)" rows
 

@@ -11,7 +11,6 @@ page shows. The findings on it are claims_chain.py's.
 
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 
@@ -19,9 +18,9 @@ from ... import sims
 from ...harness.robotics import chain_study
 from ...implspec import book_order, spec
 from .. import answers
+from ..comparisons import Labelled, comparisons_text
 from ..plans import _measured, capped_points
 from ..presets import ChainParams
-from ..comparisons import Labelled, comparisons_text
 
 KEY = ["impl", "policy", "links", "num_envs", "steps"]
 
@@ -75,8 +74,8 @@ def saved_beyond_plan(P: ChainParams) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(predictions, measurements) of the chapter's grid under the policies it does not measure
     (``settings.POLICIES`` less ``P.policies``), as saved in the data file (another run's, e.g. the
     paper preset's or a committed snapshot's): read, never measured, never predicted here."""
-    from ...harness.sweep import POINTS, read_saved
     from ...harness.data.provenance import machine_key
+    from ...harness.sweep import POINTS, read_saved
     from ...settings import POLICIES
 
     others = [p for p in POLICIES if p not in P.policies]
