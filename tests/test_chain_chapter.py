@@ -127,6 +127,7 @@ def test_with_the_mlp_the_findings_are_labelled_and_fusion_is_the_fused_kernel()
     assert "n = 2" in table.columns and "n = 2, MLP" not in table.columns
     answer = chain.answer(P, labelled)
     assert "over 2 (n, policy)" in answer and "with the Gaussian MLP policy (labelled MLP)" in answer
+    assert "(n = 2; n = 2, MLP)" in answer  # the labels of one verdict, each whole
     P2 = book.params("chain", preset="tiny", policies=["none", "mlp"])
     points = chain.chain_points(P2)[0]
     assert {p.env.impl for p in points if p.policy == "mlp"} >= {"cpp", "fused"}

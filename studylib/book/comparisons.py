@@ -59,7 +59,10 @@ def chapter_link(name: str) -> str:
 
 
 def labels_text(labels: list[str]) -> str:
-    """"n = 1", "n = 3" -> "n = 1, 3"; other labels listed."""
+    """"n = 1", "n = 3" -> "n = 1, 3"; other labels listed ("; " between labels that hold a comma,
+    as the chain's "n = 2, MLP")."""
+    if any(", " in lab for lab in labels):
+        return "; ".join(labels)
     if labels and all(lab.startswith("n = ") for lab in labels):
         return "n = " + ", ".join(lab[4:] for lab in labels)
     return ", ".join(labels)
