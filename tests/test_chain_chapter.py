@@ -81,7 +81,14 @@ def test_fused_over_xla_at_the_largest_common_k():
     fx = table.iloc[0]
     assert (table.attrs["fused"], table.attrs["xla"]) == ("cpp", "jax")  # from the records' dispatch
     assert (fx["steps"], fx["fused_over_xla"]) == (100, 50.0)
-    assert fx["fused_gflop_per_s"] == pytest.approx(2e7 * 1760 / 1e9)
+    assert fx["fused_gflop_per_s"] == pytest.approx(2e7 * 1760 / 1e9) and np.isnan(fx["fma_share"])
+    measured = pd.concat([measured, pd.DataFrame(_rows("fused", 2, {(16, 1): 1e5, (16, 100): 1e6}, "mlp")
+                                                 + _rows("jax", 2, {(16, 100): 2e5}, "mlp"))])
+    table = chain.fused_over_xla(measured, fma_flops_per_s=1e11)
+    mlp = table[table["policy"] == "mlp"].iloc[0]
+    flops = 1760 + 2 * 9 * 64 + 64 + 2 * 64 * 64 + 64 + 2 * 64 + 1  # the chain's and the MLP's per step at n = 2
+    assert (mlp["fused_impl"], mlp["fused_over_xla"]) == ("fused", 5.0)
+    assert mlp["fma_share"] == pytest.approx(1e6 * flops / 1e11)
 
 
 def test_findings_per_n_follow_the_rules():
@@ -107,7 +114,7 @@ def test_findings_per_n_follow_the_rules():
 def test_with_the_mlp_the_findings_are_labelled_and_fusion_is_the_fused_kernel():
     """Under the MLP, cpp steps one call per step with the policy in PyTorch between (the paper's C++
     row of F.1), and F.3's manual fusion is the implementation whose record fuses the MLP (fused);
-    each finding is labelled with its policy and F.4 is judged without a policy only."""
+    each finding is labelled with its policy, and F.4's flops per byte count the MLP's under it."""
     P = book.params("chain", preset="tiny", steps=[1, 100])
     none = (_rows("gym", 2, {(16, 1): 1e3}) + _rows("cpp", 2, {(16, 1): 1e6, (16, 100): 2e7})
             + _rows("jax", 2, {(16, 1): 1e5, (16, 100): 4e5}))
@@ -122,6 +129,12 @@ def test_with_the_mlp_the_findings_are_labelled_and_fusion_is_the_fused_kernel()
     assert "fused over jax" in by[("n = 2, MLP", "f3_fused_over_xla")].quantity
     assert by[("n = 2, MLP", "f1_cpp_over_gym")].value == pytest.approx(1e5 / 5e2)
     assert all("MLP policy" in f.quantity for name, f in labelled if name.endswith("MLP"))
+    mlp_flops = 2 * 9 * 64 + 64 + 2 * 64 * 64 + 64 + 2 * 64 + 1  # (3n+3 = 9) -> 64 -> 64 -> 1 at n = 2
+    assert claims_chain.flops_per_byte(2, "mlp") == pytest.approx(
+        claims_chain.flops_per_byte(2) + mlp_flops / chain.work_per_step(2)["bytes_per_step"])
+    gains = chain.fusion_gains(pd.DataFrame(none + mlp), 100)
+    assert list(zip(gains["policy"], gains["impl"], gains["gain"])) == [("none", "cpp", pytest.approx(20.0)),
+                                                                        ("mlp", "fused", pytest.approx(40.0))]
     table = claims_chain.verdict_table(labelled)
     assert list(table.columns[:2]) == ["finding", "policy"] and set(table["policy"]) == {"none", "MLP"}
     assert "n = 2" in table.columns and "n = 2, MLP" not in table.columns
@@ -160,11 +173,11 @@ def test_the_manual_fusion_table_is_f3s_comparison_at_one_k_per_n():
         P = book.params("chain", preset="default", data_dir=ROOT / "data", machine=SNAPSHOT)
         _, measured = chain.chain_data(P)
     fx = chain.fused_over_xla(measured)
-    assert len(fx) and (fx.groupby("links")["steps"].nunique() == 1).all()
-    f3 = {f.quantity.split(",")[0]: f.value for f in chain_findings(P, measured)
-          if f.key == "f3_fused_over_xla" and "no policy" in f.quantity}
-    for n, median in fx.groupby("links")["fused_over_xla"].median().items():
-        assert median == pytest.approx(f3[f"chain n = {n}"], rel=1e-12)
+    assert len(fx) and (fx.groupby(["policy", "links"])["steps"].nunique() == 1).all()
+    f3 = {(f.quantity.split(",")[0], "no policy" in f.quantity): f.value for f in chain_findings(P, measured)
+          if f.key == "f3_fused_over_xla"}
+    for (policy, n), median in fx.groupby(["policy", "links"])["fused_over_xla"].median().items():
+        assert median == pytest.approx(f3[(f"chain n = {n}", policy == "none")], rel=1e-12)
 
 
 def test_the_chains_f4_is_judged_by_a_rule_that_can_fail():

@@ -122,13 +122,19 @@ def links_rows(n: int, d: pd.DataFrame, kmax: int, policy: str = "none") -> list
     return rows
 
 
-def flops_per_byte(links: int) -> float:
-    """The chain's counted flops over the bytes an unfused step moves, at n = ``links``."""
+def flops_per_byte(links: int, policy: str = "none") -> float:
+    """The chain's counted flops per environment step over the bytes an unfused step moves, at
+    n = ``links``; under the MLP policy its forward pass's flops too (``costs.mlp_flops`` of the
+    record's ``policy_sizes``: (3n+3) -> 64 -> 64 -> 1), the bytes the same (the chain's state)."""
     from ... import sims
+    from ...costs import mlp_flops
     from ...harness.robotics import chain_study
 
-    w = chain_study.work(sims.sim(chain_study.SIM).params_of({"links": links}))
-    return w["flops_per_step"] / w["bytes_per_step"]
+    record = sims.sim(chain_study.SIM)
+    params = record.params_of({"links": links})
+    w = chain_study.work(params)
+    policy_flops = mlp_flops(record.policy_sizes(params)) if policy == "mlp" else 0
+    return (w["flops_per_step"] + policy_flops) / w["bytes_per_step"]
 
 
 def _halves_growth(gain: pd.Series) -> float:
@@ -148,10 +154,10 @@ def compute_bound_row(measured: pd.DataFrame, kmax: int, policy: str = "none") -
     fused = fused_impl(policy)
     gains = {int(n): float(k_speedup_spread(d, fused, 1, kmax)["value"].median())
              for n, d in measured[measured["impl"] == fused].groupby("links")}
-    gain = pd.Series({flops_per_byte(n): g for n, g in gains.items()}).dropna().sort_index()
+    gain = pd.Series({flops_per_byte(n, policy): g for n, g in gains.items()}).dropna().sort_index()
     if len(gain) < 3 or kmax <= 1:
         return None
-    by_n = ", ".join(f"n = {n}: {fmt_x(g)} at {flops_per_byte(n):.0f} flops/byte" for n, g in sorted(gains.items()))
+    by_n = ", ".join(f"n = {n}: {fmt_x(g)} at {flops_per_byte(n, policy):.0f} flops/byte" for n, g in sorted(gains.items()))
     without = [_halves_growth(gain.drop(x)) for x in gain.index]
     reason = (f"{fused} K = 1 → {kmax} per n ({by_n}); the upper half's median over the lower half's is "
               f"{fmt_x(_halves_growth(gain))}, {fmt_x(min(without))} to {fmt_x(max(without))} without any one n")
@@ -162,8 +168,8 @@ def compute_bound_row(measured: pd.DataFrame, kmax: int, policy: str = "none") -
 
 def labelled_findings(P: ChainParams, measured: pd.DataFrame) -> list[tuple[str, Finding]]:
     """Per policy measured (without one first): every n's rows, in the order of n, each labelled
-    with its n and policy (``label``), then, without a policy, F.4 across n (labelled with the n it
-    spans)."""
+    with its n and policy (``label``), then F.4 across n (labelled with the n it spans and the
+    policy)."""
     if measured.empty:
         return []
     kmax, out = max(P.steps), []
@@ -171,9 +177,7 @@ def labelled_findings(P: ChainParams, measured: pd.DataFrame) -> list[tuple[str,
         d = measured[measured["policy"] == policy]
         links = sorted(int(n) for n in d["links"].unique())
         out += [(label(n, policy), r) for n in links for r in links_rows(n, d[d["links"] == n], kmax, policy)]
-        # F.4 without a policy only, as the paper's (Fig 9: "no policy"): the chain's axis is the
-        # physics' flops per byte, which the MLP's fixed 12 kflop per step would blur
-        f4 = compute_bound_row(d, kmax, policy=policy) if policy == "none" else None
+        f4 = compute_bound_row(d, kmax, policy=policy)  # with the MLP, its flops on the axis too
         if f4 is not None:
             out.append((f"across n = {links[0]}…{links[-1]}" + label(0, policy)[5:], f4))
     return out

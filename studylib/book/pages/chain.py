@@ -306,6 +306,29 @@ def flops_per_step(links: int) -> int:
     return work_per_step(links)["flops_per_step"]
 
 
+def fusion_gains(measured: pd.DataFrame, kmax: int) -> pd.DataFrame:
+    """F.4's numbers per policy and n: the policy's fused implementation (``fused_and_xla``), the
+    counted flops per step (the MLP's with it) and bytes per unfused step, their ratio
+    (``claims_chain.flops_per_byte``, F.4's axis) and the fused speedup K = 1 -> ``kmax``, median
+    over N (as ``claims_chain.compute_bound_row`` judges)."""
+    from ..claims.analysis import k_speedup_spread
+    from ..claims.chain import flops_per_byte
+
+    rows = []
+    for (policy, n), d in measured.groupby(["policy", "links"]) if len(measured) and kmax > 1 else []:
+        fused = fused_and_xla(policy)[0]
+        ks = set(d[d["impl"] == fused]["steps"])
+        if fused is None or not {1, kmax} <= ks:
+            continue
+        fpb, nbytes = flops_per_byte(int(n), policy), work_per_step(int(n))["bytes_per_step"]
+        rows.append({"policy": policy, "links": int(n), "impl": fused, "flops": round(fpb * nbytes), "bytes": nbytes,
+                     "flops_per_byte": fpb, "steps": kmax,
+                     "gain": float(k_speedup_spread(d, fused, 1, kmax)["value"].median())})
+    out = pd.DataFrame(rows)
+    return out.sort_values(["policy", "links"], key=lambda c: c.map({"none": 0, "mlp": 1}) if c.name == "policy" else c,
+                           ignore_index=True) if len(out) else out
+
+
 def no_policy(measured: pd.DataFrame) -> pd.DataFrame:
     """The rows without a policy (the hashed controls): the physics comparisons' (the §7 table,
     MuJoCo's engines, which run open-loop, F.4's fusion gain)."""
@@ -321,31 +344,53 @@ def fused_and_xla(policy: str = "none") -> tuple[str | None, str | None]:
     return fused_impl(policy), xla_impl()
 
 
-def fused_over_xla(measured: pd.DataFrame) -> pd.DataFrame:
+def fused_over_xla(measured: pd.DataFrame, fma_flops_per_s: float | None = None) -> pd.DataFrame:
     """The paper's §7 question ("how manual kernel fusion compares to the kernels produced by
-    XLA"): per n, at the largest K both ran (one K per n, as F.3's "at K = max" row: a median
-    mixing K would be another quantity), and per N measured for both at it, the fused implementation
-    (cpp: one C kernel fusing K steps) over the XLA one (jax: lax.scan over K steps), with the fused
-    one's achieved GFLOP/s from the chain's flop count. Columns ``fused`` and ``xla`` (their names:
-    ``attrs``)."""
-    fused, xla = fused_and_xla()
+    XLA"), per policy and n: at the largest K both ran (one K per (policy, n), as F.3's "at K = max"
+    row: a median mixing K would be another quantity), and per N measured for both at it, the
+    policy's fused implementation (``fused_and_xla``: cpp, one C kernel fusing K steps, without a
+    policy; fused, simulation and MLP in one kernel, with it) over the XLA one (jax: lax.scan over K
+    steps), with the fused one's achieved GFLOP/s on counted flops (the chain's, the MLP's forward
+    pass too under it) and, given the machine's ``fma_flops_per_s``, their share of that ceiling.
+    Columns ``fused`` and ``xla`` hold the rates, ``fused_impl`` the name; ``attrs``: the names
+    without a policy."""
+    from ..claims.chain import flops_per_byte
+
     rows = []
-    measured = no_policy(measured)
-    for n, d in measured.groupby("links") if len(measured) else []:
+    for (policy, n), d in measured.groupby(["policy", "links"]) if len(measured) else []:
+        fused, xla = fused_and_xla(policy)
         both = set(d[d["impl"] == fused]["steps"]) & set(d[d["impl"] == xla]["steps"])
         if not both:
             continue
-        k = max(both)
+        k, flops = max(both), flops_per_byte(int(n), policy) * work_per_step(int(n))["bytes_per_step"]
         for num, g in d[d["steps"] == k].groupby("num_envs"):
             at = g.groupby("impl")["samples_per_s"].median()
             if fused not in at or xla not in at:
                 continue
-            rows.append({"links": int(n), "num_envs": int(num), "steps": int(k), "fused": at[fused], "xla": at[xla],
-                         "fused_over_xla": at[fused] / at[xla],
-                         "fused_gflop_per_s": at[fused] * flops_per_step(int(n)) / 1e9})
+            rows.append({"policy": policy, "links": int(n), "num_envs": int(num), "steps": int(k), "fused_impl": fused,
+                         "fused": at[fused], "xla": at[xla], "fused_over_xla": at[fused] / at[xla],
+                         "fused_gflop_per_s": at[fused] * flops / 1e9,
+                         "fma_share": at[fused] * flops / fma_flops_per_s if fma_flops_per_s else np.nan})
     out = pd.DataFrame(rows)
-    out.attrs.update(fused=fused, xla=xla)
+    if len(out):
+        out = out.sort_values(["policy", "links", "num_envs"], key=lambda c: c.map({"none": 0, "mlp": 1})
+                              if c.name == "policy" else c, ignore_index=True)
+    out.attrs.update(zip(("fused", "xla"), fused_and_xla("none")))
     return out
+
+
+def saved_fma_ceiling(P: ChainParams) -> float | None:
+    """The FMA ceiling (flops/s) the machine's data folder saved (the roofline's measurement; None
+    where it has none): read, never measured, so that another machine's snapshot is priced by its
+    own ceiling."""
+    from ...harness.data import store
+    from ...harness.data.provenance import machine_key
+    from ...harness.model.roofline import saved_ceilings
+
+    try:
+        return saved_ceilings(store.machine_folder(P.data_dir, P.machine or machine_key())).get("fma_flops_per_s")
+    except store.DataDirError:
+        return None
 
 
 def formulation_data(P: ChainParams) -> pd.DataFrame:
