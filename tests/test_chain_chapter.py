@@ -252,3 +252,31 @@ def test_mujocos_engine_runs_the_chain_in_environment_steps_and_resumes(tmp_path
                              {"impl": "jax", "policy": "none", "links": 2, "num_envs": 4, "steps": 3, "samples_per_s": 1e5}])
     side = chain.engines_beside_ours(measured, df)
     assert side["fused_over_engine"][0] == pytest.approx(1e6 / df["env_steps_per_s"][0])
+
+
+def test_rows_beyond_the_plan_are_read_never_measured(tmp_path, monkeypatch):
+    """A wider run's rows (other n, the MLP) of the chapter's N and K grid are read beside the plan's,
+    with their predictions; reading them measures and predicts nothing."""
+    from studylib.harness import sweep
+    from studylib.harness.sweep import POINTS, run
+
+    P = book.params("chain", preset="tiny", data_dir=tmp_path)  # n = 2, no policy
+    wide, extra = chain.beyond_plan(P)
+    planned = {(p.env.impl, p.env.params.links, p.policy, p.env.num_envs, p.steps) for p in chain.chain_points(P)[0]}
+    assert set(wide.links) == set(chain.SNAPSHOT_LINKS) and set(wide.policies) == {"none", "mlp"}
+    assert {p.env.params.links for p in extra} == set(chain.SNAPSHOT_LINKS) and {p.policy for p in extra} == {"none", "mlp"}
+    assert not planned & {(p.env.impl, p.env.params.links, p.policy, p.env.num_envs, p.steps) for p in extra}
+    saved = [p for p in extra if p.env.params.links == 8 and p.env.impl in ("cpp", "fused")]
+    run(chain_study.MEASUREMENTS, saved, lambda p: {**p.flat(), "samples_per_s": 1e6}, POINTS, data_dir=tmp_path,
+        progress=False, log=lambda m: None)
+    run(chain_study.PREDICTIONS, saved, lambda p: {**chain_study._columns(p), "predicted_samples_per_s": 2e6, "regime": "compute-bound"},
+        chain_study.KEYING, data_dir=tmp_path, progress=False, log=lambda m: None)
+
+    def no_measuring(*args, **kwargs):
+        raise AssertionError("a point beyond the plan was measured")
+
+    monkeypatch.setattr(sweep, "_measure_or_skip", no_measuring)
+    predicted, measured = chain.saved_beyond_plan(P)
+    assert len(measured) == len(saved) == len(predicted) and set(measured["links"]) == {8}
+    assert set(measured["policy"]) == {"none", "mlp"} and set(measured["impl"]) == {"cpp", "fused"}
+    assert chain.prediction_errors(predicted, measured)["log2_error"].tolist() == [1.0] * len(saved)

@@ -67,21 +67,37 @@ def chain_data(P: ChainParams) -> tuple[pd.DataFrame, pd.DataFrame]:
         measured = pd.concat([measured, more], ignore_index=True)
         measured.attrs.update(attrs)
         predicted = pd.concat([predicted, more_predicted], ignore_index=True)
+    measured.attrs["beyond_plan"] = len(more)  # rows read beside the plan's (other n, other policies)
     return predicted, measured
 
 
-def saved_beyond_plan(P: ChainParams) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(predictions, measurements) of the chapter's grid under the policies it does not measure
-    (``settings.POLICIES`` less ``P.policies``), as saved in the data file (another run's, e.g. the
-    paper preset's or a committed snapshot's): read, never measured, never predicted here."""
-    from ...harness.data.provenance import machine_key
-    from ...harness.sweep import POINTS, read_saved
+# The n a committed snapshot may hold beyond the preset's plan (the chapter reads them where saved):
+# 1 to 8 the unrolled C builds, 16 and 32 the run-time-n build and the shorter timesteps
+SNAPSHOT_LINKS = (1, 2, 4, 8, 16, 32)
+
+
+def beyond_plan(P: ChainParams):
+    """The chapter's N and K grid at the n (``SNAPSHOT_LINKS``) and policies (``settings.POLICIES``)
+    its plan does not measure: (the chapter's parameters widened to them, the points of the wider
+    grid that are not the plan's)."""
+    from dataclasses import replace
+
+    from ...harness.sweep import POINTS
     from ...settings import POLICIES
 
-    others = [p for p in POLICIES if p not in P.policies]
-    if not others:
-        return pd.DataFrame(), pd.DataFrame()
-    points = chain_points(P, others)[0]
+    wide = replace(P, links=tuple(sorted(set(P.links) | set(SNAPSHOT_LINKS))), policies=tuple(dict.fromkeys(("none", *POLICIES))))
+    planned = {POINTS.row_key(POINTS.columns(x)) for x in chain_points(P)[0]}
+    return wide, [x for x in chain_points(wide)[0] if POINTS.row_key(POINTS.columns(x)) not in planned]
+
+
+def saved_beyond_plan(P: ChainParams) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(predictions, measurements) of the grid's points beyond the plan (``beyond_plan``: other n,
+    other policies) as saved in the machine's data files (a wider run's, e.g. a committed
+    snapshot's): read, never measured, never predicted here."""
+    from ...harness.data.provenance import machine_key
+    from ...harness.sweep import POINTS, read_saved
+
+    points = beyond_plan(P)[1]
     folder = P.machine or machine_key()
     saved = read_saved(chain_study.MEASUREMENTS, points, POINTS, data_dir=P.data_dir, machine=folder)
     measured = pd.DataFrame(saved.rows)
@@ -105,9 +121,15 @@ def chain_engine_data(P: ChainParams) -> pd.DataFrame:
     from ...harness.robotics import engine_study
     from ...harness.sweep import run
 
-    result = run(ENGINES_FILE, chain_engine_items(P), engine_study.measure_item, engine_study.KEYING, data_dir=P.data_dir,
+    from ...harness.data.provenance import machine_key
+    from ...harness.sweep import read_saved
+
+    items = chain_engine_items(P)
+    result = run(ENGINES_FILE, items, engine_study.measure_item, engine_study.KEYING, data_dir=P.data_dir,
                  progress=False, log=lambda msg: None, machine=P.machine)
-    df = pd.DataFrame(result.rows)
+    wider = [i for i in chain_engine_items(beyond_plan(P)[0]) if i not in items]  # other n: read where saved
+    more = read_saved(ENGINES_FILE, wider, engine_study.KEYING, data_dir=P.data_dir, machine=P.machine or machine_key())
+    df = pd.DataFrame(result.rows + more.rows)
     if len(df):
         df["links"] = df["model"].str.removeprefix("chain").astype(int)
         df["env_steps"] = df["steps"] // df["frame_skip"]
