@@ -118,11 +118,9 @@ def chain_engine_data(P: ChainParams) -> pd.DataFrame:
     Columns of ``engines.measure_engine`` plus ``links``, ``env_steps`` (K in environment steps)
     and ``env_steps_per_s`` (mj_steps/s over the frame skip). Measured here once, then read;
     another machine's snapshot read only. N·K within the chapter's "*" cap (in environment steps)."""
-    from ...harness.robotics import engine_study
-    from ...harness.sweep import run
-
     from ...harness.data.provenance import machine_key
-    from ...harness.sweep import read_saved
+    from ...harness.robotics import engine_study
+    from ...harness.sweep import read_saved, run
 
     items = chain_engine_items(P)
     result = run(ENGINES_FILE, items, engine_study.measure_item, engine_study.KEYING, data_dir=P.data_dir,
