@@ -5,6 +5,7 @@ largest over N), or the mean of the two middle N's ratios (a median over an even
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from studylib import book
@@ -18,9 +19,20 @@ UNIT = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
 PAIR = re.compile(r"at N = 2\^(\d+): ([\d.]+) (ns|µs|ms|s) per environment-step in [^,]+, ([\d.]+) (ns|µs|ms|s) in ")
 
 
+# F.4 on the chain: each n's fusion speedup at its flops per byte (``claims_chain.compute_bound_row``)
+GAIN_AT = re.compile(r"n = (\d+): ([\d.,]+)× at ([\d,]+) flops/byte")
+
+
 def headline_from_reason(reason: str) -> float | None:
     ratios = [float(b) * UNIT[ub] / (float(a) * UNIT[ua]) for _, a, ua, b, ub in PAIR.findall(reason)]
-    return sum(ratios) / len(ratios) if ratios else None
+    if ratios:
+        return sum(ratios) / len(ratios)
+    gains = sorted((float(fpb.replace(",", "")), float(g.replace(",", ""))) for _, g, fpb in GAIN_AT.findall(reason))
+    if len(gains) >= 3:  # the upper half's median speedup (by flops per byte) over the lower half's
+        half = len(gains) // 2
+        median = lambda xs: float(np.median(xs))  # noqa: E731
+        return median([g for _, g in gains[-half:]]) / median([g for _, g in gains[:half]])
+    return None
 
 
 def test_the_parser_reads_a_reason_as_a_reader_would():
@@ -28,6 +40,9 @@ def test_the_parser_reads_a_reason_as_a_reader_would():
               "at N = 2^8: 12.8 ns per environment-step in cpp at K = 100, 30.6 ns in cpp at K = 1 (2.39×)")
     assert headline_from_reason(reason) == pytest.approx((260 / 27.6 + 30.6 / 12.8) / 2)
     assert headline_from_reason("no numbers") is None
+    f4 = ("fused K = 1 → 100 per n (n = 1: 2× at 207 flops/byte, n = 2: 3× at 178 flops/byte, n = 4: 1.5× at "
+          "1,162 flops/byte, n = 8: 1× at 193 flops/byte); the upper half's median over the lower half's is 0.5×")
+    assert headline_from_reason(f4) == pytest.approx(((1.5 + 2) / 2) / ((3 + 1) / 2))
 
 
 @pytest.mark.parametrize("key", [*CPU_SNAPSHOTS, *GPU_SNAPSHOTS])
