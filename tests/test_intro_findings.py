@@ -42,7 +42,10 @@ def test_one_row_per_chapter_and_comparison_with_the_packages_verdicts():
     assert "[" in counts and "(chain.md)" in counts and "(engines.md)" in counts
     assert "**1** reproduced, **1** not reproduced here" in counts  # the chain's two verdicts, counted
     assert "not measured" in overview.counts_md(records[:1])  # no chain or engine record: said so
-
+    assert "n = 1, 2 links" in counts and "simulation only" in counts
+    with_mlp = records + [_record("chain", "n = 2, MLP", "f1_cpp_over_gym", "at most", 30.0)]
+    counts = overview.counts_md(with_mlp)
+    assert "n = 1, 2 links" in counts and "without a policy and with the MLP policy" in counts  # each n once
 
 def _engines(rates, model="chain2", frame_skip=5):
     return pd.DataFrame([{"engine": e, "model": model, "policy": "none", "num_envs": n, "steps": k,

@@ -128,9 +128,11 @@ def counts_md(records, where: str = "this machine") -> str:
     chapters = list(dict.fromkeys(x.chapter for x in cart))
     parts = [f"On {where}, **CartPole** (" + ", ".join(chapter_link(c) for c in chapters) + "): "
              + (f"{len(cart)} comparisons ({_findings_text(cart)}), {_count_text(cart)}." if cart else "not measured.")]
-    links = list(dict.fromkeys(x.label for x in chain if x.label.startswith("n = ")))  # not F.4's "across n"
+    named = [x.label for x in chain if x.label.startswith("n = ")]  # not F.4's "across n"
+    links = list(dict.fromkeys(label.split(",")[0] for label in named))  # "n = 2, MLP": n = 2 with the MLP policy
+    how = ("without a policy and with the MLP policy" if any("," in label for label in named) else "simulation only")
     parts.append(f"**An articulated robot**, the chain of {chapter_link('chain')}"
-                 + (f" at {labels_text(links)} links: {len(chain)} comparisons ({_findings_text(chain)}, simulation only), "
+                 + (f" at {labels_text(links)} links: {len(chain)} comparisons ({_findings_text(chain)}, {how}), "
                     f"{_count_text(chain)}." if chain else ": not measured."))
     models = list(dict.fromkeys(x.label.split(" + ")[0] for x in eng))
     parts.append(f"**Real robotics engines**, {chapter_link('engines')}"
