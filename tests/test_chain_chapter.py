@@ -264,6 +264,7 @@ def test_rows_beyond_the_plan_are_read_never_measured(tmp_path, monkeypatch):
     wide, extra = chain.beyond_plan(P)
     planned = {(p.env.impl, p.env.params.links, p.policy, p.env.num_envs, p.steps) for p in chain.chain_points(P)[0]}
     assert set(wide.links) == set(chain.SNAPSHOT_LINKS) and set(wide.policies) == {"none", "mlp"}
+    assert set(wide.engines) == {*P.engines, "mjx"}
     assert {p.env.params.links for p in extra} == set(chain.SNAPSHOT_LINKS) and {p.policy for p in extra} == {"none", "mlp"}
     assert not planned & {(p.env.impl, p.env.params.links, p.policy, p.env.num_envs, p.steps) for p in extra}
     saved = [p for p in extra if p.env.params.links == 8 and p.env.impl in ("cpp", "fused")]

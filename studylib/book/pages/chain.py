@@ -74,18 +74,20 @@ def chain_data(P: ChainParams) -> tuple[pd.DataFrame, pd.DataFrame]:
 # The n a committed snapshot may hold beyond the preset's plan (the chapter reads them where saved):
 # 1 to 8 the unrolled C builds, 16 and 32 the run-time-n build and the shorter timesteps
 SNAPSHOT_LINKS = (1, 2, 4, 8, 16, 32)
+SNAPSHOT_ENGINES = ("mujoco-rollout", "mjx")  # MuJoCo's engines a snapshot may hold on the chain (MJX: a compile per point)
 
 
 def beyond_plan(P: ChainParams):
-    """The chapter's N and K grid at the n (``SNAPSHOT_LINKS``) and policies (``settings.POLICIES``)
-    its plan does not measure: (the chapter's parameters widened to them, the points of the wider
-    grid that are not the plan's)."""
+    """The chapter's N and K grid at the n (``SNAPSHOT_LINKS``), policies (``settings.POLICIES``) and
+    MuJoCo engines (``SNAPSHOT_ENGINES``) its plan does not measure: (the chapter's parameters
+    widened to them, the points of the wider grid that are not the plan's)."""
     from dataclasses import replace
 
     from ...harness.sweep import POINTS
     from ...settings import POLICIES
 
-    wide = replace(P, links=tuple(sorted(set(P.links) | set(SNAPSHOT_LINKS))), policies=tuple(dict.fromkeys(("none", *POLICIES))))
+    wide = replace(P, links=tuple(sorted(set(P.links) | set(SNAPSHOT_LINKS))), policies=tuple(dict.fromkeys(("none", *POLICIES))),
+                   engines=tuple(dict.fromkeys((*P.engines, *SNAPSHOT_ENGINES))))
     planned = {POINTS.row_key(POINTS.columns(x)) for x in chain_points(P)[0]}
     return wide, [x for x in chain_points(wide)[0] if POINTS.row_key(POINTS.columns(x)) not in planned]
 
