@@ -104,8 +104,9 @@ def test_committed_data_resumes_without_measuring(tmp_path, monkeypatch):
     beyond = engines.beyond_the_plan(P["engines"], planned)
     counts.update(engines=len(planned) + len(beyond))
     # every saved point is one the plans ask for (the engines' others: measured by a rerun, shown as
-    # such; the chain's at an n the default preset no longer measures: kept, not shown) ...
-    planned_links = set(P["chain"].links)
+    # such; the chain's at the n and policies of its wider grid: read beside the plan; at an n the
+    # chapter no longer reads: kept, not shown) ...
+    planned_links = set(chain.beyond_plan(P["chain"])[0].links)
     for name in ("chain", "chain_predictions"):
         if name in saved:
             saved[name]["rows"] = [r for r in saved[name]["rows"] if r.get("links") in planned_links]
