@@ -122,19 +122,25 @@ def links_rows(n: int, d: pd.DataFrame, kmax: int, policy: str = "none") -> list
     return rows
 
 
-def flops_per_byte(links: int, policy: str = "none") -> float:
-    """The chain's counted flops per environment step over the bytes an unfused step moves, at
-    n = ``links``; under the MLP policy its forward pass's flops too (``costs.mlp_flops`` of the
-    record's ``policy_sizes``: (3n+3) -> 64 -> 64 -> 1), the bytes the same (the chain's state)."""
+def flops_per_step(links: int, policy: str = "none") -> float:
+    """The chain's counted flops per environment step at n = ``links`` (its record's, with the
+    timestep rule's frame_skip); under the MLP policy its forward pass's too (``costs.mlp_flops`` of
+    the record's ``policy_sizes``: (3n+3) -> 64 -> 64 -> 1)."""
     from ... import sims
     from ...costs import mlp_flops
     from ...harness.robotics import chain_study
 
     record = sims.sim(chain_study.SIM)
     params = record.params_of({"links": links})
-    w = chain_study.work(params)
-    policy_flops = mlp_flops(record.policy_sizes(params)) if policy == "mlp" else 0
-    return (w["flops_per_step"] + policy_flops) / w["bytes_per_step"]
+    return chain_study.work(params)["flops_per_step"] + (mlp_flops(record.policy_sizes(params)) if policy == "mlp" else 0)
+
+
+def flops_per_byte(links: int, policy: str = "none") -> float:
+    """``flops_per_step`` over the bytes an unfused step moves (the chain's state, whatever the policy)."""
+    from ... import sims
+    from ...harness.robotics import chain_study
+
+    return flops_per_step(links, policy) / chain_study.work(sims.sim(chain_study.SIM).params_of({"links": links}))["bytes_per_step"]
 
 
 def _halves_growth(gain: pd.Series) -> float:

@@ -324,17 +324,13 @@ def work_per_step(links: int) -> dict:
     return chain_study.work(sims.sim(chain_study.SIM).params_of({"links": links}))
 
 
-def flops_per_step(links: int) -> int:
-    return work_per_step(links)["flops_per_step"]
-
-
 def fusion_gains(measured: pd.DataFrame, kmax: int) -> pd.DataFrame:
     """F.4's numbers per policy and n: the policy's fused implementation (``fused_and_xla``), the
     counted flops per step (the MLP's with it) and bytes per unfused step, their ratio
     (``claims_chain.flops_per_byte``, F.4's axis) and the fused speedup K = 1 -> ``kmax``, median
     over N (as ``claims_chain.compute_bound_row`` judges)."""
     from ..claims.analysis import k_speedup_spread
-    from ..claims.chain import flops_per_byte
+    from ..claims.chain import flops_per_byte, flops_per_step
 
     rows = []
     for (policy, n), d in measured.groupby(["policy", "links"]) if len(measured) and kmax > 1 else []:
@@ -342,9 +338,9 @@ def fusion_gains(measured: pd.DataFrame, kmax: int) -> pd.DataFrame:
         ks = set(d[d["impl"] == fused]["steps"])
         if fused is None or not {1, kmax} <= ks:
             continue
-        fpb, nbytes = flops_per_byte(int(n), policy), work_per_step(int(n))["bytes_per_step"]
-        rows.append({"policy": policy, "links": int(n), "impl": fused, "flops": round(fpb * nbytes), "bytes": nbytes,
-                     "flops_per_byte": fpb, "steps": kmax,
+        rows.append({"policy": policy, "links": int(n), "impl": fused, "flops": flops_per_step(int(n), policy),
+                     "bytes": work_per_step(int(n))["bytes_per_step"], "flops_per_byte": flops_per_byte(int(n), policy),
+                     "steps": kmax,
                      "gain": float(k_speedup_spread(d, fused, 1, kmax)["value"].median())})
     out = pd.DataFrame(rows)
     return out.sort_values(["policy", "links"], key=lambda c: c.map({"none": 0, "mlp": 1}) if c.name == "policy" else c,
@@ -376,7 +372,7 @@ def fused_over_xla(measured: pd.DataFrame, fma_flops_per_s: float | None = None)
     pass too under it) and, given the machine's ``fma_flops_per_s``, their share of that ceiling.
     Columns ``fused`` and ``xla`` hold the rates, ``fused_impl`` the name; ``attrs``: the names
     without a policy."""
-    from ..claims.chain import flops_per_byte
+    from ..claims.chain import flops_per_step
 
     rows = []
     for (policy, n), d in measured.groupby(["policy", "links"]) if len(measured) else []:
@@ -384,7 +380,7 @@ def fused_over_xla(measured: pd.DataFrame, fma_flops_per_s: float | None = None)
         both = set(d[d["impl"] == fused]["steps"]) & set(d[d["impl"] == xla]["steps"])
         if not both:
             continue
-        k, flops = max(both), flops_per_byte(int(n), policy) * work_per_step(int(n))["bytes_per_step"]
+        k, flops = max(both), flops_per_step(int(n), policy)
         for num, g in d[d["steps"] == k].groupby("num_envs"):
             at = g.groupby("impl")["samples_per_s"].median()
             if fused not in at or xla not in at:
