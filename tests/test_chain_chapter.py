@@ -258,6 +258,7 @@ def test_rows_beyond_the_plan_are_read_never_measured(tmp_path, monkeypatch):
     """A wider run's rows (other n, the MLP) of the chapter's N and K grid are read beside the plan's,
     with their predictions; reading them measures and predicts nothing."""
     from studylib.harness import sweep
+    from studylib.harness.robotics import engine_study
     from studylib.harness.sweep import POINTS, run
 
     P = book.params("chain", preset="tiny", data_dir=tmp_path)  # n = 2, no policy
@@ -272,6 +273,9 @@ def test_rows_beyond_the_plan_are_read_never_measured(tmp_path, monkeypatch):
         progress=False, log=lambda m: None)
     run(chain_study.PREDICTIONS, saved, lambda p: {**chain_study._columns(p), "predicted_samples_per_s": 2e6, "regime": "compute-bound"},
         chain_study.KEYING, data_dir=tmp_path, progress=False, log=lambda m: None)
+    item = next(i for i in chain.chain_engine_items(wide) if i.engine == "mjx" and i.model == "chain8")
+    run(chain.ENGINES_FILE, [item], lambda i: {**dataclasses.asdict(i), "samples_per_s": 5e5, "frame_skip": 5},
+        engine_study.KEYING, data_dir=tmp_path, progress=False, log=lambda m: None)
 
     def no_measuring(*args, **kwargs):
         raise AssertionError("a point beyond the plan was measured")
@@ -281,3 +285,7 @@ def test_rows_beyond_the_plan_are_read_never_measured(tmp_path, monkeypatch):
     assert len(measured) == len(saved) == len(predicted) and set(measured["links"]) == {8}
     assert set(measured["policy"]) == {"none", "mlp"} and set(measured["impl"]) == {"cpp", "fused"}
     assert chain.prediction_errors(predicted, measured)["log2_error"].tolist() == [1.0] * len(saved)
+    engines = chain.chain_engine_data(dataclasses.replace(P, engines=()))  # measures nothing: no engine planned
+    assert list(engines["model"]) == ["chain8"] and engines["env_steps_per_s"][0] == 1e5
+    text = chain.unsaved_engines_text(engines)
+    assert "`mjx` at n = 1, 2, 4, 16, 32" in text and "`mujoco-rollout` at n = 1, 2, 4, 8, 16, 32" in text

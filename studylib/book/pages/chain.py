@@ -134,8 +134,22 @@ def chain_engine_data(P: ChainParams) -> pd.DataFrame:
         df["links"] = df["model"].str.removeprefix("chain").astype(int)
         df["env_steps"] = df["steps"] // df["frame_skip"]
         df["env_steps_per_s"] = df["samples_per_s"] / df["frame_skip"]
-    df.attrs.update(skipped=list(result.skipped), measured=result.measured, reused=result.reused)
+    unsaved: dict[str, set] = {}  # the wider grid's (engine, n) with no row in the machine's file
+    for s in more.skipped:
+        unsaved.setdefault(s["engine"], set()).add(int(s["model"].removeprefix("chain")))
+    df.attrs.update(skipped=list(result.skipped), measured=result.measured, reused=result.reused,
+                    unsaved={engine: sorted(ns) for engine, ns in unsaved.items()})
     return df
+
+
+def unsaved_engines_text(engines: pd.DataFrame) -> str:
+    """Which of MuJoCo's engines the machine's data lack at which n of the wider grid
+    (``chain_engine_data``'s ``unsaved``), as a sentence; "" when none is missing."""
+    unsaved = engines.attrs.get("unsaved") or {}
+    if not unsaved:
+        return ""
+    return ("Not in this machine's data (no row at the chapter's N and K): "
+            + "; ".join(f"`{e}` at n = {', '.join(map(str, ns))}" for e, ns in unsaved.items()) + ".")
 
 
 def chain_engine_items(P: ChainParams) -> list:
