@@ -147,6 +147,8 @@ def test_with_the_mlp_the_findings_are_labelled_and_fusion_is_the_fused_kernel()
     assert "fused" not in {p.env.impl for p in points if p.policy == "none"}
     with pytest.raises(ConfigError, match="unknown policy"):
         book.params("chain", preset="tiny", policies=["random"])
+    assert book.params("chain", preset="default").policies == ("none",)  # the cold build's plan
+    assert book.params("chain", preset="paper").policies == ("none", "mlp")  # the paper's F.1-F.2 with inference too
 
 
 def test_the_chapter_is_registered_with_its_files():

@@ -116,7 +116,7 @@ PRESETS: dict[str, dict[str, dict]] = {
                   "async_num_envs": _pow2(0, 5, 1), "breakdown_num_envs": [1, 16, 64, 256], "breakdown_seconds": 2.0},
         "model": {"num_envs": [2**10, 2**16, 2**20, 2**26], "steps": [1, 1000], "gpu_flops_per_s": None,
                   "gpu_bytes_per_s": None},
-        "chain": {"links": [1, 2, 3, 4, 6, 8], "num_envs": _pow2(4, 16, 4), "steps": [1, 100, 1000],
+        "chain": {"links": [1, 2, 3, 4, 6, 8], "num_envs": _pow2(4, 16, 4), "steps": [1, 100, 1000], "policies": ["none", "mlp"],
                   "cap": {"gym": 2**10, "torch": 2**16, "*": 2**22}, "engines": ["mujoco-rollout", "mjx"],
                   "formulations": ["columns", "columns_poly", "aba", "aba_unrolled", "aba_flat", "aba_u2", "aba_u4"],
                   "formulation_links": [1, 2, 3, 4, 6, 8], "formulation_num_envs": 2**12, "formulation_steps": 100},
