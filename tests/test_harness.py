@@ -117,6 +117,27 @@ def test_timing_loop_warms_up_apart_and_grows_regions():
     assert t.best_seconds_per_call == min(t.seconds) / t.calls
 
 
+def test_a_stall_in_calibration_does_not_leave_tiny_regions():
+    """A calibration region that reaches min_seconds only because one call stalled (here the 2nd
+    call ever sleeps 50 ms; the others take microseconds) would fix one call per region: the timed
+    regions show it, and the calls are grown and the repeats timed again."""
+    import time as _time
+
+    from studylib.harness.timing import time_regions
+
+    calls = []
+
+    def call():
+        calls.append(1)
+        if len(calls) == 2:  # the calibration's first region
+            _time.sleep(0.05)
+        return 1
+
+    t = time_regions(call, repeats=3, min_seconds=0.02)
+    assert t.calls > 100 and all(dt >= 0.02 / 4 for dt in t.seconds)
+    assert t.counted == 3 * t.calls  # only the final timed regions are counted
+
+
 # ---- provenance --------------------------------------------------------------------------------
 
 def test_provenance_fields():

@@ -12,7 +12,9 @@ Method (paper section 3.3):
     The calibration regions double as further warm-up.
   * Each region ends with ``sync()`` (a device synchronisation), inside the region.
   * ``repeats`` regions of that many calls are then timed; callers report their median, min and max
-    (throughputs) or their best (ceilings, unprofiled times).
+    (throughputs) or their best (ceilings, unprofiled times). Where their median is under a quarter
+    of ``min_seconds`` (a calibration region lengthened by a stall: the process descheduled during a
+    call of microseconds), the calls are grown from those regions and the repeats timed again, once.
   * ``between()``, if given, runs before the first timed region and after each, outside the clock:
     what a caller observes of the states the timed regions stepped through (the engines' contacts).
 """
@@ -25,6 +27,7 @@ import time
 from dataclasses import dataclass
 
 MAX_CALLS_PER_REGION = 1_000_000
+STALLED_FRACTION = 4  # timed regions under min_seconds / 4: the calibration was fooled by a stall, timed again
 TIMER = "time.perf_counter"
 
 
@@ -65,21 +68,33 @@ def time_regions(call, *, repeats: int, min_seconds: float, sync=None, between=N
             sync()
         return time.perf_counter() - start, counted
 
-    warmup_s, _ = region(1)
-    calls = 1
-    elapsed, _ = region(calls)
-    while elapsed < min_seconds and calls < MAX_CALLS_PER_REGION:
+    def grown(calls: int, elapsed: float) -> int:
         guess = math.ceil(calls * 1.2 * min_seconds / max(elapsed, 1e-9))
-        calls = min(MAX_CALLS_PER_REGION, max(calls * 2, min(guess, calls * 100)))
-        elapsed, _ = region(calls)
+        return min(MAX_CALLS_PER_REGION, max(calls * 2, min(guess, calls * 100)))
 
-    seconds, counted = [], 0
-    if between is not None:
-        between()
-    for _ in range(repeats):
-        dt, n = region(calls)
-        seconds.append(dt)
-        counted += n
+    def calibrated(calls: int, elapsed: float) -> int:
+        while elapsed < min_seconds and calls < MAX_CALLS_PER_REGION:
+            calls = grown(calls, elapsed)
+            elapsed, _ = region(calls)
+        return calls
+
+    warmup_s, _ = region(1)
+    calls = calibrated(1, region(1)[0])
+    for attempt in range(2):
+        seconds, counted = [], 0
         if between is not None:
             between()
+        for _ in range(repeats):
+            dt, n = region(calls)
+            seconds.append(dt)
+            counted += n
+            if between is not None:
+                between()
+        # A calibration region that reached min_seconds only by a stall (the process descheduled
+        # during a call of microseconds) leaves regions far shorter than min_seconds: grow the
+        # calls from the timed regions' own time and time them again, once
+        typical = statistics.median(seconds)
+        if attempt or typical >= min_seconds / STALLED_FRACTION or calls >= MAX_CALLS_PER_REGION:
+            break
+        calls = calibrated(calls, typical)
     return Timing(warmup_s=warmup_s, calls=calls, seconds=tuple(seconds), counted=counted)
