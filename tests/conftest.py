@@ -2,6 +2,31 @@
 
 from __future__ import annotations
 
+import os
+
+# Each pytest-xdist worker gets its share of the cores for the thread pools of OpenMP (PyTorch's
+# intra-op pool), BLAS and XLA's Eigen pool, set before any of them starts. With two workers on
+# 2 cores, each worker's libraries otherwise start a pool as wide as the machine: 4 busy threads
+# on 2 cores, and OpenMP's spinning waiters took CPU the other worker's compiler needed.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    _threads = str(max(1, (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))))
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_var, _threads)
+    if _threads == "1" and "xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_cpu_multi_thread_eigen=false".strip()
+
+# One XLA compilation cache for the session, shared by both workers and the tiny book's chapter
+# kernels (they inherit the environment): a program compiled once (the chain's step at a given
+# (n, N), a CartPole rollout at the tiny preset's N and K) is read back, not compiled again, in
+# the next test or chapter that builds it. Created by the first process, removed by it at the end.
+_JAX_CACHE_CREATED = None
+if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+    import tempfile as _tempfile
+
+    _JAX_CACHE_CREATED = os.environ["JAX_COMPILATION_CACHE_DIR"] = _tempfile.mkdtemp(prefix="studylib-tests-xla-")
+    os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+    os.environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
+
 import functools
 import shutil
 import subprocess
@@ -97,6 +122,11 @@ def native_compiler():
         native._compiler()
     except native.NativeBuildError as e:
         pytest.skip(str(e))
+
+
+def pytest_unconfigure(config):
+    if _JAX_CACHE_CREATED:
+        shutil.rmtree(_JAX_CACHE_CREATED, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):
