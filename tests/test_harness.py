@@ -117,6 +117,22 @@ def test_timing_loop_warms_up_apart_and_grows_regions():
     assert t.best_seconds_per_call == min(t.seconds) / t.calls
 
 
+def test_the_calibrations_last_region_is_the_first_repeat():
+    """Calls of at least 1 ms: region(1) after the warm-up calls for ceil(1.2 * 20 ms / its time)
+    <= 24 calls, which last at least 20 ms: the calibration ends there, and that region (its calls,
+    warmed up, synchronised) is the first of the three timed, so only two more run."""
+    import time as _time
+
+    from studylib.harness.timing import time_regions
+
+    calls, syncs = [], []
+    t = time_regions(lambda: calls.append(_time.sleep(0.001)), repeats=3, min_seconds=0.02,
+                     sync=lambda: syncs.append(len(calls)))
+    assert 1 < t.calls <= 24 and len(t.seconds) == 3
+    assert len(calls) == 1 + 1 + 3 * t.calls  # warm-up, region(1), then three regions of t.calls
+    assert syncs == [1, 2, 2 + t.calls, 2 + 2 * t.calls, 2 + 3 * t.calls]  # each region synchronised
+
+
 def test_a_stall_in_calibration_does_not_leave_tiny_regions():
     """A calibration region that reaches min_seconds only because one call stalled (here the 2nd
     call ever sleeps 50 ms; the others take microseconds) would fix one call per region: the timed

@@ -11,12 +11,17 @@ Method (paper section 3.3):
     lasts at least ``min_seconds``, so the timer's resolution and per-region noise are negligible.
     The calibration regions double as further warm-up.
   * Each region ends with ``sync()`` (a device synchronisation), inside the region.
-  * ``repeats`` regions of that many calls are then timed; callers report their median, min and max
-    (throughputs) or their best (ceilings, unprofiled times). Where their median is under a quarter
-    of ``min_seconds`` (a calibration region lengthened by a stall: the process descheduled during a
-    call of microseconds), the calls are grown from those regions and the repeats timed again, once.
+  * ``repeats`` regions of that many calls are timed; callers report their median, min and max
+    (throughputs) or their best (ceilings, unprofiled times). The calibration's last region is the
+    first of them: it ran exactly as a repeat does (the same calls, warmed up, synchronised), its
+    size fixed before it was timed, so timing it again would only add a region's seconds to every
+    point (about a quarter of a cold build's timed seconds). Where the repeats' median is under a
+    quarter of ``min_seconds`` (a calibration region lengthened by a stall: the process descheduled
+    during a call of microseconds), the calls are grown from those regions and the repeats timed
+    again, once.
   * ``between()``, if given, runs before the first timed region and after each, outside the clock:
     what a caller observes of the states the timed regions stepped through (the engines' contacts).
+    With it, every repeat is timed after the calibration, so that it observes them all.
 """
 
 from __future__ import annotations
@@ -72,29 +77,29 @@ def time_regions(call, *, repeats: int, min_seconds: float, sync=None, between=N
         guess = math.ceil(calls * 1.2 * min_seconds / max(elapsed, 1e-9))
         return min(MAX_CALLS_PER_REGION, max(calls * 2, min(guess, calls * 100)))
 
-    def calibrated(calls: int, elapsed: float) -> int:
-        while elapsed < min_seconds and calls < MAX_CALLS_PER_REGION:
-            calls = grown(calls, elapsed)
-            elapsed, _ = region(calls)
-        return calls
+    def calibrated(calls: int, last: tuple[float, int]) -> tuple[int, tuple[float, int]]:
+        """The calls per region, and the last region run at them (seconds, count)."""
+        while last[0] < min_seconds and calls < MAX_CALLS_PER_REGION:
+            calls = grown(calls, last[0])
+            last = region(calls)
+        return calls, last
 
     warmup_s, _ = region(1)
-    calls = calibrated(1, region(1)[0])
+    calls, last = calibrated(1, region(1))
     for attempt in range(2):
-        seconds, counted = [], 0
+        timed = [last] if between is None else []
         if between is not None:
             between()
-        for _ in range(repeats):
-            dt, n = region(calls)
-            seconds.append(dt)
-            counted += n
+        while len(timed) < repeats:
+            timed.append(region(calls))
             if between is not None:
                 between()
+        seconds, counted = [dt for dt, _ in timed], sum(n for _, n in timed)
         # A calibration region that reached min_seconds only by a stall (the process descheduled
         # during a call of microseconds) leaves regions far shorter than min_seconds: grow the
         # calls from the timed regions' own time and time them again, once
         typical = statistics.median(seconds)
         if attempt or typical >= min_seconds / STALLED_FRACTION or calls >= MAX_CALLS_PER_REGION:
             break
-        calls = calibrated(calls, typical)
+        calls, last = calibrated(calls, (typical, 0))
     return Timing(warmup_s=warmup_s, calls=calls, seconds=tuple(seconds), counted=counted)
