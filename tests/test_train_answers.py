@@ -129,6 +129,38 @@ def test_the_gymnasium_judge_steps_each_episode_on_its_own():
     assert evaluate.gymnasium_return(arrays, 40, seed=8) != pytest.approx(float(alone.mean()))
 
 
+def test_the_gymnasium_judge_gives_each_episode_gymnasium_makes_return_bit_for_bit():
+    """The judge's episodes (CartPoleEnv's resets, CartPoleVectorEnv's steps) against each episode
+    played alone on ``gymnasium.make("CartPole-v1")`` from the same reset seed: equal returns,
+    for an untrained actor's varied short episodes and for a balancing one whose episodes mostly
+    reach the time limit (pushing the cart under the pole: angle plus angular velocity)."""
+    import gymnasium
+
+    from studylib.train import evaluate
+
+    rng = np.random.default_rng(1)
+    shapes = {"W1": (4, 64), "b1": (64,), "W2": (64, 64), "b2": (64,), "W3": (64, 2), "b3": (2,)}
+    varied = {k: rng.normal(0, 0.5, s).astype(np.float32) for k, s in shapes.items()}
+    balancing = {k: np.zeros(s, np.float32) for k, s in shapes.items()}
+    balancing["W1"][2:, 0] = 1.0  # h1 = tanh(theta + theta_dot): push the cart under the pole
+    balancing["W2"][0, 0] = 1.0
+    balancing["W3"][0, 1], balancing["W3"][0, 0] = 1.0, -1.0
+    for arrays in (varied, balancing):
+        ours = evaluate._episode_returns(arrays, np.arange(30), 3, 30)
+        alone = []
+        for i in range(30):
+            env = gymnasium.make("CartPole-v1")
+            obs, _ = env.reset(seed=3 * 30 + i + evaluate.EVAL_SEED_OFFSET)
+            total, done = 0.0, False
+            while not done:
+                obs, r, term, trunc, _ = env.step(int(evaluate.greedy_actions(arrays, obs[None])[0]))
+                total, done = total + r, term or trunc
+            alone.append(total)
+        np.testing.assert_array_equal(ours, alone)
+    assert alone.count(500.0) >= 10 and min(alone) < 500  # truncated at the limit, and terminated
+    assert len(set(evaluate._episode_returns(varied, np.arange(30), 3, 30))) > 3
+
+
 def test_the_answer_states_collection_amdahl_and_the_learner_with_their_intervals():
     gym = _runs("gym", [10.0] * 6, collect=[5.0] * 6, learn=[4.0] * 6)  # collection 50 % of the wall-clock
     fused = _runs("fused", [2.0] * 6, collect=[0.1] * 6, learn=[1.7] * 6)  # 50× less collection per update
