@@ -18,6 +18,8 @@ so the paper's "the more compute-bound the workload is, the less speedup that co
 
 from __future__ import annotations
 
+import functools
+
 import pandas as pd
 
 from ...implspec import book_order, spec
@@ -122,25 +124,32 @@ def links_rows(n: int, d: pd.DataFrame, kmax: int, policy: str = "none") -> list
     return rows
 
 
-def flops_per_step(links: int, policy: str = "none") -> float:
-    """The chain's counted flops per environment step at n = ``links`` (its record's, with the
-    timestep rule's frame_skip); under the MLP policy its forward pass's too (``costs.mlp_flops`` of
-    the record's ``policy_sizes``: (3n+3) -> 64 -> 64 -> 1)."""
+@functools.cache
+def _work(links: int) -> tuple[dict, tuple[int, ...]]:
+    """The chain's record's counted work per environment step at n = ``links`` (its
+    ``chain_study.work``: flops, bytes) and the MLP policy's layer sizes there (once per n: every
+    F.4 row and table cell asks)."""
     from ... import sims
-    from ...costs import mlp_flops
     from ...harness.robotics import chain_study
 
     record = sims.sim(chain_study.SIM)
     params = record.params_of({"links": links})
-    return chain_study.work(params)["flops_per_step"] + (mlp_flops(record.policy_sizes(params)) if policy == "mlp" else 0)
+    return chain_study.work(params), record.policy_sizes(params)
+
+
+def flops_per_step(links: int, policy: str = "none") -> float:
+    """The chain's counted flops per environment step at n = ``links`` (its record's, with the
+    timestep rule's frame_skip); under the MLP policy its forward pass's too (``costs.mlp_flops`` of
+    the record's ``policy_sizes``: (3n+3) -> 64 -> 64 -> 1)."""
+    from ...costs import mlp_flops
+
+    work, policy_sizes = _work(links)
+    return work["flops_per_step"] + (mlp_flops(policy_sizes) if policy == "mlp" else 0)
 
 
 def flops_per_byte(links: int, policy: str = "none") -> float:
     """``flops_per_step`` over the bytes an unfused step moves (the chain's state, whatever the policy)."""
-    from ... import sims
-    from ...harness.robotics import chain_study
-
-    return flops_per_step(links, policy) / chain_study.work(sims.sim(chain_study.SIM).params_of({"links": links}))["bytes_per_step"]
+    return flops_per_step(links, policy) / _work(links)[0]["bytes_per_step"]
 
 
 def _halves_growth(gain: pd.Series) -> float:
@@ -148,6 +157,16 @@ def _halves_growth(gain: pd.Series) -> float:
     middle n of an odd count in neither): a trend that no single end point decides."""
     half = len(gain) // 2
     return float(gain.iloc[-half:].median() / gain.iloc[:half].median())
+
+
+def fusion_gain_by_n(measured: pd.DataFrame, kmax: int, policy: str = "none") -> dict[int, float]:
+    """F.4's values from the rows measured under ``policy``: per n where both K were measured, the
+    policy's manual fusion (``fused_impl``) K = 1 → ``kmax`` speedup, median over N
+    (``compute_bound_row`` judges them, the chapter's table shows them)."""
+    fused = fused_impl(policy)
+    d = measured[measured["impl"] == fused] if len(measured) else measured
+    return {int(n): float(k_speedup_spread(g, fused, 1, kmax)["value"].median())
+            for n, g in d.groupby("links") if {1, kmax} <= set(g["steps"])} if len(d) and kmax > 1 else {}
 
 
 def compute_bound_row(measured: pd.DataFrame, kmax: int, policy: str = "none") -> Finding | None:
@@ -158,8 +177,7 @@ def compute_bound_row(measured: pd.DataFrame, kmax: int, policy: str = "none") -
     half's, the reason giving every n and the value without each n in turn. None with fewer than
     three n. ``fused``: the policy's manual fusion (``fused_impl``)."""
     fused = fused_impl(policy)
-    gains = {int(n): float(k_speedup_spread(d, fused, 1, kmax)["value"].median())
-             for n, d in measured[measured["impl"] == fused].groupby("links")}
+    gains = fusion_gain_by_n(measured, kmax, policy)
     gain = pd.Series({flops_per_byte(n, policy): g for n, g in gains.items()}).dropna().sort_index()
     if len(gain) < 3 or kmax <= 1:
         return None

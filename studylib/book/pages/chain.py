@@ -342,23 +342,23 @@ def fusion_gains(measured: pd.DataFrame, kmax: int) -> pd.DataFrame:
     """F.4's numbers per policy and n: the policy's fused implementation (``fused_and_xla``), the
     counted flops per step (the MLP's with it) and bytes per unfused step, their ratio
     (``claims_chain.flops_per_byte``, F.4's axis) and the fused speedup K = 1 -> ``kmax``, median
-    over N (as ``claims_chain.compute_bound_row`` judges)."""
-    from ..claims.analysis import k_speedup_spread
-    from ..claims.chain import flops_per_byte, flops_per_step
+    over N (``claims_chain.fusion_gain_by_n``, the values ``compute_bound_row`` judges)."""
+    from ..claims.chain import (
+        POLICY_TAGS,
+        flops_per_byte,
+        flops_per_step,
+        fusion_gain_by_n,
+    )
 
     rows = []
-    for (policy, n), d in measured.groupby(["policy", "links"]) if len(measured) and kmax > 1 else []:
+    for policy in POLICY_TAGS:  # without a policy first
         fused = fused_and_xla(policy)[0]
-        ks = set(d[d["impl"] == fused]["steps"])
-        if fused is None or not {1, kmax} <= ks:
-            continue
-        rows.append({"policy": policy, "links": int(n), "impl": fused, "flops": flops_per_step(int(n), policy),
-                     "bytes": work_per_step(int(n))["bytes_per_step"], "flops_per_byte": flops_per_byte(int(n), policy),
-                     "steps": kmax,
-                     "gain": float(k_speedup_spread(d, fused, 1, kmax)["value"].median())})
-    out = pd.DataFrame(rows)
-    return out.sort_values(["policy", "links"], key=lambda c: c.map({"none": 0, "mlp": 1}) if c.name == "policy" else c,
-                           ignore_index=True) if len(out) else out
+        d = measured[measured["policy"] == policy] if len(measured) else measured
+        for n, gain in sorted(fusion_gain_by_n(d, kmax, policy).items()):
+            rows.append({"policy": policy, "links": n, "impl": fused, "flops": flops_per_step(n, policy),
+                         "bytes": work_per_step(n)["bytes_per_step"], "flops_per_byte": flops_per_byte(n, policy),
+                         "steps": kmax, "gain": gain})
+    return pd.DataFrame(rows)
 
 
 def no_policy(measured: pd.DataFrame) -> pd.DataFrame:
