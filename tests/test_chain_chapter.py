@@ -1,4 +1,4 @@
-"""The chain chapter's package side (studylib/book/pages/chain.py, claims_chain.py, harness/chain_study.py):
+"""The chain chapter's package side (studylib/book/pages/chain/, claims_chain.py, harness/chain_study.py):
 predictions saved before measurements and never rewritten, the comparison of the two, the fused
 vs XLA table, and F.1–F.3 judged per n on synthetic rows whose verdicts are known."""
 
