@@ -191,6 +191,15 @@ def test_the_public_aliases_are_the_adapters_themselves(name):
     assert importlib.import_module(f"studylib.{name}") is importlib.import_module(f"studylib.adapters.{name}")
 
 
+def test_no_source_file_is_over_450_lines():
+    """A module or a native source a maintainer can read through: studylib/'s Python and cuda/'s
+    C++/CUDA files hold at most 450 lines each (a longer one is split by job)."""
+    sources = [*PACKAGE.rglob("*.py"), *(f for f in (PACKAGE.parent / "cuda").rglob("*") if f.suffix in {".h", ".cu", ".cpp"})]
+    assert len(sources) > 100
+    long = {str(f.relative_to(PACKAGE.parent)): n for f in sources if (n := len(f.read_text().splitlines())) > 450}
+    assert long == {}
+
+
 def test_no_folder_holds_more_than_twelve_modules():
     """A maintainer finds a module by its folder: no package of studylib/ holds more than 12
     modules (``__init__`` aside); a thirteenth means a new subpackage by role."""
