@@ -175,7 +175,35 @@ def test_the_between_hook_runs_outside_the_clock():
     from studylib.harness.timing import time_regions
 
     calls = []
-    t = time_regions(lambda: calls.append("call"), repeats=3, min_seconds=0.0, between=lambda: calls.append("look"))
-    looked = [i for i, c in enumerate(calls) if c == "look"]
+    t = time_regions(lambda: calls.append("call"), repeats=3, min_seconds=0.0,
+                     between=lambda first: calls.append("first" if first else "look"))
+    looked = [i for i, c in enumerate(calls) if c in ("first", "look")]
     assert len(looked) == 4 and t.calls == 1 and calls[-1] == "look"  # before the first timed region, after each
-    assert calls[looked[0]:] == ["look", "call", "look", "call", "look", "call", "look"]
+    assert calls[looked[0]:] == ["first", "call", "look", "call", "look", "call", "look"]
+
+
+def test_between_starts_again_where_the_repeats_are_timed_again():
+    """A stalled calibration (the 2nd call sleeps 50 ms, the others take microseconds) leaves timed
+    regions far under min_seconds, which are timed again: ``between`` is told the timed regions
+    start anew, and a caller that keeps only what it saw since then (the engines' contacts) sees
+    exactly the kept regions' boundaries."""
+    import time as _time
+
+    from studylib.harness.timing import time_regions
+
+    calls, seen, firsts = [], [], []
+
+    def call():
+        calls.append(1)
+        if len(calls) == 2:
+            _time.sleep(0.05)
+
+    def between(first):
+        if first:
+            firsts.append(len(calls))
+            seen.clear()
+        seen.append(len(calls))
+
+    t = time_regions(call, repeats=3, min_seconds=0.02, between=between)
+    assert len(firsts) == 2 and t.calls > 100  # timed again, with the calls grown
+    assert seen == [firsts[-1] + i * t.calls for i in range(4)]  # the kept regions' boundaries only

@@ -19,9 +19,11 @@ Method (paper section 3.3):
     quarter of ``min_seconds`` (a calibration region lengthened by a stall: the process descheduled
     during a call of microseconds), the calls are grown from those regions and the repeats timed
     again, once.
-  * ``between()``, if given, runs before the first timed region and after each, outside the clock:
-    what a caller observes of the states the timed regions stepped through (the engines' contacts).
-    With it, every repeat is timed after the calibration, so that it observes them all.
+  * ``between(first)``, if given, runs before the first timed region (``first`` True) and after
+    each (False), outside the clock: what a caller observes of the states the timed regions stepped
+    through (the engines' contacts). With it, every repeat is timed after the calibration, so that
+    it observes them all; where the repeats are timed again, ``first`` is True again, and the
+    caller drops what it saw of the discarded ones.
 """
 
 from __future__ import annotations
@@ -89,11 +91,11 @@ def time_regions(call, *, repeats: int, min_seconds: float, sync=None, between=N
     for attempt in range(2):
         timed = [last] if between is None else []
         if between is not None:
-            between()
+            between(True)
         while len(timed) < repeats:
             timed.append(region(calls))
             if between is not None:
-                between()
+                between(False)
         seconds, counted = [dt for dt, _ in timed], sum(n for _, n in timed)
         # A calibration region that reached min_seconds only by a stall (the process descheduled
         # during a call of microseconds) leaves regions far shorter than min_seconds: grow the
