@@ -8,6 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from studylib import book
+from studylib.book.claims import chain as claims_chain
 from studylib.book.claims.analysis import NOT_REPRODUCED, REPRODUCED
 from studylib.book.claims.base import row
 from studylib.book.pages import beyond, chain, engines, model
@@ -48,7 +49,8 @@ def _cpp_over_gym(value):
 def test_the_chain_answer_counts_the_verdicts_and_states_each_comparison_over_n(tmp_path):
     P = _params("chain", tmp_path)
     fusion = row("F.3", "speedup", "fusion", "f3_fusion", 12.0, "")
-    labelled = [("n = 1", _cpp_over_gym(3.5)), ("n = 1", fusion), ("n = 2", _cpp_over_gym(40.0))]
+    n1, n2 = claims_chain.label(1, "none"), claims_chain.label(2, "none")
+    labelled = [(n1, _cpp_over_gym(3.5)), (n1, fusion), (n2, _cpp_over_gym(40.0))]
     text = chain.answer(P, labelled)
     assert text.startswith("On the chain at n = 1, 2 links, measured on this machine (")
     assert f"give **2** {REPRODUCED}, **1** {NOT_REPRODUCED}." in text

@@ -19,7 +19,14 @@ from tests.snapshot_cases import SNAPSHOT
 
 
 def _record(chapter, label, key, rule, value):
-    return overview.Labelled(chapter, label, row("F.1" if key.startswith("f1") else "F.3", rule, "q", key, value, "why"))
+    """A chapter's finding as the overview receives it: the chain's with its label's n and policy
+    (``claims_chain.label``), the engines' with the policy its label names."""
+    finding = row("F.1" if key.startswith("f1") else "F.3", rule, "q", key, value, "why")
+    if chapter == "chain":
+        n, _, mlp = label.removeprefix("n = ").partition(", ")
+        name = claims_chain.label(int(n), "mlp" if mlp else "none")
+        return overview.Labelled(chapter, name, finding, name.policy, name.links)
+    return overview.Labelled(chapter, label, finding, "mlp" if label.endswith(" + MLP") else "none")
 
 
 def test_one_row_per_chapter_and_comparison_with_the_packages_verdicts():

@@ -35,8 +35,10 @@ class Labelled:
     """One finding with the chapter that judged it and what, within the chapter, it was measured on."""
 
     chapter: str  # book/<chapter>.md
-    label: str  # "n = 2", "hopper + MLP"; "" for CartPole's (one row per comparison)
+    label: str  # "n = 2", "n = 2, MLP", "hopper + MLP"; "" for CartPole's (one row per comparison)
     finding: Finding
+    policy: str = "none"  # the policy it was measured under (the chain's and the engines' findings)
+    links: int | None = None  # the chain's n (None: not one n)
 
     @property
     def study(self) -> str:
@@ -114,8 +116,8 @@ def ours_text(group: list[Labelled]) -> str:
     unit = group[0].finding.unit
     text = (f"{min(values):.0f}–{max(values):.0f} %" if unit == "%" else
             fmt_x(values[0]) if fmt_x(min(values)) == fmt_x(max(values)) else f"{fmt_x(min(values))} to {fmt_x(max(values))}")
-    chain_policies = any(", " in x.label for x in group)  # the chain's labels name the policy when it is the MLP
-    what = ("(n, policy)" if chain_policies else "n") if group[0].chapter == "chain" else "(model, policy)"
+    policies = any(x.policy != "none" for x in group)
+    what = ("(n, policy)" if policies else "n") if group[0].chapter == "chain" else "(model, policy)"
     return f"{text} over {len(group)} {what}"
 
 

@@ -72,9 +72,28 @@ def xla_impl() -> str | None:
     return next((n for n in book_order() if spec(n).implements(SIM) and spec(n).dispatch == "compiled"), None)
 
 
-def label(n: int, policy: str) -> str:
-    """A finding's label on the page: "n = 2" without a policy, "n = 2, MLP" with the MLP."""
-    return f"n = {n}" + ("" if policy == "none" else f", {policy.upper()}")
+class ChainLabel(str):
+    """A finding's label on the chain's pages, "n = 2" without a policy, "n = 2, MLP" with the MLP,
+    "across n = 1…4" for F.4: the text itself, which also keeps what it names, so that no reader
+    parses it: ``links`` (its n; None across n), ``where`` (the text without the policy) and
+    ``policy``."""
+
+    links: int | None
+    where: str
+    policy: str
+
+    def __new__(cls, where: str, policy: str = "none", links: int | None = None):
+        text = super().__new__(cls, where + ("" if policy == "none" else f", {policy.upper()}"))
+        text.where, text.policy, text.links = where, policy, links
+        return text
+
+    def __reduce__(self):  # pickled (a notebook's outputs, a Ray result) with its fields
+        return ChainLabel, (self.where, self.policy, self.links)
+
+
+def label(n: int, policy: str) -> ChainLabel:
+    """The label of n's findings under ``policy``: "n = 2" without a policy, "n = 2, MLP" with the MLP."""
+    return ChainLabel(f"n = {n}", policy, n)
 
 
 def links_rows(n: int, d: pd.DataFrame, kmax: int, policy: str = "none") -> list[Finding]:
@@ -190,7 +209,7 @@ def compute_bound_row(measured: pd.DataFrame, kmax: int, policy: str = "none") -
                reason, paper_text="smaller when more compute-bound (§4.2)")
 
 
-def labelled_findings(P: ChainParams, measured: pd.DataFrame) -> list[tuple[str, Finding]]:
+def labelled_findings(P: ChainParams, measured: pd.DataFrame) -> list[tuple[ChainLabel, Finding]]:
     """Per policy measured (without one first): every n's rows, in the order of n, each labelled
     with its n and policy (``label``), then F.4 across n (labelled with the n it spans and the
     policy)."""
@@ -203,7 +222,7 @@ def labelled_findings(P: ChainParams, measured: pd.DataFrame) -> list[tuple[str,
         out += [(label(n, policy), r) for n in links for r in links_rows(n, d[d["links"] == n], kmax, policy)]
         f4 = compute_bound_row(d, kmax, policy=policy)  # with the MLP, its flops on the axis too
         if f4 is not None:
-            out.append((f"across n = {links[0]}…{links[-1]}" + label(0, policy)[5:], f4))
+            out.append((ChainLabel(f"across n = {links[0]}…{links[-1]}", policy), f4))
     return out
 
 
@@ -212,23 +231,22 @@ def chain_findings(P: ChainParams, measured: pd.DataFrame) -> list[Finding]:
     return [r for _, r in labelled_findings(P, measured)]
 
 
-def verdict_table(labelled: list[tuple[str, Finding]]) -> pd.DataFrame:
+def verdict_table(labelled: list[tuple[ChainLabel, Finding]]) -> pd.DataFrame:
     """The chain's verdicts as one table: a row per comparison of the paper's (finding, its claim,
     the paper's value) and policy, a column per n ("n = 1", …, F.4's "across n = 1…6") holding ours
     and the verdict there ("—" where that comparison was not made at it)."""
     from .analysis import PARTLY, REPRODUCED
 
     short = {REPRODUCED: "reproduced", PARTLY: "partly"}
-    mlp = label(0, "mlp")[5:]  # ", MLP": the labels' policy part
-    columns = list(dict.fromkeys(name.removesuffix(mlp) for name, _ in labelled))
+    columns = list(dict.fromkeys(name.where for name, _ in labelled))
     rows: dict[tuple, dict] = {}
     for name, f in labelled:
-        policy = "MLP" if name.endswith(mlp) else "none"
+        policy = "none" if name.policy == "none" else name.policy.upper()
         r = rows.setdefault((f.key, policy), {"finding": f.finding, "policy": policy, "claim": PAPER[f.key].claim,
                                               "paper": f.paper_text})
         verdict = short.get(f.judgement.verdict, "not reproduced" if f.judgement.verdict.startswith("not rep") else
                             f.judgement.verdict)
-        r[name.removesuffix(mlp)] = f"{f.ours_text}: {verdict}" + (" (borderline)" if f.borderline else "")
+        r[name.where] = f"{f.ours_text}: {verdict}" + (" (borderline)" if f.borderline else "")
     out = pd.DataFrame(list(rows.values()))
     for column in columns:
         out[column] = out[column].fillna("—") if column in out else "—"

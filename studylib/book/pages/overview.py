@@ -58,10 +58,11 @@ def study(preset=None, data_dir=None, machine=None) -> Study:
     records = [Labelled(ch.name, "", r) for ch in CHAPTERS.values() if ch.findings for r in ch.findings(ch.params(**kw))]
     P = params("chain", **kw)
     chain_rows = chain_data(P)[1]
-    records += [Labelled("chain", label, r) for label, r in claims_chain.labelled_findings(P, chain_rows)]
+    records += [Labelled("chain", label, r, label.policy, label.links)
+                for label, r in claims_chain.labelled_findings(P, chain_rows)]
     P = params("engines", **kw)
     engine_rows = engines.engine_data(P)
-    records += [Labelled("engines", model + (" + MLP" if policy == "mlp" else ""), r)
+    records += [Labelled("engines", model + (" + MLP" if policy == "mlp" else ""), r, policy)
                 for (model, policy), r in claims_engines.labelled_findings(P, engine_rows)]
     cartpole_P = params("cartpole", **kw)
     fig2 = cartpole_fig2_data(cartpole_P)
@@ -128,9 +129,9 @@ def counts_md(records, where: str = "this machine") -> str:
     chapters = list(dict.fromkeys(x.chapter for x in cart))
     parts = [f"On {where}, **CartPole** (" + ", ".join(chapter_link(c) for c in chapters) + "): "
              + (f"{len(cart)} comparisons ({_findings_text(cart)}), {_count_text(cart)}." if cart else "not measured.")]
-    named = [x.label for x in chain if x.label.startswith("n = ")]  # not F.4's "across n"
-    links = list(dict.fromkeys(label.split(",")[0] for label in named))  # "n = 2, MLP": n = 2 with the MLP policy
-    how = ("without a policy and with the MLP policy" if any("," in label for label in named) else "simulation only")
+    named = [x for x in chain if x.links is not None]  # not F.4's "across n"
+    links = list(dict.fromkeys(f"n = {x.links}" for x in named))
+    how = ("without a policy and with the MLP policy" if any(x.policy != "none" for x in named) else "simulation only")
     parts.append(f"**An articulated robot**, the chain of {chapter_link('chain')}"
                  + (f" at {labels_text(links)} links: {len(chain)} comparisons ({_findings_text(chain)}, {how}), "
                     f"{_count_text(chain)}." if chain else ": not measured."))

@@ -206,15 +206,12 @@ def answer(P: ChainParams, labelled) -> str:
     verdict, then each comparison with ours over the n beside the paper's (``comparisons.comparisons_text``)."""
     if not labelled:
         return "The chain was not measured in this build, so the paper's comparisons are not made on it here."
-    from ...claims.chain import label as policy_label
-
-    mlp = policy_label(0, "mlp")[5:]
-    links = ", ".join(dict.fromkeys(name[4:].removesuffix(mlp) for name, _ in labelled if name.startswith("n = ")))
-    with_mlp = any(name.endswith(mlp) for name, _ in labelled)
+    links = ", ".join(dict.fromkeys(str(name.links) for name, _ in labelled if name.links is not None))
+    with_mlp = any(name.policy == "mlp" for name, _ in labelled)
     found = [f for _, f in labelled]
     how = ("without a policy (the simulation and its episode rules) and with the Gaussian MLP policy (labelled MLP)"
            if with_mlp else "without a policy (the simulation and its episode rules)")
     return (f"On the chain at n = {links} links, measured on {answers.where(P)} {how}, K up to {max(P.steps)}, the "
             f"paper's comparisons, each judged by CartPole's rule once per n{' and policy' if with_mlp else ''} (F.4 "
             f"once across n), give {answers.counts_text(found)}. By comparison: "
-            + comparisons_text([Labelled("chain", label, f) for label, f in labelled]) + ".")
+            + comparisons_text([Labelled("chain", name, f, name.policy, name.links) for name, f in labelled]) + ".")
