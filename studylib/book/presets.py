@@ -95,6 +95,14 @@ class ChapterParams(TypedParams):
                                        f"`{display_path(self.data_dir / self.machine)}` (read, nothing measured).")
         return "; ".join(parts) + f". Data: `{display_path(self.data_dir)}`."
 
+    @property
+    def data_machine(self) -> str:
+        """The machine folder whose files the chapter reads: ``machine`` (another machine's
+        snapshot) where given, else this machine's key."""
+        from ..harness.data.provenance import machine_key
+
+        return self.machine or machine_key()
+
     @classmethod
     def resolve(cls, chapter: str, *, preset=None, data_dir=None, impls=None, repeats=None, min_seconds=None,
                 machine=None, **given):

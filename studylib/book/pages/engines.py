@@ -221,10 +221,9 @@ def beyond_the_plan(P: EnginesParams, rows: pd.DataFrame) -> pd.DataFrame:
     read, never measured; one row per (engine, model, policy, N, K)."""
     from ...errors import ConfigError
     from ...harness.data import store
-    from ...harness.data.provenance import machine_key
 
     try:
-        saved = store.load(engine_study.FILE, data_dir=P.data_dir, machine=P.machine or machine_key())
+        saved = store.load(engine_study.FILE, data_dir=P.data_dir, machine=P.data_machine)
     except ConfigError:
         return pd.DataFrame()
     saved = engine_study.with_policy(saved)

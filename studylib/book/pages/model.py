@@ -28,12 +28,6 @@ SMALL_N = [2**k for k in range(0, 14, 2)]  # the paper's Fig 4 grid (powers of 4
 BIG_N = 2**40  # "N -> infinity": per-call and per-step host costs vanish per environment
 
 
-def _machine_key(P: ChapterParams) -> str:
-    from ...harness.data.provenance import machine_key
-
-    return P.machine or machine_key()
-
-
 def model_calibration(P: ChapterParams) -> tuple[list, list]:
     """(calibration rows, ceiling rows) of the machine P reads: measured here once, then read."""
     from ...harness.model import calibrate
@@ -54,7 +48,7 @@ def host_facts(P: ChapterParams, calibration_rows) -> tuple[float, int]:
 
 def model_machine(P: ChapterParams) -> costmodel.Machine:
     cal, ceil = model_calibration(P)
-    return costmodel.machine_from_calibration(cal, ceil, name=f"this machine ({_machine_key(P)})")
+    return costmodel.machine_from_calibration(cal, ceil, name=f"this machine ({P.data_machine})")
 
 
 def model_machine_or_reason(P: ChapterParams) -> tuple[costmodel.Machine | None, str]:
@@ -71,7 +65,7 @@ def _load(P: ChapterParams, sweep: str) -> pd.DataFrame:
     from ...harness.data import store
 
     try:
-        return store.load(sweep, data_dir=P.data_dir, machine=_machine_key(P))
+        return store.load(sweep, data_dir=P.data_dir, machine=P.data_machine)
     except ConfigError:
         return pd.DataFrame()
 

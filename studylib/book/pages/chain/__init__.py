@@ -78,17 +78,24 @@ SNAPSHOT_LINKS = (1, 2, 4, 8, 16, 32)
 SNAPSHOT_ENGINES = ("mujoco-rollout", "mjx")  # MuJoCo's engines a snapshot may hold on the chain (MJX: a compile per point)
 
 
-def beyond_plan(P: ChainParams):
-    """The chapter's N and K grid at the n (``SNAPSHOT_LINKS``), policies (``settings.POLICIES``) and
-    MuJoCo engines (``SNAPSHOT_ENGINES``) its plan does not measure: (the chapter's parameters
-    widened to them, the points of the wider grid that are not the plan's)."""
+def widened(P: ChainParams) -> ChainParams:
+    """The chapter's parameters widened to the n (``SNAPSHOT_LINKS``), policies
+    (``settings.POLICIES``) and MuJoCo engines (``SNAPSHOT_ENGINES``) a wider run may have saved."""
     from dataclasses import replace
 
-    from ....harness.sweep import POINTS
     from ....settings import POLICIES
 
-    wide = replace(P, links=tuple(sorted(set(P.links) | set(SNAPSHOT_LINKS))), policies=tuple(dict.fromkeys(("none", *POLICIES))),
+    return replace(P, links=tuple(sorted(set(P.links) | set(SNAPSHOT_LINKS))),
+                   policies=tuple(dict.fromkeys(("none", *POLICIES))),
                    engines=tuple(dict.fromkeys((*P.engines, *SNAPSHOT_ENGINES))))
+
+
+def beyond_plan(P: ChainParams):
+    """The chapter's N and K grid at the n, policies and engines its plan does not measure: (the
+    chapter's parameters ``widened`` to them, the points of the wider grid that are not the plan's)."""
+    from ....harness.sweep import POINTS
+
+    wide = widened(P)
     planned = {POINTS.row_key(POINTS.columns(x)) for x in chain_points(P)[0]}
     return wide, [x for x in chain_points(wide)[0] if POINTS.row_key(POINTS.columns(x)) not in planned]
 
@@ -97,11 +104,10 @@ def saved_beyond_plan(P: ChainParams) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(predictions, measurements) of the grid's points beyond the plan (``beyond_plan``: other n,
     other policies) as saved in the machine's data files (a wider run's, e.g. a committed
     snapshot's): read, never measured, never predicted here."""
-    from ....harness.data.provenance import machine_key
     from ....harness.sweep import POINTS, read_saved
 
     points = beyond_plan(P)[1]
-    folder = P.machine or machine_key()
+    folder = P.data_machine
     saved = read_saved(chain_study.MEASUREMENTS, points, POINTS, data_dir=P.data_dir, machine=folder)
     measured = pd.DataFrame(saved.rows)
     if measured.empty:
@@ -121,15 +127,14 @@ def chain_engine_data(P: ChainParams) -> pd.DataFrame:
     Columns of ``engines.measure_engine`` plus ``links``, ``env_steps`` (K in environment steps)
     and ``env_steps_per_s`` (mj_steps/s over the frame skip). Measured here once, then read;
     another machine's snapshot read only. N·K within the chapter's "*" cap (in environment steps)."""
-    from ....harness.data.provenance import machine_key
     from ....harness.robotics import engine_study
     from ....harness.sweep import read_saved, run
 
     items = chain_engine_items(P)
     result = run(ENGINES_FILE, items, engine_study.measure_item, engine_study.KEYING, data_dir=P.data_dir,
                  progress=False, log=lambda msg: None, machine=P.machine)
-    wider = [i for i in chain_engine_items(beyond_plan(P)[0]) if i not in items]  # other n: read where saved
-    more = read_saved(ENGINES_FILE, wider, engine_study.KEYING, data_dir=P.data_dir, machine=P.machine or machine_key())
+    wider = [i for i in chain_engine_items(widened(P)) if i not in items]  # other n: read where saved
+    more = read_saved(ENGINES_FILE, wider, engine_study.KEYING, data_dir=P.data_dir, machine=P.data_machine)
     df = pd.DataFrame(result.rows + more.rows)
     if len(df):
         df["links"] = df["model"].str.removeprefix("chain").astype(int)

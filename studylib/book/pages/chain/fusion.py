@@ -119,11 +119,10 @@ def saved_fma_ceiling(P: ChainParams) -> float | None:
     where it has none): read, never measured, so that another machine's snapshot is priced by its
     own ceiling."""
     from ....harness.data import store
-    from ....harness.data.provenance import machine_key
     from ....harness.model.roofline import saved_ceilings
 
     try:
-        return saved_ceilings(store.machine_folder(P.data_dir, P.machine or machine_key())).get("fma_flops_per_s")
+        return saved_ceilings(store.machine_folder(P.data_dir, P.data_machine)).get("fma_flops_per_s")
     except store.DataDirError:
         return None
 
