@@ -156,6 +156,12 @@ def _work(links: int) -> tuple[dict, tuple[int, ...]]:
     return chain_study.work(params), record.policy_sizes(params)
 
 
+def work_per_step(links: int) -> dict:
+    """The chain's counted work per environment step at n = ``links`` (its record's, with the
+    timestep rule's frame_skip): flops_per_step, transcendentals_per_step, bytes_per_step."""
+    return dict(_work(links)[0])
+
+
 def flops_per_step(links: int, policy: str = "none") -> float:
     """The chain's counted flops per environment step at n = ``links`` (its record's, with the
     timestep rule's frame_skip); under the MLP policy its forward pass's too (``costs.mlp_flops`` of
@@ -168,7 +174,7 @@ def flops_per_step(links: int, policy: str = "none") -> float:
 
 def flops_per_byte(links: int, policy: str = "none") -> float:
     """``flops_per_step`` over the bytes an unfused step moves (the chain's state, whatever the policy)."""
-    return flops_per_step(links, policy) / _work(links)[0]["bytes_per_step"]
+    return flops_per_step(links, policy) / work_per_step(links)["bytes_per_step"]
 
 
 def _halves_growth(gain: pd.Series) -> float:
@@ -182,10 +188,12 @@ def fusion_gain_by_n(measured: pd.DataFrame, kmax: int, policy: str = "none") ->
     """F.4's values from the rows measured under ``policy``: per n where both K were measured, the
     policy's manual fusion (``fused_impl``) K = 1 → ``kmax`` speedup, median over N
     (``compute_bound_row`` judges them, the chapter's table shows them)."""
+    if measured.empty or kmax <= 1:
+        return {}
     fused = fused_impl(policy)
-    d = measured[measured["impl"] == fused] if len(measured) else measured
+    d = measured[measured["impl"] == fused]
     return {int(n): float(k_speedup_spread(g, fused, 1, kmax)["value"].median())
-            for n, g in d.groupby("links") if {1, kmax} <= set(g["steps"])} if len(d) and kmax > 1 else {}
+            for n, g in d.groupby("links") if {1, kmax} <= set(g["steps"])}
 
 
 def compute_bound_row(measured: pd.DataFrame, kmax: int, policy: str = "none") -> Finding | None:

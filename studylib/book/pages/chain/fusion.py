@@ -10,9 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .... import sims
-from ....harness.robotics import chain_study
 from ... import answers
+from ...claims.chain import work_per_step
 from ...comparisons import Labelled, comparisons_text
 from ...presets import ChainParams
 
@@ -48,12 +47,6 @@ def engines_beside_ours(measured: pd.DataFrame, engines: pd.DataFrame) -> pd.Dat
     cols = ["links", "num_envs", "k", "engine", "env_steps_per_s", *[c for c in (fused, xla) if c in out],
             "fused_over_engine", "frame_skip", "compile_s"]
     return out[cols].sort_values(["links", "num_envs", "k", "engine"]).reset_index(drop=True)
-
-
-def work_per_step(links: int) -> dict:
-    """The chain's counted work per environment step at n = ``links`` (its record's, with the
-    timestep rule's frame_skip): flops_per_step, transcendentals_per_step, bytes_per_step."""
-    return chain_study.work(sims.sim(chain_study.SIM).params_of({"links": links}))
 
 
 def fusion_gains(measured: pd.DataFrame, kmax: int) -> pd.DataFrame:
