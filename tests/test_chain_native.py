@@ -9,6 +9,7 @@ states per n, cart x in ±1, angles in ±0.5, velocities in ±2, controls in ±1
 from __future__ import annotations
 
 import ctypes
+import functools
 import time
 
 import numpy as np
@@ -259,9 +260,11 @@ def _kernel_names(links=SUBSET):
     return names
 
 
-def nvrtc_report(arch: str, subset: bool = True) -> dict:
-    """ptxas's registers and spills of every kernel of chain_kernel.cu as CuPy compiles it for
-    ``arch`` (with ``subset``, CH_KERNEL_SUBSET's n only: n = 1 and 8 bracket the others)."""
+@functools.cache
+def nvrtc_compile(arch: str, subset: bool = True) -> tuple[dict, str]:
+    """(ptxas's registers and spills of every kernel of chain_kernel.cu, its PTX) as CuPy compiles it
+    for ``arch`` (with ``subset``, CH_KERNEL_SUBSET's n only: n = 1 and 8 bracket the others),
+    compiled once per session (about 20 s here)."""
     from tests.test_nvrtc import _nvrtc, cupy_options, ptxas_report
 
     nvrtc = _nvrtc()
@@ -273,39 +276,34 @@ def nvrtc_report(arch: str, subset: bool = True) -> dict:
             nvrtc.compileProgram(prog, options)
         except nvrtc.NVRTCError:
             pytest.fail(nvrtc.getProgramLog(prog))
-        log, cubin = nvrtc.getProgramLog(prog), nvrtc.getCUBIN(prog)
+        log, cubin, ptx = nvrtc.getProgramLog(prog), nvrtc.getCUBIN(prog), nvrtc.getPTX(prog)
     finally:
         nvrtc.destroyProgram(prog)
     assert cubin[:4] == b"\x7fELF"
     report = ptxas_report(log)
     assert _kernel_names(SUBSET if subset else nc.unrolled_links()) <= set(report), log
-    return report
+    return report, ptx.decode() if isinstance(ptx, bytes) else ptx
+
+
+def nvrtc_report(arch: str, subset: bool = True) -> dict:
+    return nvrtc_compile(arch, subset)[0]
 
 
 def test_nvrtc_compiles_the_kernel_without_spills():
-    """n = 1, 8 and the run-time-n build, at sm_80 as CuPy compiles them (about 30 s here; every n at
-    sm_80 and sm_90: benchmarks/chain_kernels.py)."""
+    """n = 1, 8 and the run-time-n build, at sm_80 as CuPy compiles them (every n at sm_80 and
+    sm_90: benchmarks/chain_kernels.py)."""
     for entry, usage in nvrtc_report("80").items():
         assert usage["spill_stores"] == 0 and usage["spill_loads"] == 0, (entry, usage)
         if entry in REGISTER_BUDGET:
             assert usage["registers"] <= REGISTER_BUDGET[entry], (entry, usage)
 
 
-def test_each_kernel_takes_the_struct_by_value(tmp_path):
-    """nvcc -ptx (sm_80, CH_KERNEL_SUBSET): the physics-only kernels take one ChainArgs, the
-    episode kernels a ChainArgs and the pointer to the episode count, the MLP ones a ChainArgs, a
+def test_each_kernel_takes_the_struct_by_value():
+    """The PTX of that compile (sm_80, CH_KERNEL_SUBSET; NVRTC is nvcc's front end as a library, the
+    compiler CuPy runs): the physics-only kernels take one ChainArgs, the episode kernels a
+    ChainArgs and the pointer to the episode count, the MLP ones a ChainArgs, a
     ChainTrajectoryArgs (where a collection records) and that pointer."""
-    import shutil
-    import subprocess
-
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        pytest.skip("nvcc not installed: the kernels' PTX is not checked here")
-    source = native.sources.CHAIN_KERNEL_SOURCE
-    out = tmp_path / "chain_kernel.ptx"
-    subprocess.run([nvcc, "-ptx", "-arch=sm_80", "-DCH_KERNEL_SUBSET", f"-I{source.parent}", str(source), "-o",
-                    str(out)], check=True, capture_output=True)
-    ptx = out.read_text()
+    ptx = nvrtc_compile("80", True)[1]  # the spills test's compile (the cache keys by the arguments as written)
     size = ctypes.sizeof(nc.ChainArgs)
     for entry in _kernel_names():
         params = ptx.split(f".entry {entry}(")[1].split(")")[0]

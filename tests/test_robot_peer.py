@@ -55,6 +55,25 @@ def test_sb3s_actor_as_arrays_acts_as_sb3_predicts():
     venv.close()
 
 
+def test_sb3_learns_without_leaving_a_log_folder(tmp_path, monkeypatch):
+    """SB3's default logger makes an empty ``SB3-<date>`` folder in the temporary directory at each
+    ``learn`` (verbose 0 included); the peers' models log nowhere (peers.without_log_folder)."""
+    import tempfile
+
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.env_util import make_vec_env
+
+    from studylib.train.peers import without_log_folder
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    venv = make_vec_env(lambda: sb3.task_env(1), n_envs=1, seed=3)
+    for i, quiet in enumerate((False, True)):
+        model = PPO("MlpPolicy", venv, n_steps=32, batch_size=32, n_epochs=1, seed=3, device="cpu", verbose=0)
+        (without_log_folder(model) if quiet else model).learn(32)
+        assert len(list(tmp_path.glob("SB3-*"))) == 1, i  # SB3's own default made one; the quiet model none
+    venv.close()
+
+
 def _row(collector, seed, *, wall, samples, solved=True, links=2, peer=None, transfer=math.nan):
     return {"collector": collector, "links": links, "seed": seed, "solved": solved, "wall_s": wall, "samples": samples,
             "collect_s": 0.3 * wall, "learn_s": 0.6 * wall, "eval_s": 0.1 * wall, "budget_s": 600.0, "compile_s": 1.0,

@@ -41,15 +41,21 @@ def test_trajectory_is_what_the_policy_did(impl):
     np.testing.assert_allclose(deterministic_actions(arrays, raw), mean, atol=1e-5)
 
 
-def test_torch_ppo_learns_the_single_pendulum():
-    """32 updates of seed 2 on the fused collector (a trajectory per kernel call): the training
+def test_torch_ppo_learns_the_single_pendulum(monkeypatch):
+    """24 updates of seed 2 on the fused collector (a trajectory per kernel call): the training
     episodes' mean return rises from an untrained policy's ~800 to near the 1000-step maximum
-    (806, 4,482, 9,276, 9,342 at the four checks when written; other seeds dip below zero on the
+    (806, 4,482, 9,276 at the three checks when written, 9,342 at a fourth; other seeds dip below zero on the
     way, while the policy balances but lets the cart drift, and take longer). The threshold is set
-    out of reach, so the run stops at its sample budget and gymnasium's judge is not run."""
-    s = ChainPPOSettings(links=1, max_samples=65_536, solve_return=1e6)
+    out of reach, so the run stops at its sample budget and gymnasium's judge is not run; the
+    untimed final return (gymnasium's ``ChainMujocoEnv``, deterministic) is played on 20 episodes
+    instead of 100 (8 s of the test's 18 s)."""
+    from studylib.train.chain import evaluate
+
+    monkeypatch.setattr(evaluate, "JUDGE_EPISODES", 20)
+    s = ChainPPOSettings(links=1, max_samples=49_152, solve_return=1e6)
     result = train_chain(ChainRun("fused", seed=2, settings=s))  # torch on s.torch_threads (1), then restored
     train_returns = [row[4] for row in result.curve]
-    assert result.stopped == "max_samples" and not result.solved and len(train_returns) == 4
+    assert result.stopped == "max_samples" and not result.solved and len(train_returns) == 3
     assert max(train_returns[-2:]) > max(5 * train_returns[0], 5000), train_returns
     assert result.trainer == "torch-ppo-continuous" and 0 < result.collect_s < result.wall_s
+    assert result.eval_return > 5000, result.eval_return  # the greedy policy too (8,598 when written)

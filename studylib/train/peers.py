@@ -60,6 +60,16 @@ def _sb3_actor_arrays(policy) -> dict:
     return out
 
 
+def without_log_folder(model):
+    """``model`` (an SB3 algorithm) logging nowhere. SB3's default logger, made at each ``learn``,
+    creates an empty folder ``SB3-<date>`` in the temporary directory even with ``verbose=0``
+    (stable_baselines3.common.logger.configure): a study of many seeds left hundreds behind."""
+    from stable_baselines3.common.logger import Logger
+
+    model.set_logger(Logger(folder=None, output_formats=[]))
+    return model
+
+
 def sb3_timer(clock: Clock, batch: int, setup_s: float, actor):
     """An SB3 callback that runs ``clock``'s rule on SB3's PPO: its rollouts are collection, the
     time between rollouts its update; after each update, ``clock.check(actor())`` when a check is
@@ -109,6 +119,7 @@ def train_sb3(run: TrainRun, *, log=None) -> TrainResult:
     model = PPO("MlpPolicy", env, n_steps=z["n_steps"], batch_size=z["batch_size"], gae_lambda=z["gae_lambda"],
                 gamma=z["gamma"], n_epochs=z["n_epochs"], ent_coef=z["ent_coef"], learning_rate=_Linear(1e-3),
                 clip_range=_Linear(0.2), seed=run.seed, device="cpu", verbose=0)
+    without_log_folder(model)
     setup_s = time.perf_counter() - start
 
     try:

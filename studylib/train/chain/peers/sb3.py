@@ -140,7 +140,7 @@ def train(run: ChainRun, *, log=None, progress=None, settings: str = "rl-zoo"):
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
 
-    from ...peers import sb3_timer
+    from ...peers import sb3_timer, without_log_folder
 
     links = run.settings.links
     task = peer_task(links)
@@ -153,6 +153,7 @@ def train(run: ChainRun, *, log=None, progress=None, settings: str = "rl-zoo"):
                 learning_rate=z["learning_rate"], ent_coef=z["ent_coef"], clip_range=z["clip_range"],
                 n_epochs=z["n_epochs"], gae_lambda=z["gae_lambda"], max_grad_norm=z["max_grad_norm"],
                 vf_coef=z["vf_coef"], seed=run.seed, device="cpu", verbose=0)
+    without_log_folder(model)
     setup_s = time.perf_counter() - start
 
     def act(obs):
