@@ -267,7 +267,7 @@ def test_rows_beyond_the_plan_are_read_never_measured(tmp_path, monkeypatch):
     wide, extra = chain.beyond_plan(P)
     planned = {(p.env.impl, p.env.params.links, p.policy, p.env.num_envs, p.steps) for p in chain.chain_points(P)[0]}
     assert set(wide.links) == set(chain.SNAPSHOT_LINKS) and set(wide.policies) == {"none", "mlp"}
-    assert set(wide.engines) == {*P.engines, "mjx"}
+    assert set(wide.engines) == {*P.engines, "mjx", "mjx-unfused"}
     assert {p.env.params.links for p in extra} == set(chain.SNAPSHOT_LINKS) and {p.policy for p in extra} == {"none", "mlp"}
     assert not planned & {(p.env.impl, p.env.params.links, p.policy, p.env.num_envs, p.steps) for p in extra}
     saved = [p for p in extra if p.env.params.links == 8 and p.env.impl in ("cpp", "fused")]
@@ -275,7 +275,7 @@ def test_rows_beyond_the_plan_are_read_never_measured(tmp_path, monkeypatch):
         progress=False, log=lambda m: None)
     run(chain_study.PREDICTIONS, saved, lambda p: {**chain_study._columns(p), "predicted_samples_per_s": 2e6, "regime": "compute-bound"},
         chain_study.KEYING, data_dir=tmp_path, progress=False, log=lambda m: None)
-    item = next(i for i in chain.chain_engine_items(wide) if i.engine == "mjx" and i.model == "chain8")
+    item = next(i for i in chain.chain_engine_items(wide) if i.engine == "mjx-unfused" and i.model == "chain8")
     run(chain.ENGINES_FILE, [item], lambda i: {**dataclasses.asdict(i), "samples_per_s": 5e5, "frame_skip": 5},
         engine_study.KEYING, data_dir=tmp_path, progress=False, log=lambda m: None)
 
@@ -290,4 +290,20 @@ def test_rows_beyond_the_plan_are_read_never_measured(tmp_path, monkeypatch):
     engines = chain.chain_engine_data(dataclasses.replace(P, engines=()))  # measures nothing: no engine planned
     assert list(engines["model"]) == ["chain8"] and engines["env_steps_per_s"][0] == 1e5
     text = chain.unsaved_engines_text(engines)
-    assert "`mjx` at n = 1, 2, 4, 16, 32" in text and "`mujoco-rollout` at n = 1, 2, 4, 8, 16, 32" in text
+    missing = dict(part.split(" at n = ") for part in text.removeprefix(
+        "Not in this machine's data (no row at the chapter's N and K): ").removesuffix(".").split("; "))
+    assert missing == {"`mujoco-rollout`": "1, 2, 4, 8, 16, 32", "`mjx`": "1, 2, 4",  # mjx: to its chain_links_max
+                       "`mjx-unfused`": "1, 2, 4, 16, 32"}
+
+
+def test_mjx_programs_are_compared_where_both_were_measured():
+    """mjx_programs_text: the median over N of mjx-unfused's rate over mjx's, per n, only at the
+    (n, N, K) both hold; nothing where one of them is missing."""
+    row = lambda engine, n, num, rate: {"engine": engine, "links": n, "num_envs": num, "env_steps": 100,
+                                        "env_steps_per_s": rate}
+    engines = pd.DataFrame([row("mjx", 4, 16, 100.0), row("mjx-unfused", 4, 16, 50.0), row("mjx", 4, 256, 100.0),
+                            row("mjx-unfused", 4, 256, 70.0), row("mjx-unfused", 8, 16, 9.0),
+                            row("mujoco-rollout", 8, 16, 1e5)])
+    assert chain.mjx_programs_text(engines) == "`mjx-unfused` over `mjx` (median over N and K): n = 4: 0.6×."
+    assert chain.mjx_programs_text(engines[engines["engine"] != "mjx"]) == ""
+    assert chain.mjx_programs_text(pd.DataFrame()) == ""

@@ -116,14 +116,21 @@ class _Rollout(_HostEngine):
         self.pool.close()
 
 
-_MJX_CACHE: dict = {}  # (model name, N, K, policy seed) -> (init, compiled step, compile seconds, policy)
+_MJX_CACHE: dict = {}  # (model name, N, K, policy seed, XLA options) -> (init, compiled step, compile seconds, policy)
+
+# XLA's options for ``mjx-unfused``: its HLO pass "fusion" left out. On the n-link chain, XLA:CPU's
+# fused program for MJX's step grows in run time far faster than its work with n (16 chains, one
+# step on the 2-core Zen 4: 2.3 ms at n = 4, 37 ms at n = 6, 6.5 s at n = 8, while XLA's own
+# cost analysis counts 38k, 65k and 102k flops per environment step); without the pass, 3.2, 4.1
+# and 3.8 ms (benchmarks/mjx_fusion.py prints these on the machine it runs on).
+UNFUSED = (("xla_disable_hlo_passes", "fusion"),)
 
 
-def _mjx_compiled(name, m, n, steps, policy_seed=None):
+def _mjx_compiled(name, m, n, steps, policy_seed=None, xla_options=()):
     import jax
     from mujoco import mjx
 
-    key = (name, n, steps, policy_seed)
+    key = (name, n, steps, policy_seed, xla_options)
     if key not in _MJX_CACHE:
         mx = mjx.put_model(m)
         d0 = mjx.make_data(mx)
@@ -139,7 +146,8 @@ def _mjx_compiled(name, m, n, steps, policy_seed=None):
         init = jax.jit(jax.vmap(lambda q, v: d0.replace(qpos=q, qvel=v)))
         data = init(np.zeros((n, m.nq), np.float32), np.zeros((n, m.nv), np.float32))
         t0 = time.perf_counter()
-        step = jax.jit(jax.vmap(rollout)).lower(data, np.zeros((n, steps, m.nu), np.float32)).compile()
+        step = jax.jit(jax.vmap(rollout)).lower(data, np.zeros((n, steps, m.nu), np.float32)).compile(
+            compiler_options=dict(xla_options) or None)
         _MJX_CACHE[key] = (init, step, time.perf_counter() - t0, policy)
         return (*_MJX_CACHE[key], True)
     return (*_MJX_CACHE[key], False)
@@ -150,11 +158,11 @@ class _Mjx:
     ``compile_s`` is the XLA compile of this (model, N, K, policy), measured once per process
     (cached); ``compiled_now`` says whether this construction paid it. A policy runs inside the call."""
 
-    def __init__(self, m, qpos, qvel, ctrl, name, policy_seed=None):
+    def __init__(self, m, qpos, qvel, ctrl, name, policy_seed=None, xla_options=()):
         import jax
 
         init, self.fn, self.compile_s, self.policy, self.compiled_now = _mjx_compiled(name, m, len(qpos), ctrl.shape[1],
-                                                                                      policy_seed)
+                                                                                      policy_seed, xla_options)
         self.device = jax.default_backend()  # "cpu" or "gpu": where its XLA program runs
         self.data = init(qpos.astype(np.float32), qvel.astype(np.float32))
         self.ctrl = jax.numpy.asarray(ctrl, np.float32)
@@ -245,6 +253,10 @@ def make_rollout(rec, m, qpos, qvel, ctrl, seed, policy_seed):
 
 def make_mjx(rec, m, qpos, qvel, ctrl, seed, policy_seed):
     return _Mjx(m, qpos, qvel, ctrl, rec.name, policy_seed)
+
+
+def make_mjx_unfused(rec, m, qpos, qvel, ctrl, seed, policy_seed):
+    return _Mjx(m, qpos, qvel, ctrl, rec.name, policy_seed, UNFUSED)
 
 
 def make_envpool(rec, m, qpos, qvel, ctrl, seed, policy_seed):

@@ -15,6 +15,10 @@ representative of robotics physics simulators commonly used in RL". Its three ro
                   device (the CPU here, the GPU where jax has one: the row's ``device``), float32
                   (JAX's default), the Newton solver (MJX has no PGS: humanoid.xml's is replaced),
                   its compile timed apart (the "XLA" row).
+  mjx-unfused     the same program compiled without XLA's HLO pass "fusion" (``compiler_options``
+                  ``xla_disable_hlo_passes=fusion``): on the n-link chain XLA:CPU's fused program
+                  slows by orders of magnitude from n = 6 on (engine_kinds.UNFUSED), so MJX at its
+                  best there is this one; a second "XLA" row, not MJX's default.
   envpool         envpool's ``<Task>-v5`` MuJoCo environments (its own bundled MuJoCo and XMLs),
                   threads = cores, frame_skip 1 so that one step is one physics step, no early
                   termination where its config allows.
@@ -44,7 +48,7 @@ from typing import Callable
 
 from ...errors import ConfigError
 from ..atari.engines import cores
-from .engine_kinds import make_envpool, make_gymnasium_async, make_mjx, make_python, make_rollout
+from .engine_kinds import make_envpool, make_gymnasium_async, make_mjx, make_mjx_unfused, make_python, make_rollout
 from .engine_models import (contacts, controls, describe, initial_state, load, model_record, steady_state,
                             warm_steps)
 from ..timing import time_regions
@@ -104,6 +108,10 @@ class RoboticsEngine:
     solver: str = "xml"  # the solver setting it runs (engine_models.SOLVERS): mjx forces "newton"
     settable_state: bool = True  # starts from given (qpos, qvel) and reports them: in the agreement
     check_model: Callable | None = None  # record -> a reason it cannot step this model, or None
+    # The longest n-link chain a chapter plans it on (None: every n). MJX's default program: 4, since
+    # XLA:CPU's fused program for the chain's step ran 10x slower than without fusion at n = 6 and
+    # over 1,000x at n = 8 on the Zen 4 (engine_kinds.UNFUSED): a point there would take hours.
+    chain_links_max: int | None = None
 
     def unavailable(self, model: str) -> str | None:
         """Why it cannot run ``model`` here (a reason string), or None."""
@@ -125,7 +133,9 @@ ENGINES = {e.name: e for e in (
     RoboticsEngine("mujoco-rollout", "mujoco.rollout's threaded Rollout", "C++", make_rollout, ("mujoco.rollout",),
                    threaded=True, steps_per_call=True),
     RoboticsEngine("mjx", "MuJoCo XLA (jit, vmap, scan) on JAX's default device", "XLA", make_mjx, ("jax", "mujoco.mjx"),
-                   compiles=True, solver="newton", steps_per_call=True, policy_in_call=True),
+                   compiles=True, solver="newton", steps_per_call=True, policy_in_call=True, chain_links_max=4),
+    RoboticsEngine("mjx-unfused", "MuJoCo XLA compiled without XLA's fusion pass", "XLA", make_mjx_unfused,
+                   ("jax", "mujoco.mjx"), compiles=True, solver="newton", steps_per_call=True, policy_in_call=True),
     RoboticsEngine("envpool", "envpool's MuJoCo v5 tasks", "C++", make_envpool, ("envpool",), threaded=True,
                    settable_state=False, check_model=_envpool_task_missing),
     RoboticsEngine("gymnasium-async", "gymnasium's AsyncVectorEnv of <Task>-v5", "gym", make_gymnasium_async,

@@ -75,7 +75,9 @@ def chain_data(P: ChainParams) -> tuple[pd.DataFrame, pd.DataFrame]:
 # The n a committed snapshot may hold beyond the preset's plan (the chapter reads them where saved):
 # 1 to 8 the unrolled C builds, 16 and 32 the run-time-n build and the shorter timesteps
 SNAPSHOT_LINKS = (1, 2, 4, 8, 16, 32)
-SNAPSHOT_ENGINES = ("mujoco-rollout", "mjx")  # MuJoCo's engines a snapshot may hold on the chain (MJX: a compile per point)
+# MuJoCo's engines a snapshot may hold on the chain (MJX: a compile per point; mjx-unfused: the
+# same without XLA's fusion pass, MJX's faster program from n = 6 on here)
+SNAPSHOT_ENGINES = ("mujoco-rollout", "mjx", "mjx-unfused")
 
 
 def widened(P: ChainParams) -> ChainParams:
@@ -158,15 +160,37 @@ def unsaved_engines_text(engines: pd.DataFrame) -> str:
             + "; ".join(f"`{e}` at n = {', '.join(map(str, ns))}" for e, ns in unsaved.items()) + ".")
 
 
+def mjx_programs_text(engines: pd.DataFrame) -> str:
+    """MJX's two XLA programs where the data hold both at one (n, N, K): per n, the median over N
+    and K of ``mjx-unfused``'s rate over ``mjx``'s, as a sentence; "" where no point has both."""
+    from ...format import fmt_x
+
+    mjx = engines[engines["engine"].isin(("mjx", "mjx-unfused"))] if len(engines) else engines
+    if mjx.empty:
+        return ""
+    rates = mjx.pivot_table(index=["links", "num_envs", "env_steps"], columns="engine", values="env_steps_per_s")
+    if not {"mjx", "mjx-unfused"} <= set(rates.columns):
+        return ""
+    ratio = (rates["mjx-unfused"] / rates["mjx"]).dropna().groupby(level="links").median()
+    if ratio.empty:
+        return ""
+    return ("`mjx-unfused` over `mjx` (median over N and K): "
+            + ", ".join(f"n = {n}: {fmt_x(v)}" for n, v in ratio.items()) + ".")
+
+
 def chain_engine_items(P: ChainParams) -> list:
     """``chain_engine_data``'s items: every engine, n and N of the chapter at its largest K (the K of
-    the §7 comparison, cpp against jax) in environment steps, N·K within the chapter's "*" cap."""
+    the §7 comparison, cpp against jax) in environment steps, N·K within the chapter's "*" cap, n
+    within the engine record's ``chain_links_max``."""
     from ....harness.robotics import engine_study
+    from ....harness.robotics.engines import engine_record
 
     cap, k = P.cap_for("*"), max(P.steps)
+    longest = {engine: engine_record(engine).chain_links_max for engine in P.engines}
     return [engine_study.EngineItem(engine, f"chain{n}", num, k * sims.sim(chain_study.SIM).params_of(
                 {"links": n}).frame_skip)
-            for engine in P.engines for n in P.links for num in P.num_envs if num * k <= cap]
+            for engine in P.engines for n in P.links for num in P.num_envs
+            if num * k <= cap and (longest[engine] is None or n <= longest[engine])]
 
 
 # the page's agreement check: one environment step of CHECK_ENVS chains from v5's reset draws
