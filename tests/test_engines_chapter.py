@@ -29,6 +29,11 @@ def test_items_follow_the_engine_records():
     assert not unsupported
     _, _, unsupported = engine_study.engine_items(["envpool"], ["chain2"], [4], [1], lambda e: 2**8)
     assert unsupported == [("envpool", "chain2", "chain2 has no envpool or gymnasium task")]  # not planned
+    items, _, unsupported = engine_study.engine_items(["mjx", "mjx-unfused"], ["chain4", "chain8"], [16], [1],
+                                                      lambda e: 2**8)
+    assert [(i.engine, i.model) for i in items] == [("mjx", "chain4"), ("mjx-unfused", "chain4"), ("mjx-unfused", "chain8")]
+    assert [(e, m) for e, m, _ in unsupported] == [("mjx", "chain8")]  # its record's chain_links_max: 4
+    assert "beyond n = 4" in unsupported[0][2]
 
 
 def test_rows_are_saved_resumed_and_an_unavailable_engine_is_skipped(tmp_path):
