@@ -52,3 +52,26 @@ def test_the_verdict_on_xlas_best_can_fail():
     assert "as fast within the spread" in close and "do not run" not in close
     assert "4.2× the counted flops and 6.1× the sines" in tie
     assert chain.formulation_sentence(pd.DataFrame()).startswith("No formulation")
+
+
+def test_formulations_beyond_the_plan_are_read_where_saved_never_measured(tmp_path, monkeypatch):
+    """formulation_data measures the plan's n and reads the other n a snapshot may hold
+    (SNAPSHOT_LINKS) where saved: a saved n = 8 row is shown; n = 16 and 32, unsaved, are not measured."""
+    import dataclasses
+
+    from studylib import book
+    from studylib.harness import sweep
+    from studylib.harness.data.provenance import machine_key
+
+    fake = lambda it: {**cf.FormulationItem.columns(it), "env_steps_per_s": 1e6, "xla_flops": None,  # noqa: E731
+                       "counted_flops": 100, "chosen": False, "whole_program": False}
+    P = dataclasses.replace(book.params("chain", preset="tiny", data_dir=tmp_path), formulations=("aba",),
+                            formulation_links=(2,))
+    saved = cf.formulation_items(["aba"], [8], P.formulation_num_envs, P.formulation_steps, repeats=P.repeats,
+                                 min_seconds=P.min_seconds)
+    sweep.run(cf.FILE, saved, fake, cf.KEYING, data_dir=tmp_path, progress=False, log=lambda m: None)
+    measured = []
+    monkeypatch.setattr(cf, "measure_formulation", lambda it: measured.append(it.links) or fake(it))
+    df = chain.formulation_data(P)
+    assert measured == [2] and sorted(df["links"]) == [2, 8]  # the plan measured, n = 8 read, 16 and 32 absent
+    assert P.data_machine == machine_key()
