@@ -63,7 +63,7 @@ def test_formulations_beyond_the_plan_are_read_where_saved_never_measured(tmp_pa
     from studylib.harness import sweep
     from studylib.harness.data.provenance import machine_key
 
-    fake = lambda it: {**cf.FormulationItem.columns(it), "env_steps_per_s": 1e6, "xla_flops": None,  # noqa: E731
+    fake = lambda it: {**cf.FormulationItem.columns(it), "env_steps_per_s": 1e6, "xla_flops": None,
                        "counted_flops": 100, "chosen": False, "whole_program": False}
     P = dataclasses.replace(book.params("chain", preset="tiny", data_dir=tmp_path), formulations=("aba",),
                             formulation_links=(2,))
