@@ -75,3 +75,21 @@ def test_formulations_beyond_the_plan_are_read_where_saved_never_measured(tmp_pa
     df = chain.formulation_data(P)
     assert measured == [2] and sorted(df["links"]) == [2, 8]  # the plan measured, n = 8 read, 16 and 32 absent
     assert P.data_machine == machine_key()
+
+
+def test_the_section_seven_answer_holds_fusion_against_xlas_fastest_formulation():
+    """fused_over_best_formulation: the fused rate over the fastest formulation at the same (n, N, K),
+    not over the jax implementation; fusion_conclusion says where manual fusion wins and where not,
+    and the columns' duplication factor range."""
+    fx = pd.DataFrame([{"policy": p, "links": n, "num_envs": 256, "steps": 100, "fused_impl": "cpp", "fused": f,
+                        "xla": 1e5, "fused_over_xla": f / 1e5} for p, n, f in
+                       (("none", 2, 4e6), ("none", 16, 5e4), ("mlp", 2, 9e9), ("none", 4, 1e6))])
+    forms = pd.DataFrame([{"links": n, "num_envs": 256, "steps": 100, "formulation": f, "env_steps_per_s": r,
+                           "whole_program": f == "columns", "xla_over_counted": x} for n, f, r, x in
+                          ((2, "aba", 1e6, None), (2, "columns", 2e5, 4.2), (16, "aba", 1e5, None), (8, "columns", 1e4, 13.8))])
+    table = chain.fused_over_best_formulation(fx, forms)
+    assert table[["links", "formulation", "fused_over_best"]].values.tolist() == [[2, "aba", 4.0], [16, "aba", 0.5]]
+    text = chain.fusion_conclusion(table, forms)
+    assert "n = 2: **4×** (`aba`), n = 16: **0.5×** (`aba`)" in text
+    assert "beats XLA's best program at n = 2 and not at n = 16." in text and "4.2× to 13.8× the flops" in text
+    assert chain.fusion_conclusion(chain.fused_over_best_formulation(fx, forms.iloc[:0]), forms).startswith("The fused")

@@ -199,6 +199,46 @@ def formulation_sentence(df: pd.DataFrame) -> str:
     return "; ".join(parts) + ". " + verdict + added
 
 
+def fused_over_best_formulation(fx: pd.DataFrame, forms: pd.DataFrame) -> pd.DataFrame:
+    """The §7 comparison held against XLA's best program: per n, at the formulation table's N and
+    K, the fused implementation without a policy (``fused_over_xla``'s row: cpp) over the fastest
+    formulation measured (``formulation_data``: the physics under lax.scan, no episode rules, so a
+    rate the jax implementation can only approach), beside the ratio over the jax implementation.
+    Empty where the two tables share no (n, N, K)."""
+    if fx.empty or forms.empty:
+        return pd.DataFrame()
+    best = forms.loc[forms.groupby("links")["env_steps_per_s"].idxmax(),
+                     ["links", "num_envs", "steps", "formulation", "env_steps_per_s"]]
+    out = fx[fx["policy"] == "none"].merge(best, on=["links", "num_envs", "steps"])
+    out["fused_over_best"] = out["fused"] / out["env_steps_per_s"]
+    return out[["links", "num_envs", "steps", "fused_impl", "fused", "formulation", "env_steps_per_s",
+                "fused_over_best", "fused_over_xla"]].reset_index(drop=True)
+
+
+def fusion_conclusion(against_best: pd.DataFrame, forms: pd.DataFrame) -> str:
+    """The chapter's answer to §7 with XLA at its best: per n the fused implementation over XLA's
+    fastest formulation, where manual fusion still wins (> 1) and where it does not, and the work
+    XLA's program for the reference's columns adds (its count over the counted flops)."""
+    from ...format import fmt_x
+
+    if against_best.empty:
+        return "The fused implementation and XLA's formulations share no (n, N, K) here, so §7 is not answered on them."
+    r = against_best.iloc[0]
+    ratios = ", ".join(f"n = {row.links}: **{fmt_x(row.fused_over_best)}** (`{row.formulation}`)"
+                       for row in against_best.itertuples())
+    wins, loses = against_best[against_best["fused_over_best"] > 1], against_best[against_best["fused_over_best"] <= 1]
+    held = (f"Manual fusion beats XLA's best program at n = {', '.join(map(str, wins['links']))}"
+            + (f" and not at n = {', '.join(map(str, loses['links']))}." if len(loses) else ", every n measured."))
+    whole = forms[forms["whole_program"] & (forms["formulation"] == "columns")] if len(forms) else forms
+    duplication = ("" if whole.empty else
+                   f" XLA's program for the reference's columns counts {fmt_x(whole['xla_over_counted'].min())} to "
+                   f"{fmt_x(whole['xla_over_counted'].max())} the flops the physics holds (n = {whole['links'].min()} to "
+                   f"{whole['links'].max()}): shared producers copied into every consumer fusion, which the "
+                   "formulations that loop over the links avoid.")
+    return (f"Manual fusion against XLA, with XLA's fastest formulation measured here (N = "
+            f"{int(r.num_envs)}, K = {int(r.steps)}, no policy): `{r.fused_impl}` over it at {ratios}. {held}{duplication}")
+
+
 def answer(P: ChainParams, labelled) -> str:
     """The chapter's first paragraph: whether the paper's CartPole comparisons hold on the chain,
     from ``claims_chain.labelled_findings`` (the verdicts the page's table shows): their count per
