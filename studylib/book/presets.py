@@ -216,6 +216,12 @@ class ChainParams(ChapterParams):
                 + ([f"engines: {', '.join(self.engines)}"] if self.engines else []))
 
 
+# The n a committed snapshot of the chain chapter may hold beyond the preset's plan (the chapter
+# reads them where saved, never measures them): 1 to 8 the unrolled C builds, 16 and 32 the
+# run-time-n build and the shorter timesteps
+CHAIN_SNAPSHOT_LINKS = (1, 2, 4, 8, 16, 32)
+
+
 @dataclass(frozen=True, kw_only=True)
 class EnginesParams(ChapterParams):
     """The robotics engines (harness.robotics.engines) on MuJoCo models (harness.robotics.engine_models); ``impls``

@@ -19,7 +19,7 @@ from .... import sims
 from ....harness.robotics import chain_study
 from ....implspec import book_order, spec
 from ...plans import _measured, capped_points
-from ...presets import ChainParams
+from ...presets import CHAIN_SNAPSHOT_LINKS, ChainParams
 
 KEY = ["impl", "policy", "links", "num_envs", "steps"]
 
@@ -72,9 +72,7 @@ def chain_data(P: ChainParams) -> tuple[pd.DataFrame, pd.DataFrame]:
     return predicted, measured
 
 
-# The n a committed snapshot may hold beyond the preset's plan (the chapter reads them where saved):
-# 1 to 8 the unrolled C builds, 16 and 32 the run-time-n build and the shorter timesteps
-SNAPSHOT_LINKS = (1, 2, 4, 8, 16, 32)
+SNAPSHOT_LINKS = CHAIN_SNAPSHOT_LINKS  # the n a committed snapshot may hold beyond the plan (presets)
 # MuJoCo's engines a snapshot may hold on the chain (MJX: a compile per point; mjx-unfused: the
 # same without XLA's fusion pass, MJX's faster program from n = 6 on here)
 SNAPSHOT_ENGINES = ("mujoco-rollout", "mjx", "mjx-unfused")

@@ -13,7 +13,7 @@ import pandas as pd
 from ... import answers
 from ...claims.chain import work_per_step
 from ...comparisons import Labelled, comparisons_text
-from ...presets import ChainParams
+from ...presets import CHAIN_SNAPSHOT_LINKS, ChainParams
 
 
 def fused_and_xla(policy: str = "none") -> tuple[str | None, str | None]:
@@ -123,19 +123,18 @@ def saved_fma_ceiling(P: ChainParams) -> float | None:
 def formulation_data(P: ChainParams) -> pd.DataFrame:
     """XLA's formulations of the chain (``P.formulations`` at ``P.formulation_links``, N and K of
     the parameters: harness.robotics.chain_formulations), measured here once, then read; another
-    machine's snapshot read only; at the other n a snapshot may hold (``SNAPSHOT_LINKS``), read
+    machine's snapshot read only; at the other n a snapshot may hold (``CHAIN_SNAPSHOT_LINKS``), read
     where saved, never measured. Adds ``xla_over_counted`` (XLA's flops per environment step
     over the study's count, where XLA counted the whole program)."""
     from ....harness.robotics import chain_formulations as cf
     from ....harness.sweep import read_saved
-    from . import SNAPSHOT_LINKS
 
     def items_at(links):
         return cf.formulation_items(P.formulations, links, P.formulation_num_envs, P.formulation_steps,
                                     repeats=P.repeats, min_seconds=P.min_seconds)
 
     result = cf.formulation_rows(items_at(P.formulation_links), data_dir=P.data_dir, machine=P.machine)
-    wider = [n for n in SNAPSHOT_LINKS if n not in P.formulation_links]
+    wider = [n for n in CHAIN_SNAPSHOT_LINKS if n not in P.formulation_links]
     more = read_saved(cf.FILE, items_at(wider), cf.KEYING, data_dir=P.data_dir, machine=P.data_machine)
     df = pd.DataFrame(result.rows + more.rows)
     if len(df):
