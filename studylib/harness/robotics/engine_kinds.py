@@ -120,9 +120,9 @@ _MJX_CACHE: dict = {}  # (model name, N, K, policy seed, XLA options) -> (init, 
 
 # XLA's options for ``mjx-unfused``: its HLO pass "fusion" left out. On the n-link chain, XLA:CPU's
 # fused program for MJX's step grows in run time far faster than its work with n (16 chains, one
-# step on the 2-core Zen 4: 2.3 ms at n = 4, 37 ms at n = 6, 6.5 s at n = 8, while XLA's own
-# cost analysis counts 38k, 65k and 102k flops per environment step); without the pass, 3.2, 4.1
-# and 3.8 ms (benchmarks/mjx_fusion.py prints these on the machine it runs on).
+# step on the 2-core Zen 4: 1.0 ms at n = 4, 38 ms at n = 6, 6.1 s at n = 8, while XLA's own
+# cost analysis counts 38k, 65k and 102k flops per environment step); without the pass, 4.1, 3.8
+# and 6.5 ms (benchmarks/mjx_fusion.py prints these on the machine it runs on).
 UNFUSED = (("xla_disable_hlo_passes", "fusion"),)
 
 
