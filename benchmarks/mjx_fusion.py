@@ -2,7 +2,7 @@
 ``mjx`` and ``mjx-unfused`` engines of studylib.harness.robotics.engines): for each n, the compile
 seconds, XLA's own cost analysis (flops per environment step, fusions in the program) and the
 seconds of one call (N environments, one mj_step each, the median of ``--repeats`` after a warm-up
-call). It shows where XLA:CPU's fused program stops paying: its run time grows far faster than the
+call), of the very program the engines compile (engine_kinds._mjx_compiled). It shows where XLA:CPU's fused program stops paying: its run time grows far faster than the
 work it counts. A call over ``--give-up`` seconds is reported and not repeated.
 
     python benchmarks/mjx_fusion.py                 # n = 2, 4, 6, 8, N = 16
@@ -18,25 +18,19 @@ import time
 
 
 def probe(links: int, num_envs: int, xla_options: tuple, repeats: int, give_up: float) -> dict:
+    """The ``mjx`` engine's own program (engine_kinds._mjx_compiled: jit(vmap(scan(mjx.step)))) for
+    the chain of ``links``, one mj_step per call, compiled with ``xla_options``."""
     import jax
     import numpy as np
-    from mujoco import mjx
 
     from studylib.harness.robotics import engine_models as em
+    from studylib.harness.robotics.engine_kinds import _mjx_compiled
 
-    m = em.load(f"chain{links}", "newton")
-    mx = mjx.put_model(m)
-    d0 = mjx.make_data(mx)
-
-    def rollout(d, ctrl):
-        return jax.lax.scan(lambda d, u: (mjx.step(mx, d.replace(ctrl=u)), None), d, ctrl)[0]
-
-    data = jax.jit(jax.vmap(lambda q, v: d0.replace(qpos=q, qvel=v)))(
-        np.zeros((num_envs, m.nq), np.float32), np.zeros((num_envs, m.nv), np.float32))
+    name = f"chain{links}"
+    m = em.load(name, "newton")
+    init, fn, compile_s, _, _ = _mjx_compiled(name, m, num_envs, 1, None, xla_options)
+    data = init(np.zeros((num_envs, m.nq), np.float32), np.zeros((num_envs, m.nv), np.float32))
     ctrl = np.random.default_rng(0).uniform(-1, 1, (num_envs, 1, m.nu)).astype(np.float32)
-    start = time.perf_counter()
-    fn = jax.jit(jax.vmap(rollout)).lower(data, ctrl).compile(compiler_options=dict(xla_options) or None)
-    compile_s = time.perf_counter() - start
     cost = fn.cost_analysis()
     cost = cost[0] if isinstance(cost, list) else cost
     fusions = len(re.findall(r"^\s*\S+ = .* fusion\(", fn.as_text(), re.MULTILINE))

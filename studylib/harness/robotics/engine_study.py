@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...errors import ConfigError
-from .engine_models import model_record
 from .engines import engine_record, measure_engine
 from ..sweep import Keying, keyed_by, run
 
@@ -77,7 +76,7 @@ def engine_items(engines, models, num_envs, steps, cap_for, *, compiled_models=N
         for model in models:
             if rec.compiles and compiled_models is not None and model not in compiled_models:
                 continue
-            reason = rec.unavailable(model) or _chain_too_long(rec, model)
+            reason = rec.unavailable(model) or rec.not_planned(model)
             if reason is not None:
                 unsupported.append((engine, model, reason))
                 continue
@@ -95,16 +94,6 @@ def engine_items(engines, models, num_envs, steps, cap_for, *, compiled_models=N
                         continue
                     items.append(EngineItem(engine, model, n, k, policy, repeats, min_seconds))
     return items, dropped, unsupported
-
-
-def _chain_too_long(rec, model: str) -> str | None:
-    """Why ``rec`` is not planned on the chain ``model`` (longer than its record's
-    ``chain_links_max``), or None."""
-    links = model_record(model).chain_links
-    if rec.chain_links_max is None or links is None or links <= rec.chain_links_max:
-        return None
-    return (f"not planned beyond n = {rec.chain_links_max} links: XLA:CPU's default program for the chain's step "
-            "slows by orders of magnitude with n (benchmarks/mjx_fusion.py); mjx-unfused runs it")
 
 
 def measure_item(item: EngineItem) -> dict:

@@ -120,6 +120,15 @@ class RoboticsEngine:
             reason = self.check_model(model_record(model))
         return reason
 
+    def not_planned(self, model: str) -> str | None:
+        """Why a chapter does not plan it on ``model`` though it could run it (a chain longer than
+        ``chain_links_max``), or None."""
+        links = model_record(model).chain_links
+        if self.chain_links_max is None or links is None or links <= self.chain_links_max:
+            return None
+        return (f"not planned beyond n = {self.chain_links_max} links: XLA:CPU's default program for the chain's "
+                "step slows by orders of magnitude with n (benchmarks/mjx_fusion.py); mjx-unfused runs it")
+
     def threads(self) -> int | None:
         return cores() if self.threaded else None
 

@@ -179,16 +179,15 @@ def mjx_programs_text(engines: pd.DataFrame) -> str:
 def chain_engine_items(P: ChainParams) -> list:
     """``chain_engine_data``'s items: every engine, n and N of the chapter at its largest K (the K of
     the §7 comparison, cpp against jax) in environment steps, N·K within the chapter's "*" cap, n
-    within the engine record's ``chain_links_max``."""
+    where the engine's record plans it (``not_planned``: MJX's default program to n = 4)."""
     from ....harness.robotics import engine_study
     from ....harness.robotics.engines import engine_record
 
     cap, k = P.cap_for("*"), max(P.steps)
-    longest = {engine: engine_record(engine).chain_links_max for engine in P.engines}
     return [engine_study.EngineItem(engine, f"chain{n}", num, k * sims.sim(chain_study.SIM).params_of(
                 {"links": n}).frame_skip)
             for engine in P.engines for n in P.links for num in P.num_envs
-            if num * k <= cap and (longest[engine] is None or n <= longest[engine])]
+            if num * k <= cap and engine_record(engine).not_planned(f"chain{n}") is None]
 
 
 # the page's agreement check: one environment step of CHECK_ENVS chains from v5's reset draws
