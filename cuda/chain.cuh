@@ -78,9 +78,10 @@
 // The arrays' capacity in links: N, or CH_MAX_LINKS for the run-time-n build.
 #define CH_CAP(N) ((N) > 0 ? (N) : CH_MAX_LINKS)
 
-// One row of n + 1 floats (qpos or qvel) of an N-build.
-template <int N>
-using ChRow = float[CH_CAP(N) + 1];
+// One row of n + 1 values (qpos or qvel) of an N-build: floats, or (T = a SIMD vector of floats, the
+// CPU's run-time-n build) one value per lane.
+template <int N, class T = float>
+using ChRow = T[CH_CAP(N) + 1];
 
 // for (i = lo; i < hi; ++i) f(i): fully unrolled in an unrolled build (N > 0, where lo and hi are
 // constants once inlined), a plain loop in the run-time-n build (GCC's unroll pragma would unroll
@@ -188,62 +189,77 @@ CH_HD void ch_sincos(float x, float& s, float& c) {
 #endif
 }
 
-// ---- cholesky_solve: A z = b, A symmetric positive definite by its lower triangle ----
-// M = n + 1 unknowns; A[i][j] for j <= i is read (and overwritten by the factor, in place: the
-// Python's `low`); the constant A[0][0]'s 1 / sqrt comes in as inv0 ("a constant M_00 folds").
-template <int N>
-CH_HD void ch_cholesky_solve(float (&A)[CH_CAP(N) + 1][CH_CAP(N) + 1], const ChRow<N>& b, float inv0, int M,
-                             ChRow<N>& z) {
-    float inv[CH_CAP(N) + 1];  // 1 / L_jj: one division per column, multiplications after
-    ch_for<N>(0, M, [&](int j) CH_LAMBDA {
-        float s = A[j][j];
-        ch_for<N>(0, j, [&](int k) CH_LAMBDA { s = s - A[j][k] * A[j][k]; });
+// The two elementwise functions the physics takes of its value type T (ch_sincos and cholesky_solve's
+// 1 / sqrt); a CPU build that steps a SIMD vector of lanes as T specializes them for it
+// (cuda/chain_cpu_lanes.h).
+template <class T>
+struct ChMath;
+
+template <>
+struct ChMath<float> {
+    static CH_MEMBER void sincos(float x, float& s, float& c) { ch_sincos(x, s, c); }
+    static CH_MEMBER float inv_sqrt(float s) {
 #if defined(__CUDACC__)
-        inv[j] = j == 0 ? inv0 : 1.0f / sqrtf(s);
+        return 1.0f / sqrtf(s);
 #else
         // 1 / sqrt(s) as (1 / s) sqrt(s): GCC's vector code (-ffast-math) evaluates 1 / sqrtf(s) as a
         // reciprocal (vrcp14ps + Newton) of a square root (vrsqrt14ps + Newton), one after the other
         // on the factorization's critical path; here the two run side by side (the same value to an
         // ulp or two, as the two approximations already are).
-        inv[j] = j == 0 ? inv0 : (1.0f / s) * sqrtf(s);
+        return (1.0f / s) * sqrtf(s);
 #endif
+    }
+};
+
+// ---- cholesky_solve: A z = b, A symmetric positive definite by its lower triangle ----
+// M = n + 1 unknowns; A[i][j] for j <= i is read (and overwritten by the factor, in place: the
+// Python's `low`); the constant A[0][0]'s 1 / sqrt comes in as inv0 ("a constant M_00 folds").
+template <int N, class T>
+CH_HD void ch_cholesky_solve(T (&A)[CH_CAP(N) + 1][CH_CAP(N) + 1], const ChRow<N, T>& b, float inv0, int M,
+                             ChRow<N, T>& z) {
+    T inv[CH_CAP(N) + 1];  // 1 / L_jj: one division per column, multiplications after
+    inv[0] = T{} + inv0;
+    ch_for<N>(0, M, [&](int j) CH_LAMBDA {
+        T s = A[j][j];
+        ch_for<N>(0, j, [&](int k) CH_LAMBDA { s = s - A[j][k] * A[j][k]; });
+        if (j > 0) inv[j] = ChMath<T>::inv_sqrt(s);
         ch_for<N>(j + 1, M, [&](int i) CH_LAMBDA {
-            float t = A[i][j];
+            T t = A[i][j];
             ch_for<N>(0, j, [&](int k) CH_LAMBDA { t = t - A[i][k] * A[j][k]; });
             A[i][j] = t * inv[j];
         });
     });
-    float y[CH_CAP(N) + 1] = {};  // (initialized: nvcc cannot see that each y[k] is written before it is read)
+    T y[CH_CAP(N) + 1] = {};  // (initialized: nvcc cannot see that each y[k] is written before it is read)
     ch_for<N>(0, M, [&](int i) CH_LAMBDA {
-        float s = b[i];
+        T s = b[i];
         ch_for<N>(0, i, [&](int k) CH_LAMBDA { s = s - A[i][k] * y[k]; });
         y[i] = s * inv[i];
     });
     ch_for<N>(0, M, [&](int r) CH_LAMBDA {  // i = M - 1 down to 0
         const int i = M - 1 - r;
-        float s = y[i];
+        T s = y[i];
         ch_for<N>(i + 1, M, [&](int k) CH_LAMBDA { s = s - A[k][i] * z[k]; });
         z[i] = s * inv[i];
     });
 }
 
 // ---- accelerations: qacc at (qpos, qvel) under the slider's force, M(q) qacc = τ − c(q, v) ----
-template <int N>
-CH_HD void ch_accelerations(const ChRow<N>& qpos, const ChRow<N>& qvel, float force, const ChainParams<N>& p,
-                            ChRow<N>& qacc) {
+template <int N, class T>
+CH_HD void ch_accelerations(const ChRow<N, T>& qpos, const ChRow<N, T>& qvel, T force, const ChainParams<N>& p,
+                            ChRow<N, T>& qacc) {
     constexpr int C = CH_CAP(N);
     const int n = p.n();
     const float b = p.damping;  // (L enters only as the folded products L beta[j]: p.l_beta)
-    float phi[C], omega[C];
+    T phi[C], omega[C];
     phi[0] = qpos[1];
     omega[0] = qvel[1];
     ch_for<N>(2, n + 1, [&](int k) CH_LAMBDA {
         phi[k - 1] = phi[k - 2] + qpos[k];
         omega[k - 1] = omega[k - 2] + qvel[k];
     });
-    float s[C], c[C], w[C], bs[C], bc[C];
+    T s[C], c[C], w[C], bs[C], bc[C];
     ch_for<N>(0, n, [&](int j) CH_LAMBDA {
-        ch_sincos(phi[j], s[j], c[j]);
+        ChMath<T>::sincos(phi[j], s[j], c[j]);
     });
     ch_for<N>(0, n, [&](int j) CH_LAMBDA { w[j] = omega[j] * omega[j]; });
     ch_for<N>(0, n, [&](int j) CH_LAMBDA {
@@ -251,29 +267,29 @@ CH_HD void ch_accelerations(const ChRow<N>& qpos, const ChRow<N>& qvel, float fo
         bc[j] = p.beta[j] * c[j];  // also M_xφj
     });
     // generalized forces in φ: gravity, then the damping torques −b θ̇ carried through P⁻ᵀ
-    float f[C];
+    T f[C];
     ch_for<N>(0, n, [&](int j) CH_LAMBDA { f[j] = p.gx * bc[j] - p.gz * bs[j]; });
     ch_for<N>(0, n - 1, [&](int j) CH_LAMBDA { f[j] = f[j] + b * (qvel[j + 2] - qvel[j + 1]); });
     f[n - 1] = f[n - 1] - b * qvel[n];
-    float fx = p.gravity_x + force - b * qvel[0];
+    T fx = p.gravity_x + force - b * qvel[0];
     ch_for<N>(0, n, [&](int j) CH_LAMBDA { fx = fx + bs[j] * w[j]; });
     // M's lower triangle (index 0 the cart) and the Coriolis/centrifugal terms, pair by pair
-    float A[C + 1][C + 1];
-    A[0][0] = p.m_total;
+    T A[C + 1][C + 1];
+    A[0][0] = T{} + p.m_total;
     ch_for<N>(0, n, [&](int j) CH_LAMBDA { A[j + 1][0] = bc[j]; });
     ch_for<N>(0, n, [&](int j) CH_LAMBDA {
-        A[j + 1][j + 1] = p.diag[j];
+        A[j + 1][j + 1] = T{} + p.diag[j];
         ch_for<N>(0, j, [&](int i) CH_LAMBDA {
             A[j + 1][i + 1] = p.l_beta[j] * (c[i] * c[j] + s[i] * s[j]);  // cos(φ_i − φ_j)
-            const float t = p.l_beta[j] * (s[i] * c[j] - c[i] * s[j]);   // sin(φ_i − φ_j)
+            const T t = p.l_beta[j] * (s[i] * c[j] - c[i] * s[j]);   // sin(φ_i − φ_j)
             f[i] = f[i] - t * w[j];
             f[j] = f[j] + t * w[i];
         });
     });
-    ChRow<N> rhs, a;
+    ChRow<N, T> rhs, a;
     rhs[0] = fx;
     ch_for<N>(0, n, [&](int j) CH_LAMBDA { rhs[j + 1] = f[j]; });
-    ch_cholesky_solve<N>(A, rhs, p.inv_sqrt_m_total, n + 1, a);
+    ch_cholesky_solve<N, T>(A, rhs, p.inv_sqrt_m_total, n + 1, a);
     qacc[0] = a[0];
     qacc[1] = a[1];
     ch_for<N>(2, n + 1, [&](int k) CH_LAMBDA { qacc[k] = a[k] - a[k - 1]; });  // θ̈ from φ̈
@@ -299,9 +315,9 @@ CH_HD void ch_tip(const ChRow<N>& qpos, const ChainParams<N>& p, float& x, float
 // advance: x0 + h/6 (k0 + k3) + h/3 (k1 + k2) (RK4_B folded with h). k0's velocity is qvel itself.
 // One stage's point, (q0 + frac_h v_prev, v0 + frac_h a_prev), into (q, v); v may be v_prev
 // itself (each i reads v_prev[i] before it writes v[i]).
-template <int N>
-CH_HD void ch_stage_point(const ChRow<N>& qpos, const ChRow<N>& qvel, float frac_h, const ChRow<N>& v_prev,
-                          const ChRow<N>& a_prev, int n1, ChRow<N>& q, ChRow<N>& v) {
+template <int N, class T>
+CH_HD void ch_stage_point(const ChRow<N, T>& qpos, const ChRow<N, T>& qvel, float frac_h, const ChRow<N, T>& v_prev,
+                          const ChRow<N, T>& a_prev, int n1, ChRow<N, T>& q, ChRow<N, T>& v) {
     ch_for<N>(0, n1, [&](int i) CH_LAMBDA {
         q[i] = qpos[i] + frac_h * v_prev[i];
         v[i] = qvel[i] + frac_h * a_prev[i];
@@ -310,30 +326,30 @@ CH_HD void ch_stage_point(const ChRow<N>& qpos, const ChRow<N>& qvel, float frac
 
 // `seen` gets the last stage's qpos (_rk4's third result: where MuJoCo's kinematics are after an
 // mj_step, the tip v5 reads from site_xpos); a copy of n + 1 floats, dead where nobody reads it.
-template <int N>
-CH_HD void ch_rk4_step(ChRow<N>& qpos, ChRow<N>& qvel, float force, const ChainParams<N>& p, ChRow<N>& seen) {
+template <int N, class T>
+CH_HD void ch_rk4_step(ChRow<N, T>& qpos, ChRow<N, T>& qvel, T force, const ChainParams<N>& p, ChRow<N, T>& seen) {
     const int n1 = p.n() + 1;
-    ChRow<N> a0, v, a, sum_v, sum_a;
-    ChRow<N>& q = seen;  // each stage's point; the last one's is the result
-    ch_accelerations<N>(qpos, qvel, force, p, a0);  // stage 0: (qpos, qvel)
-    ch_stage_point<N>(qpos, qvel, p.half_h, qvel, a0, n1, q, v);  // stage 1 (frac ½) from stage 0
-    ch_accelerations<N>(q, v, force, p, a);
+    ChRow<N, T> a0, v, a, sum_v, sum_a;
+    ChRow<N, T>& q = seen;  // each stage's point; the last one's is the result
+    ch_accelerations<N, T>(qpos, qvel, force, p, a0);  // stage 0: (qpos, qvel)
+    ch_stage_point<N, T>(qpos, qvel, p.half_h, qvel, a0, n1, q, v);  // stage 1 (frac ½) from stage 0
+    ch_accelerations<N, T>(q, v, force, p, a);
     ch_for<N>(0, n1, [&](int i) CH_LAMBDA {  // stage 1's (v, a) kept until stage 2 joins it in k1 + k2
         sum_v[i] = v[i];
         sum_a[i] = a[i];
     });
-    ch_stage_point<N>(qpos, qvel, p.half_h, v, a, n1, q, v);  // stage 2 (frac ½) from stage 1
-    ch_accelerations<N>(q, v, force, p, a);
+    ch_stage_point<N, T>(qpos, qvel, p.half_h, v, a, n1, q, v);  // stage 2 (frac ½) from stage 1
+    ch_accelerations<N, T>(q, v, force, p, a);
     ch_for<N>(0, n1, [&](int i) CH_LAMBDA {  // k1 + k2, as advance adds them
         sum_v[i] = sum_v[i] + v[i];
         sum_a[i] = sum_a[i] + a[i];
     });
-    ch_stage_point<N>(qpos, qvel, p.timestep, v, a, n1, q, v);  // stage 3 (frac 1) from stage 2
-    ch_accelerations<N>(q, v, force, p, a);
+    ch_stage_point<N, T>(qpos, qvel, p.timestep, v, a, n1, q, v);  // stage 3 (frac 1) from stage 2
+    ch_accelerations<N, T>(q, v, force, p, a);
     // advance(qpos, vs) and advance(qvel, acs): x0 + h6 (k0 + k3) + h3 (k1 + k2)
     ch_for<N>(0, n1, [&](int i) CH_LAMBDA {
-        const float qn = qpos[i] + p.h6 * (qvel[i] + v[i]) + p.h3 * sum_v[i];
-        const float vn = qvel[i] + p.h6 * (a0[i] + a[i]) + p.h3 * sum_a[i];
+        const T qn = qpos[i] + p.h6 * (qvel[i] + v[i]) + p.h3 * sum_v[i];
+        const T vn = qvel[i] + p.h6 * (a0[i] + a[i]) + p.h3 * sum_a[i];
         qpos[i] = qn;
         qvel[i] = vn;
     });
@@ -342,7 +358,7 @@ CH_HD void ch_rk4_step(ChRow<N>& qpos, ChRow<N>& qvel, float force, const ChainP
 template <int N>
 CH_HD void ch_rk4_step(ChRow<N>& qpos, ChRow<N>& qvel, float force, const ChainParams<N>& p) {
     ChRow<N> unused;
-    ch_rk4_step<N>(qpos, qvel, force, p, unused);
+    ch_rk4_step<N, float>(qpos, qvel, force, p, unused);
 }
 
 // ---- actuator_force: gear × ctrl clamped to ctrlrange [−1, 1] (mj_fwdActuation) ----

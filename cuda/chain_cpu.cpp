@@ -15,8 +15,9 @@
 //     chain_restart, chain_observe and chain_mlp_actions (the policy's actions at the current
 //     state: the fused loop's own block function, for the tests).
 // Every n from 1 to CH_MAX_LINKS: the unrolled builds N = 1 .. 8 (CH_FOR_EACH_LINKS), whose lane
-// loops GCC vectorizes whole, and the run-time-n build (N = CH_GENERIC) for the rest, whose lane
-// loops run lane by lane (loops of run-time length inside do not vectorize across lanes).
+// loops GCC vectorizes whole, and the run-time-n build (N = CH_GENERIC) for the rest, whose physics
+// takes a block's lanes as its value type (chain_cpu_lanes.h: ch_mj_step_block), since GCC does not
+// vectorize a lane loop around loops of run-time length.
 #include <stddef.h>
 
 #include "chain_cpu_lanes.h"

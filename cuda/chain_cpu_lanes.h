@@ -33,6 +33,65 @@ struct MlpLane<ChVec> {
     }
 };
 
+// The physics' elementwise functions on a block's lanes (cuda/chain.cuh's ChMath): each lane's
+// scalar function in a loop GCC vectorizes (ch_sincos is straight-line float code).
+template <>
+struct ChMath<ChVec> {
+    static inline void sincos(ChVec x, ChVec& s, ChVec& c) {
+        alignas(64) float xs[CH_CPU_LANES], ss[CH_CPU_LANES], cs[CH_CPU_LANES];
+        memcpy(xs, &x, sizeof x);
+#pragma omp simd
+        for (int l = 0; l < CH_CPU_LANES; ++l) ch_sincos(xs[l], ss[l], cs[l]);
+        memcpy(&s, ss, sizeof s);
+        memcpy(&c, cs, sizeof c);
+    }
+    static inline ChVec inv_sqrt(ChVec s) {
+        alignas(64) float v[CH_CPU_LANES];
+        memcpy(v, &s, sizeof s);
+#pragma omp simd
+        for (int l = 0; l < CH_CPU_LANES; ++l) v[l] = ChMath<float>::inv_sqrt(v[l]);
+        memcpy(&s, v, sizeof s);
+        return s;
+    }
+};
+
+// One mj_step of a block's W lanes (buf[j * W + l], W = CH_CPU_LANES): ch_mj_step with the lanes as
+// the value type. The run-time-n build steps its lanes so because GCC does not vectorize a lane loop
+// around loops of run-time length (it ran ch_mj_step lane by lane, about 16 times slower); the
+// unrolled builds keep the lane loop, which GCC vectorizes whole.
+template <int N>
+CH_HD void ch_mj_step_block(float* buf, const float* force, const ChainParams<N>& p, float* seen) {
+    const int n1 = p.n() + 1;
+    ChVec* rows = (ChVec*)buf;  // row j of the block, its W lanes: one vector (buf is 64-byte aligned)
+    ChRow<N, ChVec> qpos, qvel, q;
+    for (int i = 0; i < n1; ++i) {
+        qpos[i] = rows[i];
+        qvel[i] = rows[n1 + i];
+    }
+    ChVec f;
+    memcpy(&f, force, sizeof f);
+    ch_rk4_step<N, ChVec>(qpos, qvel, f, p, q);
+    for (int i = 0; i < n1; ++i) {
+        rows[i] = qpos[i];
+        rows[n1 + i] = qvel[i];
+    }
+    if (seen)
+        for (int i = 0; i < n1; ++i) ((ChVec*)seen)[i] = q[i];
+}
+
+// frame_skip mj_steps of a block (its W lanes under their forces), `seen` as ch_mj_step's.
+template <int N, int W>
+CH_HD void ch_frame_skip_block(float* buf, const float* force, const ChainParams<N>& p, float* seen) {
+    for (int sub = 0; sub < p.frame_skip; ++sub) {
+        if constexpr (N == CH_GENERIC && W == CH_CPU_LANES) {
+            ch_mj_step_block<N>(buf, force, p, seen);
+        } else {
+#pragma omp simd
+            for (int l = 0; l < W; ++l) ch_mj_step<N>(buf + l, W, force[l], p, seen ? seen + l : nullptr);
+        }
+    }
+}
+
 // ---- physics only ----
 
 // K environment steps of every environment, W lanes per block; the lane loop is one `omp simd`
@@ -61,10 +120,7 @@ static void chain_rollout_lanes(const ChainArgs& args) {
             for (int k = 0; k < a.num_steps; ++k) {  // ch_physics_step with its loops interchanged
                 for (int l = 0; l < W; ++l)
                     force[l] = ch_actuator_force<N>(l < lanes ? ch_args_ctrl(a, first + l, k) : 0.0f, p);
-                for (int sub = 0; sub < p.frame_skip; ++sub) {
-#pragma omp simd
-                    for (int l = 0; l < W; ++l) ch_mj_step<N>(buf + l, W, force[l], p);
-                }
+                ch_frame_skip_block<N, W>(buf, force, p, nullptr);
             }
             for (int l = 0; l < lanes; ++l)
                 for (int j = 0; j < row; ++j) a.state[(first + l) * row + j] = buf[j * W + l];
@@ -195,10 +251,7 @@ static long long chain_episode_lanes(const ChainArgs& args, const ChainTrajector
                     for (int l = 0; l < W; ++l) ctrl[l] = l < lanes ? a.ctrl[(long long)k * n + first + l] : 0.0f;
                 }
                 for (int l = 0; l < W; ++l) force[l] = ch_actuator_force<N>(ctrl[l], p);
-                for (int sub = 0; sub < p.frame_skip; ++sub) {  // 2.
-#pragma omp simd
-                    for (int l = 0; l < W; ++l) ch_mj_step<N>(buf + l, W, force[l], p, seen + l);
-                }
+                ch_frame_skip_block<N, W>(buf, force, p, seen);  // 2.
 #pragma omp simd
                 for (int l = 0; l < W; ++l) {
                     ChRow<N> q;

@@ -166,8 +166,8 @@ def test_one_step_is_episode_advance(n):
 
 @pytest.mark.parametrize("n", (2, 8))
 def test_the_run_time_n_build_is_the_unrolled_one(n):
-    """The run-time-n build (CH_GENERIC, every n above 8) at an unrolled n: the same operations,
-    lane by lane instead of vectorized (scalar sinf/cosf there, libmvec's here)."""
+    """The run-time-n build (CH_GENERIC, every n above 8) at an unrolled n: the same operations, on
+    a block's lanes as one vector value (ch_mj_step_block) instead of the unrolled lane loop."""
     unrolled, states, ctrl = _backend(n)
     generic, _, _ = _backend(n, generic=True)
     for b in (unrolled, generic):
