@@ -260,11 +260,15 @@ def _kernel_names(links=SUBSET):
     return names
 
 
-@functools.cache
-def nvrtc_compile(arch: str, subset: bool = True) -> tuple[dict, str]:
+def nvrtc_compile(arch: str, *, subset: bool = True) -> tuple[dict, str]:
     """(ptxas's registers and spills of every kernel of chain_kernel.cu, its PTX) as CuPy compiles it
     for ``arch`` (with ``subset``, CH_KERNEL_SUBSET's n only: n = 1 and 8 bracket the others),
-    compiled once per session (about 20 s here)."""
+    compiled once per session (about 20 s here) however the caller spells its arguments."""
+    return _nvrtc_compile(str(arch), bool(subset))
+
+
+@functools.cache
+def _nvrtc_compile(arch: str, subset: bool) -> tuple[dict, str]:
     from tests.test_nvrtc import _nvrtc, cupy_options, ptxas_report
 
     nvrtc = _nvrtc()
@@ -285,8 +289,8 @@ def nvrtc_compile(arch: str, subset: bool = True) -> tuple[dict, str]:
     return report, ptx.decode() if isinstance(ptx, bytes) else ptx
 
 
-def nvrtc_report(arch: str, subset: bool = True) -> dict:
-    return nvrtc_compile(arch, subset)[0]
+def nvrtc_report(arch: str, *, subset: bool = True) -> dict:
+    return nvrtc_compile(arch, subset=subset)[0]
 
 
 def test_nvrtc_compiles_the_kernel_without_spills():
@@ -303,7 +307,7 @@ def test_each_kernel_takes_the_struct_by_value():
     compiler CuPy runs): the physics-only kernels take one ChainArgs, the episode kernels a
     ChainArgs and the pointer to the episode count, the MLP ones a ChainArgs, a
     ChainTrajectoryArgs (where a collection records) and that pointer."""
-    ptx = nvrtc_compile("80", True)[1]  # the spills test's compile (the cache keys by the arguments as written)
+    ptx = nvrtc_compile("80")[1]  # the spills test's compile, from the session's cache
     size = ctypes.sizeof(nc.ChainArgs)
     for entry in _kernel_names():
         params = ptx.split(f".entry {entry}(")[1].split(")")[0]

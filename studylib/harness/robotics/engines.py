@@ -112,6 +112,7 @@ class RoboticsEngine:
     # XLA:CPU's fused program for the chain's step ran 10x slower than without fusion at n = 6 and
     # over 1,000x at n = 8 on the Zen 4 (engine_kinds.UNFUSED): a point there would take hours.
     chain_links_max: int | None = None
+    unfused_of: str | None = None  # the engine whose XLA program this one compiles without the "fusion" pass
 
     def unavailable(self, model: str) -> str | None:
         """Why it cannot run ``model`` here (a reason string), or None."""
@@ -126,8 +127,10 @@ class RoboticsEngine:
         links = model_record(model).chain_links
         if self.chain_links_max is None or links is None or links <= self.chain_links_max:
             return None
+        instead = [e.name for e in ENGINES.values() if e.unfused_of == self.name]
         return (f"not planned beyond n = {self.chain_links_max} links: XLA:CPU's default program for the chain's "
-                "step slows by orders of magnitude with n (benchmarks/mjx_fusion.py); mjx-unfused runs it")
+                "step slows by orders of magnitude with n (benchmarks/mjx_fusion.py)"
+                + (f"; {', '.join(instead)} runs it" if instead else ""))
 
     def threads(self) -> int | None:
         return cores() if self.threaded else None
@@ -144,7 +147,8 @@ ENGINES = {e.name: e for e in (
     RoboticsEngine("mjx", "MuJoCo XLA (jit, vmap, scan) on JAX's default device", "XLA", make_mjx, ("jax", "mujoco.mjx"),
                    compiles=True, solver="newton", steps_per_call=True, policy_in_call=True, chain_links_max=4),
     RoboticsEngine("mjx-unfused", "MuJoCo XLA compiled without XLA's fusion pass", "XLA", make_mjx_unfused,
-                   ("jax", "mujoco.mjx"), compiles=True, solver="newton", steps_per_call=True, policy_in_call=True),
+                   ("jax", "mujoco.mjx"), compiles=True, solver="newton", steps_per_call=True, policy_in_call=True,
+                   unfused_of="mjx"),
     RoboticsEngine("envpool", "envpool's MuJoCo v5 tasks", "C++", make_envpool, ("envpool",), threaded=True,
                    settable_state=False, check_model=_envpool_task_missing),
     RoboticsEngine("gymnasium-async", "gymnasium's AsyncVectorEnv of <Task>-v5", "gym", make_gymnasium_async,

@@ -159,21 +159,24 @@ def unsaved_engines_text(engines: pd.DataFrame) -> str:
 
 
 def mjx_programs_text(engines: pd.DataFrame) -> str:
-    """MJX's two XLA programs where the data hold both at one (n, N, K): per n, the median over N
-    and K of ``mjx-unfused``'s rate over ``mjx``'s, as a sentence; "" where no point has both."""
+    """An engine's two XLA programs (its record's ``unfused_of``: MJX's default and without the
+    "fusion" pass) where the data hold both at one (n, N, K): per n, the median over N and K of
+    the unfused program's rate over the default's, as a sentence; "" where no point has both."""
+    from ....harness.robotics.engines import ENGINES
     from ...format import fmt_x
 
-    mjx = engines[engines["engine"].isin(("mjx", "mjx-unfused"))] if len(engines) else engines
-    if mjx.empty:
+    if engines.empty:
         return ""
-    rates = mjx.pivot_table(index=["links", "num_envs", "env_steps"], columns="engine", values="env_steps_per_s")
-    if not {"mjx", "mjx-unfused"} <= set(rates.columns):
-        return ""
-    ratio = (rates["mjx-unfused"] / rates["mjx"]).dropna().groupby(level="links").median()
-    if ratio.empty:
-        return ""
-    return ("`mjx-unfused` over `mjx` (median over N and K): "
-            + ", ".join(f"n = {n}: {fmt_x(v)}" for n, v in ratio.items()) + ".")
+    rates = engines.pivot_table(index=["links", "num_envs", "env_steps"], columns="engine", values="env_steps_per_s")
+    sentences = []
+    for unfused, default in ((e.name, e.unfused_of) for e in ENGINES.values() if e.unfused_of):
+        if not {unfused, default} <= set(rates.columns):
+            continue
+        ratio = (rates[unfused] / rates[default]).dropna().groupby(level="links").median()
+        if len(ratio):
+            sentences.append(f"`{unfused}` over `{default}` (median over N and K): "
+                             + ", ".join(f"n = {n}: {fmt_x(v)}" for n, v in ratio.items()) + ".")
+    return " ".join(sentences)
 
 
 def chain_engine_items(P: ChainParams) -> list:
