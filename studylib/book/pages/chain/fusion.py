@@ -234,7 +234,7 @@ def fusion_conclusion(against_best: pd.DataFrame, forms: pd.DataFrame) -> str:
                    f"{fmt_x(whole['xla_over_counted'].max())} the flops the physics holds (n = {whole['links'].min()} to "
                    f"{whole['links'].max()}): shared producers copied into every consumer fusion, which the "
                    "formulations that loop over the links avoid.")
-    return (f"Manual fusion against XLA, with XLA's fastest formulation measured here (N = "
+    return (f"Manual fusion against XLA (the paper's §7 question), with XLA's fastest formulation measured here (N = "
             f"{int(r.num_envs)}, K = {int(r.steps)}, no policy): `{r.fused_impl}` over it at {ratios}. {held}{duplication}")
 
 
