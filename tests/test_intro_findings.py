@@ -137,5 +137,18 @@ def test_the_snapshots_table_holds_the_chain_and_the_engines_and_fig2_from_their
     assert f"CartPole runs at **{fmt_x(model)}** the chain's rate" in text
     assert ("most of CartPole's lead over that model is the engine" in text) == (engine > model > 1)
     assert f"**{np.log(engine) / np.log(engine * model) * 100:.0f} %**" in text
+    # the §7 answer the introduction gives is the chain page's, recomputed here from the rows: cpp
+    # without a policy over XLA's fastest formulation at the formulations' N and K, per n
+    with sweep.session(engine=sweep.READ_ONLY):
+        forms = chain_page.formulation_data(P)
+    best = forms.groupby(["links", "num_envs", "steps"])["env_steps_per_s"].max()
+    cpp = chain_rows[(chain_rows["impl"] == "cpp") & (chain_rows["policy"] == "none")]
+    shown = 0
+    for (n, num, k), xla in best.items():
+        ours = cpp[(cpp["links"] == n) & (cpp["num_envs"] == num) & (cpp["steps"] == k)]["samples_per_s"]
+        if len(ours):
+            assert f"n = {n}: **{fmt_x(ours.iloc[0] / xla)}**" in S.fusion, (n, S.fusion)
+            shown += 1
+    assert shown >= 4 and "§7" in S.fusion
     models = S.gap[~S.gap["system"].str.contains("(ours)", regex=False)]["cartpole_over"]
     assert f"**{fmt_x(models.min())}** to **{fmt_x(models.max())}**" in text

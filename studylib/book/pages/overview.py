@@ -39,6 +39,7 @@ class Study:
     records: tuple[Labelled, ...]
     gap: pd.DataFrame = field(default_factory=pd.DataFrame)  # engines.gap_table of Fig 2 redrawn
     split: pd.DataFrame = field(default_factory=pd.DataFrame)  # engines.gap_split
+    fusion: str = ""  # the chain chapter's answer to §7 (chain.fusion_conclusion), its first paragraph
 
 
 def study(preset=None, data_dir=None, machine=None) -> Study:
@@ -50,16 +51,19 @@ def study(preset=None, data_dir=None, machine=None) -> Study:
     from ..claims import chain as claims_chain, engines as claims_engines
     from . import engines
     from .brax import brax_available, brax_data
-    from .chain import chain_data
+    from . import chain
     from ..chapters import CHAPTERS, params
     from ..plans import cartpole_fig2_data, fusion_data
 
     kw = dict(preset=preset, data_dir=data_dir, **({} if machine in (None, machine_key()) else {"machine": machine}))
     records = [Labelled(ch.name, "", r) for ch in CHAPTERS.values() if ch.findings for r in ch.findings(ch.params(**kw))]
     P = params("chain", **kw)
-    chain_rows = chain_data(P)[1]
+    chain_rows = chain.chain_data(P)[1]
     records += [Labelled("chain", label, r, label.policy, label.links)
                 for label, r in claims_chain.labelled_findings(P, chain_rows)]
+    forms = chain.formulation_data(P)
+    fusion = chain.fusion_conclusion(chain.fused_over_best_formulation(
+        chain.fused_over_xla(chain_rows, chain.saved_fma_ceiling(P)), forms), forms)
     P = params("engines", **kw)
     engine_rows = engines.engine_data(P)
     records += [Labelled("engines", model + (" + MLP" if policy == "mlp" else ""), r, policy)
@@ -70,7 +74,7 @@ def study(preset=None, data_dir=None, machine=None) -> Study:
     gap = engines.gap_table(engines.fig2_frame(engine_rows, fig2, chain_rows, brax))
     frames = [f for f in (fig2, fusion_data(params("fusion", **kw))) if len(f)]  # CartPole without a policy
     cartpole = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    return Study(tuple(records), gap, engines.gap_split(engine_rows, cartpole, chain_rows))
+    return Study(tuple(records), gap, engines.gap_split(engine_rows, cartpole, chain_rows), fusion)
 
 
 def overview(records) -> pd.DataFrame:
