@@ -181,25 +181,21 @@ def test_the_run_time_n_build_is_vectorized_across_lanes():
     rollout's parallel body the multiply-adds are packed (vfmadd...ps), as in an unrolled build's.
     Built lane by lane, as GCC compiles a lane loop around loops of run-time length, they were
     scalar (vfmadd...ss) and the build ran about 9 times slower at n = 16 and 32."""
-    import platform
     import re
-    import shutil
     import subprocess
 
-    if platform.machine() not in ("x86_64", "AMD64") or shutil.which("objdump") is None:
-        pytest.skip("reads x86-64 code with objdump")
+    from tests.test_fma_peak import _functions, _tool, _x86_64_only
+
+    _x86_64_only()
     library = native.build.build_info("chain_cpu")["path"]
-    text = subprocess.run(["objdump", "-d", "-C", "--no-show-raw-insn", library], capture_output=True, text=True,
-                          check=True).stdout
-    bodies = {}
-    for function in re.split(r"\n(?=[0-9a-f]+ <)", text):
-        head, _, code = function.partition(">:\n")
-        bodies[head.split("<", 1)[-1]] = code
+    text = subprocess.run([_tool("objdump"), "-d", "-C", "--no-show-raw-insn", library], capture_output=True,
+                          text=True, check=True).stdout
+    functions = _functions(text)
     for n in (0, 8):  # the run-time-n build (CH_GENERIC) and an unrolled one
-        (body,) = [code for name, code in bodies.items() if name.startswith(f"void chain_rollout_lanes<{n}, 16>")
-                   and "_omp_fn" in name]
-        packed = len(re.findall(r"\tvfn?m(?:add|sub)\d+ps", body))
-        scalar = len(re.findall(r"\tvfn?m(?:add|sub)\d+ss", body))
+        (body,) = [insns for name, insns in functions.items()
+                   if name.startswith(f"void chain_rollout_lanes<{n}, 16>") and "_omp_fn" in name]
+        packed = sum(bool(re.fullmatch(r"vfn?m(add|sub)\d+ps", mnemonic)) for _, mnemonic, _ in body)
+        scalar = sum(bool(re.fullmatch(r"vfn?m(add|sub)\d+ss", mnemonic)) for _, mnemonic, _ in body)
         assert packed >= 50 and packed >= 10 * scalar, (n, packed, scalar)
 
 

@@ -61,9 +61,7 @@ def study(preset=None, data_dir=None, machine=None) -> Study:
     chain_rows = chain.chain_data(P)[1]
     records += [Labelled("chain", label, r, label.policy, label.links)
                 for label, r in claims_chain.labelled_findings(P, chain_rows)]
-    forms = chain.formulation_data(P)
-    fusion = chain.fusion_conclusion(chain.fused_over_best_formulation(
-        chain.fused_over_xla(chain_rows, chain.saved_fma_ceiling(P)), forms), forms)
+    fusion = chain.fusion_answer(P, chain_rows)[2]
     P = params("engines", **kw)
     engine_rows = engines.engine_data(P)
     records += [Labelled("engines", model + (" + MLP" if policy == "mlp" else ""), r, policy)

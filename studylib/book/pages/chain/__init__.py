@@ -348,6 +348,6 @@ def error_summary(errors: pd.DataFrame) -> pd.DataFrame:
 # (chain/fusion.py), read from here
 from .fusion import (  # noqa: F401, I001
     MATERIAL, answer, engines_beside_ours, formulation_data, formulation_sentence, formulation_table, fused_and_xla,
-    fused_over_best_formulation, fusion_conclusion,
+    fused_over_best_formulation, fusion_answer, fusion_conclusion,
     fused_over_xla, fusion_gains, no_policy, saved_fma_ceiling, work_per_step,
 )

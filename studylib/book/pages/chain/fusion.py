@@ -81,7 +81,7 @@ def fused_over_xla(measured: pd.DataFrame, fma_flops_per_s: float | None = None)
     steps), with the fused one's achieved GFLOP/s on counted flops (the chain's, the MLP's forward
     pass too under it) and, given the machine's ``fma_flops_per_s``, their share of that ceiling.
     Columns ``fused`` and ``xla`` hold the rates, ``fused_impl`` the name; ``attrs``: the names
-    without a policy."""
+    without a policy and the ceiling (``fma``)."""
     from ...claims.chain import flops_per_step
 
     rows = []
@@ -103,7 +103,7 @@ def fused_over_xla(measured: pd.DataFrame, fma_flops_per_s: float | None = None)
     if len(out):
         out = out.sort_values(["policy", "links", "num_envs"], key=lambda c: c.map({"none": 0, "mlp": 1})
                               if c.name == "policy" else c, ignore_index=True)
-    out.attrs.update(zip(("fused", "xla"), fused_and_xla("none")))
+    out.attrs.update(zip(("fused", "xla"), fused_and_xla("none")), fma=fma_flops_per_s)
     return out
 
 
@@ -236,6 +236,14 @@ def fusion_conclusion(against_best: pd.DataFrame, forms: pd.DataFrame) -> str:
                    "formulations that loop over the links avoid.")
     return (f"Manual fusion against XLA (the paper's §7 question), with XLA's fastest formulation measured here (N = "
             f"{int(r.num_envs)}, K = {int(r.steps)}, no policy): `{r.fused_impl}` over it at {ratios}. {held}{duplication}")
+
+
+def fusion_answer(P: ChainParams, measured: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """The chapter's answer to §7, from its rows: (``fused_over_xla``'s rows, ``formulation_data``,
+    ``fusion_conclusion``'s text), computed once for the page and the introduction alike."""
+    fx = fused_over_xla(measured, saved_fma_ceiling(P))
+    forms = formulation_data(P)
+    return fx, forms, fusion_conclusion(fused_over_best_formulation(fx, forms), forms)
 
 
 def answer(P: ChainParams, labelled) -> str:
