@@ -14,6 +14,7 @@ import pytest
 from studylib import book
 from studylib.book.claims import chain as claims_chain
 from studylib.book.pages import chain
+from studylib.book.pages.chain import model_check
 from studylib.errors import ConfigError
 from studylib.harness.data import provenance
 from studylib.harness.model.costmodel import Counts
@@ -53,6 +54,24 @@ def test_predictions_come_first_and_are_never_rewritten(tiny, tmp_path, monkeypa
     assert all(r["counts"]["calls_per_call"] >= 0 and r["flops_per_step"] == 740 for r in first)
 
 
+def test_the_gym_rows_prediction_is_gymnasiums_python_and_mujocos_timer():
+    """A gym point of the chain (model version 2): its Python term is N × (gymnasium's MujocoEnv
+    Python + frame_skip × MuJoCo's timer of one mj_step of the chain's MJCF), both in its row."""
+    from studylib.harness.robotics.chain_study import predict_point, reference_step_seconds
+    from studylib.settings import MeasurePoint
+    from studylib.sims.chain import ChainParams, chain_mjcf
+
+    machine = dataclasses.replace(SYNTH, host=dataclasses.replace(SYNTH.host, gym_mujoco_python_s=20e-6))
+    p = ChainParams(links=1)
+    row = predict_point(MeasurePoint.of("gym", 16, 1, policy="none", sim="chain", params=p), machine, {})
+    step_s = reference_step_seconds(chain_mjcf(1, p), p.frame_skip)
+    assert row["model_version"] == 2 and row["reference_step_s"] == step_s
+    assert 1e-6 < step_s / p.frame_skip < 1e-3  # one mj_step of a two-body chain: microseconds
+    assert row["terms"]["python"] == pytest.approx(16 * (20e-6 + step_s))
+    deeper = ChainParams(links=6)
+    assert reference_step_seconds(chain_mjcf(6, deeper), deeper.frame_skip) > step_s  # more links, more physics
+
+
 def _rows(impl, links, rates, policy="none"):
     """Rows of one implementation: {(N, K): samples/s}, repeats ±1 %."""
     return [{"impl": impl, "policy": policy, "links": links, "num_envs": n, "steps": k, "samples_per_s": v, "state_factor": 1,
@@ -71,8 +90,40 @@ def test_prediction_errors_and_their_summary():
     measured = pd.DataFrame(_rows("cpp", 2, {(16, 1): 1e6, (256, 1): 1e6}))
     e = chain.prediction_errors(predicted, measured)
     assert list(e["log2_error"]) == [2.0, 0.0]  # a prediction of another policy's point is not this one's
-    s = chain.error_summary(e).iloc[0]
-    assert (s["impl"], s["points"], s["median"], s["within 2x"]) == ("cpp", 2, 1.0, 0.5)
+    e = model_check.version_errors(predicted, measured)  # saved before versions were recorded: version 1
+    s = model_check.version_summary(e).iloc[0]
+    assert (s["model_version"], s["impl"], s["points"], s["median"], s["within 2x"]) == (1, "cpp", 2, 1.0, 0.5)
+    assert s["right"]  # |median| 1.0 is within the rule's bound
+
+
+def test_the_model_versions_are_summarized_apart_and_the_check_can_fail():
+    """Each prediction's version is its own row of the summary; the out-of-sample sentence reads
+    one version's points only, and says "not within 2x" where |median| exceeds the bound."""
+    rows = [{"impl": "gym", "policy": "none", "links": n, "num_envs": 16, "steps": 1, "regime": "Python-bound",
+             "predicted_samples_per_s": p, "model_version": v}
+            for n, p, v in ((1, 16e4, 1), (2, 16e4, 1), (3, 2e4, 2), (6, 0.5e4, 2))]
+    predicted = pd.DataFrame(rows)
+    measured = pd.DataFrame(_rows("gym", 1, {(16, 1): 1e4}) + _rows("gym", 2, {(16, 1): 1e4})
+                            + _rows("gym", 3, {(16, 1): 1e4}) + _rows("gym", 6, {(16, 1): 1e4}))
+    e = model_check.version_errors(predicted, measured)
+    s = model_check.version_summary(e)
+    assert s[["model_version", "points", "median"]].values.tolist() == [[1, 2, 4.0], [2, 2, 0.0]]
+    assert s["right"].tolist() == [False, True]
+    assert "within 2× for every implementation" in model_check.check_sentence(e, 2)
+    assert "n = 3, 6" in model_check.check_sentence(e, 2)
+    assert "not within 2× for `gym`" in model_check.check_sentence(e, 1)
+    assert model_check.check_sentence(e, 3) == ""  # no point of that version
+
+
+def test_the_model_check_points_are_outside_the_default_grid_and_the_snapshots():
+    """Version 2's out-of-sample n are neither in the default preset's chain grid nor among the n a
+    snapshot's wider run holds: the default chapter never measures them (the paper preset does,
+    its predictions saved first as for every point)."""
+    from studylib.book.presets import CHAIN_SNAPSHOT_LINKS
+    from studylib.harness.presets import PRESETS
+
+    for grid in (PRESETS["default"]["chain"]["links"], PRESETS["tiny"]["chain"]["links"], CHAIN_SNAPSHOT_LINKS):
+        assert not set(model_check.MODEL_CHECK_LINKS) & set(grid)
 
 
 def test_fused_over_xla_at_the_largest_common_k():

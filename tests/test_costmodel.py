@@ -4,6 +4,7 @@ validation helpers and the ``advise`` command line."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pandas as pd
@@ -184,6 +185,31 @@ def test_advise_command_line(monkeypatch, capsys):
         assert main(args) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("error:") and message in err[0]
+
+
+def test_version_2_prices_a_mujoco_simulators_gym_row_with_its_physics():
+    """Model version 2: gym's loop over MujocoEnv objects costs gymnasium's MujocoEnv Python plus
+    MuJoCo's physics per environment; CartPole's gym row stays version 1's (its step × C); a
+    calibration saved before version 2 cannot price the MuJoCo row (refused, not guessed)."""
+    assert costmodel.VERSION == 2
+    m = dataclasses.replace(SYNTH, host=dataclasses.replace(HOST, gym_mujoco_python_s=20e-6))
+    assert p("gym", m, num_envs=64, compute_factor=3).terms["python"] == pytest.approx(64 * 3 * HOST.gym_env_step_s)
+    mujoco_row = p("gym", m, num_envs=64, reference_step_s=40e-6)
+    assert mujoco_row.terms["python"] == pytest.approx(64 * (20e-6 + 40e-6))
+    assert mujoco_row.samples_per_s == pytest.approx(1 / 60e-6)
+    with pytest.raises(ConfigError, match="gym_mujoco_python_s"):
+        p("gym", SYNTH, reference_step_s=40e-6)
+    assert p("cpp", m, reference_step_s=1.0).seconds_per_call == p("cpp", m).seconds_per_call  # gym's term only
+    assert HOST.scaled(2.0).gym_mujoco_python_s is None  # carried to another CPU: still not calibrated
+
+
+def test_gymnasiums_mujoco_python_is_measured_apart_from_its_physics():
+    """What gymnasium's InvertedDoublePendulum-v5 step costs beyond ``mj_step(nstep=frame_skip)``:
+    positive (the physics timed alone is cheaper than the step) and microseconds, not the step."""
+    from studylib.harness.model import calibrate
+
+    assert "gym_mujoco_python_s" in calibrate.TIMED
+    assert 1e-7 < calibrate.gym_mujoco_python_s(num_envs=4, steps=2) < 1e-3
 
 
 def test_calibration_items_measure_and_key():

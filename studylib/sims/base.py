@@ -59,6 +59,10 @@ class SimSpec:
     # (the recipe in studylib/sims/__init__.py). None: its implementations are classes of their own
     # (CartPole's, whose S and C knobs reshape the step).
     episode: object = None
+    # The MuJoCo model its ``gym`` row steps, of its parameters: (its MJCF, mj_steps per environment
+    # step). None: its gym row steps Python (CartPole's gymnasium CartPoleEnv). The cost model
+    # (version 2) prices such a row with MuJoCo's own timer of that model's mj_step.
+    mujoco_mjcf: Callable[[object], tuple[str, int]] | None = None
 
     def __post_init__(self):
         if not self.name or not isinstance(self.name, str):

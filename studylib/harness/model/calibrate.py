@@ -18,6 +18,13 @@ another process taking the core):
                       kernel inside a compiled loop on the CPU
 ``gym_env_step_s``    one ``CartPoleEnv.step`` of gymnasium in a Python loop over 64 objects
                       (reset when an episode ends): the scalar simulator's cost per environment
+``gym_mujoco_python_s`` the Python of one gymnasium ``MujocoEnv`` step beyond its physics: a step of
+                      gymnasium's own ``InvertedDoublePendulum-v5`` (the v5 step the chain's
+                      ``ChainMujocoEnv`` generalizes: observation with sin/cos and clipping, reward
+                      from the tip's position) in a Python loop over 64 objects (reset when an
+                      episode ends), less its ``mujoco.mj_step(model, data, nstep=frame_skip)``
+                      timed alone: what gymnasium adds to MuJoCo's physics per environment step
+                      (model version 2 prices a MuJoCo simulator's gym row with it)
 ``transcendental_s``  one float32 sin or cos on this machine (numpy on a cache-resident array,
                       one core, divided by the cores): the work ``costs`` counts apart from flops
 
@@ -42,7 +49,8 @@ from ..sweep import Keying, keyed_by, run
 from ..timing import time_regions
 
 NAME = "costmodel_calibration"
-TIMED = ("torch_op_s", "jax_call_s", "native_call_s", "xla_kernel_s", "gym_env_step_s", "transcendental_s")
+TIMED = ("torch_op_s", "jax_call_s", "native_call_s", "xla_kernel_s", "gym_env_step_s", "transcendental_s",
+         "gym_mujoco_python_s")
 COUNTED_IMPLS = ("torch", "cpp", "gym", "jax")
 COUNT_N, COUNT_K = 8, (2, 6)
 MIN_SECONDS, REPEATS = 0.0005, 100
@@ -121,6 +129,33 @@ def gym_env_step_s(num_envs: int = 64, steps: int = 8) -> float:
     return _best(run_steps, num_envs * steps)
 
 
+def gym_mujoco_python_s(num_envs: int = 64, steps: int = 8) -> float:
+    import gymnasium as gym
+    import mujoco
+
+    envs = [gym.make("InvertedDoublePendulum-v5").unwrapped for _ in range(num_envs)]
+    for i, e in enumerate(envs):
+        e.reset(seed=i)
+    action = np.zeros(1)
+
+    def env_steps():
+        for _ in range(steps):
+            for e in envs:
+                if e.step(action)[2]:
+                    e.reset()
+
+    datas = [mujoco.MjData(e.model) for e in envs]  # the physics alone, on data of its own
+
+    def physics():  # what MujocoEnv.do_simulation calls, from the model's initial state each time
+        for e, d in zip(envs, datas):
+            mujoco.mj_resetData(e.model, d)  # (a memset: about 1/100 of the 8 steps after it)
+            for _ in range(steps):
+                mujoco.mj_step(e.model, d, nstep=e.frame_skip)
+
+    per_env_step = _best(env_steps, num_envs * steps)
+    return max(per_env_step - _best(physics, num_envs * steps), 0.0)
+
+
 def transcendental_s(size: int = 4096) -> float:
     x = np.linspace(-1, 1, size, dtype=np.float32)
     out = np.empty_like(x)
@@ -135,7 +170,7 @@ def transcendental_s(size: int = 4096) -> float:
 def _timed(name: str) -> float:
     return {"torch_op_s": torch_op_s, "jax_call_s": jax_call_s, "native_call_s": native_call_s,
             "xla_kernel_s": xla_kernel_s, "gym_env_step_s": gym_env_step_s,
-            "transcendental_s": transcendental_s}[name]()
+            "transcendental_s": transcendental_s, "gym_mujoco_python_s": gym_mujoco_python_s}[name]()
 
 
 def _counts_at(impl: str, policy: str, k: int, sim: str | None = None, params=None) -> tuple[float, float]:

@@ -41,6 +41,18 @@ the policy's launches in gym/cpp beyond their counted operations, and contention
 
 The regime of a call is its largest term: "Python-bound", "launch-bound", "compute-bound" or
 "memory-bound".
+
+Versions (``VERSION``; a saved prediction records the version that made it and is never remade):
+
+1. gym's Python loop costs gymnasium's CartPole step per environment (``gym_env_step_s``) × C,
+   whatever the simulator.
+2. where the simulator's gym row steps MuJoCo (its record's ``mujoco_mjcf``), it costs per
+   environment the Python of one gymnasium ``MujocoEnv`` step (``gym_mujoco_python_s``,
+   calibrated on gymnasium's InvertedDoublePendulum-v5) plus MuJoCo's physics of one environment
+   step (``reference_step_s``: frame_skip × MuJoCo's own timer of one ``mj_step`` of that model,
+   given by the caller). Version 1 priced the chain's gym row at CartPole's Python step and missed
+   it by more than an order of magnitude at every n (the chain chapter shows by how much).
+   CartPole's predictions are the same in both versions.
 """
 
 from __future__ import annotations
@@ -54,6 +66,7 @@ from ...implspec import DISPATCHES, spec, specs
 
 TERMS = ("python", "launch", "compute", "memory")
 INTERMEDIATE_BYTES_PER_KERNEL = 2 * 4  # one float32 per environment read and one written by each kernel
+VERSION = 2  # the model's version (see the module doc): saved with every prediction
 REGIMES = {"python": "Python-bound", "launch": "launch-bound", "compute": "compute-bound", "memory": "memory-bound"}
 
 
@@ -77,9 +90,13 @@ class HostCosts:
     native_call_s: float  # one ctypes call into the C++ library (an empty OpenMP region)
     xla_kernel_s: float  # one kernel inside an XLA:CPU compiled loop
     gym_env_step_s: float  # one gymnasium CartPoleEnv.step in a Python loop
+    # the Python of one gymnasium MujocoEnv step beyond MuJoCo's physics (None: a calibration saved
+    # before model version 2 measured it)
+    gym_mujoco_python_s: float | None = None
 
     def scaled(self, factor: float) -> "HostCosts":
-        return HostCosts(*(getattr(self, f) * factor for f in HostCosts.__dataclass_fields__))
+        return HostCosts(*(None if getattr(self, f) is None else getattr(self, f) * factor
+                           for f in HostCosts.__dataclass_fields__))
 
 
 @dataclass(frozen=True)
@@ -160,7 +177,8 @@ def _combine(fixed, host: dict, device: dict, k: int, overlap: bool) -> tuple[fl
 def predict(impl: str, machine: Machine, *, num_envs: int, steps: int, state_factor: int = 1,
             compute_factor: int = 1, policy: str = "mlp", flops_per_step: float | None = None,
             bytes_per_step: float | None = None, sim: str = sims.DEFAULT,
-            transcendentals_per_step: float | None = None, params=None) -> Prediction:
+            transcendentals_per_step: float | None = None, params=None,
+            reference_step_s: float | None = None) -> Prediction:
     """The model's time of one ``rollout(K)`` call of implementation ``impl`` on ``machine``,
     composed from its record (``implspec``): its ``dispatch`` (how a call reaches the hardware),
     its ``fused_policies`` (the policies one native call runs inside its K steps) and its devices
@@ -169,7 +187,9 @@ def predict(impl: str, machine: Machine, *, num_envs: int, steps: int, state_fac
     ``transcendentals_per_step`` gives them) and state bytes (per environment-step, unfused) for
     another simulator with the operation counts of ``machine.counts``. The simulator's work per step (flops, transcendentals, bytes at S and C) is its
     record's (``studylib.sims``), the policy's ``costs``'. No implementation or simulator is priced
-    by its name: a new record with a dispatch is priced too."""
+    by its name: a new record with a dispatch is priced too. ``reference_step_s``: MuJoCo's physics
+    of one environment step, where the simulator's gym row steps MuJoCo (version 2: that row's loop
+    then costs ``gym_mujoco_python_s`` plus it per environment; None: CartPole's Python step × C)."""
     record = spec(impl)
     if record.dispatch is None:
         raise ConfigError(f"no cost model for {impl!r}: its record names no dispatch ({', '.join(DISPATCHES)})")
@@ -208,7 +228,7 @@ def predict(impl: str, machine: Machine, *, num_envs: int, steps: int, state_fac
 
     if record.dispatch == "python-loop":  # C Python steps per environment, the policy batched; no overlap:
         # the actions come back to the host every step
-        host = {"python": n * c * h.gym_env_step_s + ops("calls_per_step") * h.torch_op_s,
+        host = {"python": n * _scalar_step_s(h, c, reference_step_s) + ops("calls_per_step") * h.torch_op_s,
                 "launch": ops("kernels_per_step") * machine.device.launch_s}
         compute, memory = _device_work(machine.device, n, pol_flops, pol_trans,
                                        n * (costs.policy_bytes(policy, sizes) + between())) if policy == "mlp" else (0.0, 0.0)
@@ -229,6 +249,17 @@ def predict(impl: str, machine: Machine, *, num_envs: int, steps: int, state_fac
     return _prediction(impl, n, k, fixed, {}, device, False)
 
 
+def _scalar_step_s(h: HostCosts, c: int, reference_step_s: float | None) -> float:
+    """Seconds of one environment's step in gym's Python loop: gymnasium's CartPole step × C, or
+    (a MuJoCo simulator's) gymnasium's MujocoEnv Python plus MuJoCo's physics."""
+    if reference_step_s is None:
+        return c * h.gym_env_step_s
+    if h.gym_mujoco_python_s is None:
+        raise ConfigError("this calibration predates gym_mujoco_python_s (model version 2): it cannot price a "
+                          "MuJoCo simulator's gym row")
+    return h.gym_mujoco_python_s + reference_step_s
+
+
 def _prediction(impl, n, k, fixed, host, device, overlap) -> Prediction:
     total, terms = _combine(fixed, host, device, k, overlap)
     return Prediction(impl, n, k, total, terms)
@@ -247,10 +278,11 @@ def machine_from_calibration(calibration_rows, ceiling_rows, name: str = "this m
     (``harness.model.roofline``: FMA peak, stream bandwidth)."""
     value = {r["quantity"]: r.get("value") for r in calibration_rows if r.get("quantity") != "calls"}
     ceil = {r["ceiling"]: r["value"] for r in ceiling_rows if r.get("ceiling") in ("fma", "memory")}
-    missing = [q for q in (*HostCosts.__dataclass_fields__, "transcendental_s") if value.get(q) is None]
+    optional = {f for f, d in HostCosts.__dataclass_fields__.items() if d.default is None}
+    missing = [q for q in (*HostCosts.__dataclass_fields__, "transcendental_s") if value.get(q) is None and q not in optional]
     if missing or set(ceil) != {"fma", "memory"}:
         raise ConfigError(f"calibration incomplete: missing {', '.join(missing + sorted({'fma', 'memory'} - set(ceil)))}")
-    host = HostCosts(**{f: float(value[f]) for f in HostCosts.__dataclass_fields__})
+    host = HostCosts(**{f: float(value[f]) for f in HostCosts.__dataclass_fields__ if value.get(f) is not None})
     cpu = Processor(ceil["fma"], ceil["memory"], transcendental_s=float(value["transcendental_s"]))
     src = {**{f: "microbenchmark on this machine (harness.model.calibrate)" for f in HostCosts.__dataclass_fields__},
            "transcendental_s": "microbenchmark on this machine (numpy sin/cos, harness.model.calibrate)",

@@ -14,11 +14,15 @@ What the model is given, per point: the machine's calibration (CartPole's microb
 ceilings: ``harness.model.calibrate``), the chain's work per environment step from its record's counts
 (``sims.chain``: flops, sin/cos/sqrt, bytes, for n links) and the calls and kernels each
 implementation makes per step on the chain, *counted* (not timed) from the implementation itself
-(``calibrate.count_calls``). Nothing it is given was measured on the chain.
+(``calibrate.count_calls``). Nothing it is given was measured on our implementations of the chain;
+from model version 2 (``costmodel.VERSION``) the gym row, which steps MuJoCo, is also given MuJoCo's
+own timer of one ``mj_step`` of the chain's MJCF (the reference engine's physics: ``reference_step_s``).
+Each row records the model version that made it.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 from ...settings import MeasurePoint
@@ -49,18 +53,34 @@ def work(params) -> dict:
             "bytes_per_step": record.unfused_bytes(params, 1)}
 
 
+@functools.cache
+def reference_step_seconds(mjcf: str, frame_skip: int) -> float:
+    """MuJoCo's physics of one environment step of the model ``mjcf``: frame_skip × MuJoCo's own
+    timer of one ``mj_step`` (the engines' reference run: random controls, engine_predict's steps)."""
+    import mujoco
+
+    from .engine_predict import TIMER_STEPS
+    from .engines import reference_run
+
+    model = mujoco.MjModel.from_xml_string(mjcf)
+    return frame_skip * reference_run(model, f"mjcf {hash(mjcf)}", "xml", 0, "random", 1, TIMER_STEPS)[1]
+
+
 def predict_point(point: MeasurePoint, machine: costmodel.Machine, counts_cache: dict) -> dict:
     """The model's row for one point (see the module doc for what it is given)."""
     e = point.env
+    mjcf = sims.sim(SIM).mujoco_mjcf
+    reference_s = reference_step_seconds(*mjcf(e.params)) if mjcf is not None else None
     key = (e.impl, point.policy, e.params.links)
     if key not in counts_cache:  # counted once per (implementation, policy, n): calls and kernels per step
         counts_cache[key] = calibrate.count_calls(e.impl, point.policy, SIM, e.params)
     table = {**machine.counts.table, (e.impl, point.policy): counts_cache[key]}
     p = costmodel.predict(e.impl, replace(machine, counts=costmodel.Counts(table)), num_envs=e.num_envs,
-                          steps=point.steps, policy=point.policy, sim=SIM, params=e.params)
+                          steps=point.steps, policy=point.policy, sim=SIM, params=e.params,
+                          reference_step_s=reference_s)
     return {**_columns(point), "sim": SIM, "predicted_samples_per_s": p.samples_per_s, "regime": p.regime,
             "terms": {t: float(v) for t, v in p.terms.items()}, **work(e.params), "counts": counts_cache[key],
-            "machine_model": machine.name}
+            "reference_step_s": reference_s, "machine_model": machine.name, "model_version": costmodel.VERSION}
 
 
 def predictions(points, machine: costmodel.Machine | None, *, data_dir, machine_folder=None, log=None):

@@ -49,4 +49,5 @@ CHAIN = SimSpec(
     variant_flags=(("links", f"the chain's links n, 1 to {MAX_LINKS} (--sim chain; list allowed: 1,2,4,8)"),),
     physics_flops=lambda p, c: chain_flops(p.links, p.frame_skip),
     transcendentals=lambda p, c: chain_transcendentals(p.links, p.frame_skip),
-    unfused_bytes=lambda p, s: chain_bytes(p.links, s))
+    unfused_bytes=lambda p, s: chain_bytes(p.links, s),
+    mujoco_mjcf=lambda p: (chain_mjcf(p.links, p), p.frame_skip))

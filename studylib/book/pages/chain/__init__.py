@@ -7,6 +7,7 @@ page shows; the §7 comparison with XLA, F.4's gains, XLA's formulations and the
     predicted, measured = book.chain_data(P)     # chain_predictions.json, then chain.json
     book.chain_table(measured)                  # samples/s per implementation, n, N, K
     book.prediction_errors(predicted, measured)  # log2(predicted / measured) per point
+    model_check.version_summary(...)             # the model's errors per version (model_check.py)
     chain.answer(P, labelled)                    # the page's first paragraph: claims_chain's verdicts in words
 """
 
@@ -331,17 +332,6 @@ def prediction_errors(predicted: pd.DataFrame, measured: pd.DataFrame) -> pd.Dat
     d = p.merge(m, on=KEY)
     d["log2_error"] = np.log2(d["predicted"] / d["measured"])
     return d
-
-
-def error_summary(errors: pd.DataFrame) -> pd.DataFrame:
-    """Per implementation: points, the median and the range of log2 errors, and the share of
-    points the model got within a factor of 2 (|log2 error| ≤ 1)."""
-    if errors.empty:
-        return pd.DataFrame(columns=["impl", "points", "median", "low", "high", "within 2x"])
-    g = errors.groupby("impl")["log2_error"]
-    out = pd.DataFrame({"points": g.size(), "median": g.median(), "low": g.min(), "high": g.max(),
-                        "within 2x": g.apply(lambda e: float((e.abs() <= 1).mean()))})
-    return out.loc[book_order(out.index)].reset_index()
 
 
 # The §7 comparison, MuJoCo's engines beside ours, F.4, XLA's formulations and the page's answer

@@ -1,0 +1,97 @@
+"""The cost model's versions on the chain (book/chain.md, "Predicted before measured"): every saved
+prediction against its measurement, per model version (``costmodel.VERSION``), and version 2's
+check out of sample.
+
+Version 1 predicted the chapter's points before they were measured; its errors showed where it was
+wrong (the gym row: gymnasium's MujocoEnv priced as CartPole's Python step, MuJoCo's physics left
+out). Version 2 prices that row with MuJoCo's own timer (``harness.model.costmodel``'s doc). A
+changed model can only be judged on points it had not seen: version 2 predicted the chain at
+``MODEL_CHECK_LINKS`` (n the chapter's grid does not hold), the predictions were saved and
+committed, and only then were those points measured (``benchmarks/chain_model_check.py``; git
+history shows the order). The chapter reads them where a machine's data hold them and never
+measures them itself.
+
+    predicted, measured = model_check(P)           # version 2's own points, read
+    errors = version_errors(predicted, measured)   # log2(predicted / measured), with the version
+    version_summary(errors)                        # per version and implementation
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pandas as pd
+
+from ....harness.model.costmodel import VERSION as CURRENT_VERSION  # noqa: F401 (the page names it)
+from ....harness.robotics import chain_study
+from ....implspec import book_order
+from ...presets import ChainParams
+
+MODEL_CHECK_LINKS = (3, 6)  # the n of version 2's out-of-sample points (not in the chapter's grid)
+FIRST_VERSION = 1  # what a prediction saved before versions were recorded is
+BOUND = 1.0  # |median log2 error| within which the model counts as right for an implementation (2x)
+
+
+def model_check_params(P: ChainParams) -> ChainParams:
+    """The chapter's parameters at ``MODEL_CHECK_LINKS`` under every policy (its N, K, caps and
+    implementations): the points version 2 predicted before they were measured."""
+    from . import widened
+
+    return replace(widened(P), links=MODEL_CHECK_LINKS, engines=())
+
+
+def model_check(P: ChainParams) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(predictions, measurements) of the check's points as saved in the machine's data files: read,
+    never predicted or measured here (``benchmarks/chain_model_check.py`` does both, in that order)."""
+    from ....harness.sweep import POINTS, read_saved
+    from . import chain_points
+
+    points = chain_points(model_check_params(P))[0]
+    folder = P.data_machine
+    forecast = read_saved(chain_study.PREDICTIONS, points, chain_study.KEYING, data_dir=P.data_dir, machine=folder)
+    saved = read_saved(chain_study.MEASUREMENTS, points, POINTS, data_dir=P.data_dir, machine=folder)
+    return pd.DataFrame(forecast.rows), pd.DataFrame(saved.rows)
+
+
+def version_errors(predicted: pd.DataFrame, measured: pd.DataFrame) -> pd.DataFrame:
+    """``prediction_errors`` with each prediction's ``model_version`` (those saved before versions
+    were recorded: ``FIRST_VERSION``)."""
+    from . import KEY, prediction_errors
+
+    errors = prediction_errors(predicted, measured)
+    if errors.empty:
+        return errors.assign(model_version=pd.Series(dtype=int))
+    version = (predicted["model_version"] if "model_version" in predicted else pd.Series(pd.NA, index=predicted.index))
+    versions = predicted[KEY].assign(model_version=version.fillna(FIRST_VERSION).astype(int))
+    return errors.merge(versions, on=KEY, how="left")
+
+
+def version_summary(errors: pd.DataFrame) -> pd.DataFrame:
+    """Per model version and implementation: points, the median and range of log2 errors, the share
+    within 2x, and whether |median| ≤ ``BOUND`` (``right``)."""
+    cols = ["model_version", "impl", "points", "median", "low", "high", "within 2x", "right"]
+    if errors.empty:
+        return pd.DataFrame(columns=cols)
+    g = errors.groupby(["model_version", "impl"])["log2_error"]
+    out = pd.DataFrame({"points": g.size(), "median": g.median(), "low": g.min(), "high": g.max(),
+                        "within 2x": g.apply(lambda e: float((e.abs() <= 1).mean()))}).reset_index()
+    out["right"] = out["median"].abs() <= BOUND
+    order = {impl: i for i, impl in enumerate(book_order(out["impl"].unique()))}
+    return out.sort_values(["model_version", "impl"], key=lambda s: s.map(order) if s.name == "impl" else s)[cols] \
+        .reset_index(drop=True)
+
+
+def check_sentence(errors: pd.DataFrame, version: int) -> str:
+    """What ``version``'s predictions say against their measurements, by the rule |median log2
+    error| ≤ ``BOUND`` per implementation ("" where none of its points is saved)."""
+    e = errors[errors["model_version"] == version] if len(errors) else errors
+    if e.empty:
+        return ""
+    v = version_summary(e)
+    wrong = v[~v["right"]]
+    medians = ", ".join(f"`{r.impl}` {r.median:+.1f}" for r in v.itertuples())
+    verdict = ("within 2× for every implementation" if wrong.empty else
+               f"not within 2× for {', '.join(f'`{i}`' for i in wrong['impl'])}")
+    links = ", ".join(map(str, sorted(e["links"].unique())))
+    return (f"Version {version}, on {len(e)} points (n = {links}) it predicted before they were measured: median "
+            f"log₂ error {medians} — {verdict} (rule: |median| ≤ {BOUND:g}).")
