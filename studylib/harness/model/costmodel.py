@@ -284,7 +284,8 @@ def machine_from_calibration(calibration_rows, ceiling_rows, name: str = "this m
         raise ConfigError(f"calibration incomplete: missing {', '.join(missing + sorted({'fma', 'memory'} - set(ceil)))}")
     host = HostCosts(**{f: float(value[f]) for f in HostCosts.__dataclass_fields__ if value.get(f) is not None})
     cpu = Processor(ceil["fma"], ceil["memory"], transcendental_s=float(value["transcendental_s"]))
-    src = {**{f: "microbenchmark on this machine (harness.model.calibrate)" for f in HostCosts.__dataclass_fields__},
+    src = {**{f: "microbenchmark on this machine (harness.model.calibrate)" for f in HostCosts.__dataclass_fields__
+              if value.get(f) is not None},
            "transcendental_s": "microbenchmark on this machine (numpy sin/cos, harness.model.calibrate)",
            "cpu.flops_per_s": "FMA microbenchmark (cuda/fma_peak.cpp)", "cpu.bytes_per_s": "stream copy (numpy)",
            "counts": "counted in our implementations at N = 8 (harness.model.calibrate)"}
