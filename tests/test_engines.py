@@ -207,3 +207,18 @@ def test_between_starts_again_where_the_repeats_are_timed_again():
     t = time_regions(call, repeats=3, min_seconds=0.02, between=between)
     assert len(firsts) == 2 and t.calls > 100  # timed again, with the calls grown
     assert seen == [firsts[-1] + i * t.calls for i in range(4)]  # the kept regions' boundaries only
+
+
+def test_the_unfused_engine_is_mjx_compiled_without_xlas_fusion_pass(monkeypatch):
+    """The record says it once (``unfused_of``): the same ``make`` builds MJX's program with XLA's
+    options of no fusion for the record that names the program it unfuses, and none for MJX."""
+    from studylib.harness.robotics import engine_kinds
+
+    built = {}
+    monkeypatch.setattr(engine_kinds, "_Mjx", lambda *args: args[-1])  # the XLA options it was given
+    for name in ("mjx", "mjx-unfused"):
+        rec = ENGINES[name]
+        built[name] = rec.make(rec, em.model_record("chain2"), None, np.zeros((1, 3)), np.zeros((1, 3)),
+                               np.zeros((1, 1, 1)), 0, None)
+    assert built == {"mjx": (), "mjx-unfused": engine_kinds.UNFUSED}
+    assert ENGINES["mjx-unfused"].make is ENGINES["mjx"].make

@@ -240,28 +240,27 @@ class _GymnasiumAsync(_Envpool):
         self._policy_for(m, self.obs.shape[1], policy_seed)
 
 
-# each: (model record, MjModel, qpos, qvel, ctrl, seed, policy_seed: None for open-loop controls) -> engine
+# each: (engine record, model record, MjModel, qpos, qvel, ctrl, seed, policy_seed: None for open-loop
+# controls) -> engine
 
 
-def make_python(rec, m, qpos, qvel, ctrl, seed, policy_seed):
+def make_python(engine, rec, m, qpos, qvel, ctrl, seed, policy_seed):
     return _PythonLoop(m, qpos, qvel, ctrl, policy_seed)
 
 
-def make_rollout(rec, m, qpos, qvel, ctrl, seed, policy_seed):
+def make_rollout(engine, rec, m, qpos, qvel, ctrl, seed, policy_seed):
     return _Rollout(m, qpos, qvel, ctrl, policy_seed)
 
 
-def make_mjx(rec, m, qpos, qvel, ctrl, seed, policy_seed):
-    return _Mjx(m, qpos, qvel, ctrl, rec.name, policy_seed)
+def make_mjx(engine, rec, m, qpos, qvel, ctrl, seed, policy_seed):
+    """MJX's program, or (an engine record that names the program it compiles without fusion,
+    ``unfused_of``) the same without XLA's "fusion" pass."""
+    return _Mjx(m, qpos, qvel, ctrl, rec.name, policy_seed, UNFUSED if engine.unfused_of else ())
 
 
-def make_mjx_unfused(rec, m, qpos, qvel, ctrl, seed, policy_seed):
-    return _Mjx(m, qpos, qvel, ctrl, rec.name, policy_seed, UNFUSED)
-
-
-def make_envpool(rec, m, qpos, qvel, ctrl, seed, policy_seed):
+def make_envpool(engine, rec, m, qpos, qvel, ctrl, seed, policy_seed):
     return _Envpool(m, rec.envpool_task, len(qpos), seed, ctrl, policy_seed)
 
 
-def make_gymnasium_async(rec, m, qpos, qvel, ctrl, seed, policy_seed):
+def make_gymnasium_async(engine, rec, m, qpos, qvel, ctrl, seed, policy_seed):
     return _GymnasiumAsync(m, rec.envpool_task, len(qpos), seed, ctrl, policy_seed)

@@ -48,7 +48,7 @@ from typing import Callable
 
 from ...errors import ConfigError
 from ..atari.engines import cores
-from .engine_kinds import make_envpool, make_gymnasium_async, make_mjx, make_mjx_unfused, make_python, make_rollout
+from .engine_kinds import make_envpool, make_gymnasium_async, make_mjx, make_python, make_rollout
 from .engine_models import (contacts, controls, describe, initial_state, load, model_record, steady_state,
                             warm_steps)
 from ..timing import time_regions
@@ -98,7 +98,7 @@ class RoboticsEngine:
     name: str  # the engine's name in the data
     title: str  # what it is, in words
     paper_row: str  # the row of the paper's Fig 2 it plays: "gym", "C++" or "XLA"
-    make: Callable  # (model record, MjModel, qpos, qvel, ctrl, seed, policy_seed) -> its engine (interface above)
+    make: Callable  # (this record, model record, MjModel, qpos, qvel, ctrl, seed, policy_seed) -> its engine (above)
     needs: tuple[str, ...]  # the modules it imports (their distributions' versions are recorded)
     vectorized: bool = True  # steps N environments per call; False: N = 1 only
     steps_per_call: bool = False  # runs K steps in one call (a C loop, an XLA scan); False: K calls of one step
@@ -146,7 +146,7 @@ ENGINES = {e.name: e for e in (
                    threaded=True, steps_per_call=True),
     RoboticsEngine("mjx", "MuJoCo XLA (jit, vmap, scan) on JAX's default device", "XLA", make_mjx, ("jax", "mujoco.mjx"),
                    compiles=True, solver="newton", steps_per_call=True, policy_in_call=True, chain_links_max=4),
-    RoboticsEngine("mjx-unfused", "MuJoCo XLA compiled without XLA's fusion pass", "XLA", make_mjx_unfused,
+    RoboticsEngine("mjx-unfused", "MuJoCo XLA compiled without XLA's fusion pass", "XLA", make_mjx,
                    ("jax", "mujoco.mjx"), compiles=True, solver="newton", steps_per_call=True, policy_in_call=True,
                    unfused_of="mjx"),
     RoboticsEngine("envpool", "envpool's MuJoCo v5 tasks", "C++", make_envpool, ("envpool",), threaded=True,
@@ -189,7 +189,7 @@ def build(engine: str, model: str, num_envs: int, steps: int, seed: int = 0, pat
         state = steady_state(m, num_envs, seed, pattern) if rec.settable_state else initial_state(m, num_envs, seed)
     qpos, qvel = state
     ctrl = controls(m, num_envs, steps, seed, pattern)
-    return rec.make(model_record(model), m, qpos, qvel, ctrl, seed, seed if policy == "mlp" else None), m, ctrl
+    return rec.make(rec, model_record(model), m, qpos, qvel, ctrl, seed, seed if policy == "mlp" else None), m, ctrl
 
 
 def c_reference(m, qpos, qvel, ctrl, steps: int):
