@@ -101,13 +101,12 @@ def beyond_plan(P: ChainParams):
     return wide, [x for x in chain_points(wide)[0] if POINTS.row_key(POINTS.columns(x)) not in planned]
 
 
-def saved_beyond_plan(P: ChainParams) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(predictions, measurements) of the grid's points beyond the plan (``beyond_plan``: other n,
-    other policies) as saved in the machine's data files (a wider run's, e.g. a committed
-    snapshot's): read, never measured, never predicted here."""
+def saved_rows(P: ChainParams, points) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(predictions, measurements) of ``points`` as saved in the machine's data files, the
+    measurements with the machine that made them; read, never measured, never predicted here
+    (two empty frames where none of the points was measured)."""
     from ....harness.sweep import POINTS, read_saved
 
-    points = beyond_plan(P)[1]
     folder = P.data_machine
     saved = read_saved(chain_study.MEASUREMENTS, points, POINTS, data_dir=P.data_dir, machine=folder)
     measured = pd.DataFrame(saved.rows)
@@ -116,6 +115,13 @@ def saved_beyond_plan(P: ChainParams) -> tuple[pd.DataFrame, pd.DataFrame]:
     measured["machine"] = saved.machines
     forecast = read_saved(chain_study.PREDICTIONS, points, chain_study.KEYING, data_dir=P.data_dir, machine=folder)
     return pd.DataFrame(forecast.rows), measured
+
+
+def saved_beyond_plan(P: ChainParams) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(predictions, measurements) of the grid's points beyond the plan (``beyond_plan``: other n,
+    other policies) as saved in the machine's data files (a wider run's, e.g. a committed
+    snapshot's): ``saved_rows``."""
+    return saved_rows(P, beyond_plan(P)[1])
 
 
 ENGINES_FILE = "chain_engines"  # MuJoCo's engines on the chain, apart from the engines chapter's rows

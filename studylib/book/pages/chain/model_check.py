@@ -23,7 +23,6 @@ from dataclasses import replace
 import pandas as pd
 
 from ....harness.model.costmodel import VERSION as CURRENT_VERSION  # noqa: F401 (the page names it)
-from ....harness.robotics import chain_study
 from ....implspec import book_order
 from ...presets import ChainParams
 
@@ -41,16 +40,12 @@ def model_check_params(P: ChainParams) -> ChainParams:
 
 
 def model_check(P: ChainParams) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(predictions, measurements) of the check's points as saved in the machine's data files: read,
-    never predicted or measured here (``benchmarks/chain_model_check.py`` does both, in that order)."""
-    from ....harness.sweep import POINTS, read_saved
-    from . import chain_points
+    """(predictions, measurements) of the check's points as saved in the machine's data files
+    (``saved_rows``): read, never predicted or measured here (``benchmarks/chain_model_check.py``
+    does both, in that order)."""
+    from . import chain_points, saved_rows
 
-    points = chain_points(model_check_params(P))[0]
-    folder = P.data_machine
-    forecast = read_saved(chain_study.PREDICTIONS, points, chain_study.KEYING, data_dir=P.data_dir, machine=folder)
-    saved = read_saved(chain_study.MEASUREMENTS, points, POINTS, data_dir=P.data_dir, machine=folder)
-    return pd.DataFrame(forecast.rows), pd.DataFrame(saved.rows)
+    return saved_rows(P, chain_points(model_check_params(P))[0])
 
 
 def version_errors(predicted: pd.DataFrame, measured: pd.DataFrame) -> pd.DataFrame:
