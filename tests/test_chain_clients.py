@@ -79,7 +79,9 @@ def test_sb3_makes_the_id_and_learns_a_few_steps():
     from stable_baselines3.common.env_util import make_vec_env
 
     envs = make_vec_env("studylib/InvertedDoublePendulum-v5", n_envs=2, seed=0, env_kwargs={"impl": "cpp", "render_mode": None})  # no renderer
-    model = PPO("MlpPolicy", envs, n_steps=32, batch_size=32, n_epochs=1, seed=0, device="cpu")
+    from studylib.train.peers import without_log_folder
+
+    model = without_log_folder(PPO("MlpPolicy", envs, n_steps=32, batch_size=32, n_epochs=1, seed=0, device="cpu"))
     model.learn(64)
     assert model.num_timesteps == 64
     action, _ = model.predict(np.zeros(9, np.float32), deterministic=True)

@@ -134,25 +134,26 @@ def test_rollouts_finish_episodes(impl, policy):
 
 
 def test_torch_compile_steps_as_torch():
-    """torch-compile's compiled step is torch's: the same step from the same states (to float32
-    rounding of inductor's fused kernels) and the same episodes in a rollout. At n = 1: its two
-    graphs (given actions, the MLP) are inductor's largest of the suite, 15-25 s each on 2 cores
-    at n = 1 and half as much again at n = 2; the lines traced are torch's at every n, which the
-    thousand-state test above checks at the six n."""
+    """torch-compile's compiled step is torch's: from the same states, two steps of the MLP policy
+    (the graph compiles the chain's dynamics, the episode step and the policy) end in the same
+    states (to float32 rounding of inductor's fused kernels) with the same episodes. At n = 1: its
+    graphs are inductor's largest of the suite (15-25 s each on 2 cores, half as much again at
+    n = 2), so one is compiled here, the policy's; the step with given actions goes through the same
+    compiled-call path as CartPole's (test_conformance), and the lines traced are torch's at every
+    n, which the thousand-state test above checks at the six n."""
     if "torch-compile" not in CHAIN_IMPLS:
         pytest.skip("torch-compile does not run here")
     p = ChainParams(links=1)
     states = _states(np.random.default_rng(7), p)
-    ctrl = np.random.default_rng(8).uniform(-1, 1, N).astype(np.float32)
     out = {}
     for impl in ("torch", "torch-compile"):
         env = make(impl, N, sim="chain", params=p, seed=2)
         env.set_state(states)
-        out[impl] = env.step(ctrl), env.final_obs(), env.rollout(10, "mlp").episodes_finished
-    (o1, r1, te1, tr1), f1, e1 = out["torch"]
-    (o2, r2, te2, tr2), f2, e2 = out["torch-compile"]
-    assert relative_error(f2, f1).max() < 1e-4 and relative_error(r2, r1).max() < 1e-4
-    assert (te1 == te2).all() and e1 == e2 > 0
+        episodes = env.rollout(2, "mlp").episodes_finished
+        out[impl] = episodes, env.get_state(), env.final_obs()
+    (e1, s1, f1), (e2, s2, f2) = out["torch"], out["torch-compile"]
+    assert e1 == e2 > 0  # some of the wide states end an episode: the resets are compared too
+    assert relative_error(s2, s1).max() < 1e-4 and relative_error(f2, f1).max() < 1e-4
 
 
 def test_the_array_implementations_count_the_same_episodes():

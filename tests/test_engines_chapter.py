@@ -13,6 +13,29 @@ from studylib.book.claims import engines as claims_engines
 from studylib.book.pages import engines as eng
 from studylib.harness.robotics import engine_study
 from studylib.harness.data import provenance
+from studylib.harness.model import calibrate
+
+CALIBRATION_FILES = (f"{calibrate.NAME}.json", "beyond_roofline.json")
+
+
+@pytest.fixture(scope="module")
+def calibrated(tmp_path_factory):
+    """This machine's cost-model calibration and ceilings, measured once for the module (about 10 s:
+    every test below predicts before it measures, and each measured them again in its own folder)."""
+    folder = tmp_path_factory.mktemp("calibrated")
+    calibrate.calibration_rows(folder), calibrate.ceiling_rows(folder)
+    return folder / provenance.machine_key()
+
+
+@pytest.fixture
+def data_dir(tmp_path, calibrated):
+    """An empty data folder but for the module's calibration files."""
+    import shutil
+
+    (tmp_path / provenance.machine_key()).mkdir()
+    for name in CALIBRATION_FILES:
+        shutil.copy(calibrated / name, tmp_path / provenance.machine_key() / name)
+    return tmp_path
 
 
 def test_items_follow_the_engine_records():
@@ -36,21 +59,21 @@ def test_items_follow_the_engine_records():
     assert "beyond n = 4" in unsupported[0][2]
 
 
-def test_rows_are_saved_resumed_and_an_unavailable_engine_is_skipped(tmp_path):
-    P = book.params("engines", preset="tiny", data_dir=tmp_path, engines=["mujoco-python", "envpool"],
+def test_rows_are_saved_resumed_and_an_unavailable_engine_is_skipped(data_dir):
+    P = book.params("engines", preset="tiny", data_dir=data_dir, engines=["mujoco-python", "envpool"],
                     models=["chain2"], num_envs=[2], steps=[1], policies=["none"])
     rows = eng.engine_data(P)
     assert list(rows["engine"]) == ["mujoco-python"] and rows["env_steps_per_s"].iloc[0] == pytest.approx(
         rows["samples_per_s"].iloc[0] / 5)  # the chain's frame skip
     assert rows.attrs["skipped"] == [{"engine": "envpool", "model": "chain2",
                                       "reason": "chain2 has no envpool or gymnasium task"}]
-    lock = tmp_path / provenance.machine_key() / ".engines.lock"
+    lock = data_dir / provenance.machine_key() / ".engines.lock"
     lock.unlink()
     again = eng.engine_data(P)
     assert not lock.exists()  # nothing left to try: the file is not even locked
     assert again.attrs["measured"] == 0 and list(again["samples_per_s"]) == list(rows["samples_per_s"])
     assert list(eng.models_table(rows)["nv"]) == [3]
-    capped = eng.engine_data(book.params("engines", preset="tiny", data_dir=tmp_path, engines=["mujoco-rollout"],
+    capped = eng.engine_data(book.params("engines", preset="tiny", data_dir=data_dir, engines=["mujoco-rollout"],
                                          models=["chain2"], num_envs=[2, 64], steps=[1], cap={"*": 8},
                                          policies=["none"]))
     assert capped.attrs["dropped"] == [("mujoco-rollout", 64, 1, 1, 1)]
@@ -151,13 +174,13 @@ def test_engine_predictions_compose_the_records_terms():
     assert mjx["predicted_samples_per_s"] is None and "XLA" in mjx["reason"]
 
 
-def test_predictions_are_saved_before_the_rows_and_never_rewritten(tmp_path):
+def test_predictions_are_saved_before_the_rows_and_never_rewritten(data_dir):
     import json
 
-    P = book.params("engines", preset="tiny", data_dir=tmp_path, engines=["mujoco-python"], models=["chain2"],
+    P = book.params("engines", preset="tiny", data_dir=data_dir, engines=["mujoco-python"], models=["chain2"],
                     num_envs=[2], steps=[1], policies=["none"])
     rows = eng.engine_data(P)
-    folder = tmp_path / provenance.machine_key()
+    folder = data_dir / provenance.machine_key()
     saved = json.loads((folder / "engine_predictions.json").read_text())
     (pred,) = saved["rows"]
     (meas,) = json.loads((folder / "engines.json").read_text())["rows"]
@@ -171,11 +194,11 @@ def test_predictions_are_saved_before_the_rows_and_never_rewritten(tmp_path):
         np.log2(pred["predicted_samples_per_s"] / rows["samples_per_s"].iloc[0]))
 
 
-def test_rows_beyond_the_plan_are_read_not_measured(tmp_path):
-    small = book.params("engines", preset="tiny", data_dir=tmp_path, engines=["mujoco-python"], models=["chain2"],
+def test_rows_beyond_the_plan_are_read_not_measured(data_dir):
+    small = book.params("engines", preset="tiny", data_dir=data_dir, engines=["mujoco-python"], models=["chain2"],
                         num_envs=[2], steps=[1], policies=["none"])
     assert eng.beyond_the_plan(small, pd.DataFrame()).empty  # no file yet: nothing, and nothing measured
-    wider = book.params("engines", preset="tiny", data_dir=tmp_path, engines=["mujoco-python", "mujoco-rollout"],
+    wider = book.params("engines", preset="tiny", data_dir=data_dir, engines=["mujoco-python", "mujoco-rollout"],
                         models=["chain2"], num_envs=[2], steps=[1], policies=["none"])
     eng.engine_data(wider)
     rows = eng.engine_data(small)
