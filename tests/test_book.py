@@ -37,7 +37,8 @@ def _env(tmp_path: Path) -> dict:
     # the chapters' jax programs compile about a quarter faster (Brax's pendulum 5.8 -> 4.4 s here).
     # The same code runs; only its float32 rounding may differ, which these tests do not read (the
     # conformance tests run jax at its default level).
-    env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} --xla_backend_optimization_level=0".strip()
+    if "xla_backend_optimization_level" not in env.get("XLA_FLAGS", ""):  # (conftest sets it for the suite)
+        env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} --xla_backend_optimization_level=0".strip()
     return env
 
 

@@ -39,8 +39,9 @@ PRESETS: dict[str, dict[str, dict]] = {
         "complexity": {"num_envs": [4, 64], "steps": [1, 4], "state_factor": [1, 4], "compute_factor": [1, 4],
                        "cap": {"*": 2**14}, "memory_steps": [1, 4], "memory_cache_multiple": 1 / 16,
                        "memory_max_bytes": 2**20},
+        # beyond: torch-compile at N = 4 only (a second N recompiles each graph with N dynamic: 5 s)
         "beyond": {"num_envs": [4, 64], "steps": [1, 4], "peer_num_envs": [64], "peer_steps": 4,
-                   "cap": {"*": 2**12}, "rollout_steps": 8},
+                   "cap": {"torch-compile": 16, "*": 2**12}, "rollout_steps": 8},
         "atari": {"games": ["pong"], "num_envs": [2], "steps": [1], "async_num_envs": [1],
                   "breakdown_num_envs": [2], "breakdown_seconds": 0.05},
         "model": {"num_envs": [2**10, 2**20], "steps": [1, 1000], "gpu_flops_per_s": None, "gpu_bytes_per_s": None},
