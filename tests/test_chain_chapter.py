@@ -68,6 +68,8 @@ def test_the_gym_rows_prediction_is_gymnasiums_python_and_mujocos_timer(monkeypa
     assert row["model_version"] == 2 and row["reference_step_s"] == step_s
     assert 1e-6 < step_s / p.frame_skip < 1e-3  # one mj_step of a two-body chain: microseconds
     assert row["terms"]["python"] == pytest.approx(16 * (20e-6 + step_s))
+    other = predict_point(MeasurePoint.of("cpp", 16, 1, policy="none", sim="chain", params=p), machine, {})
+    assert other["reference_step_s"] is None  # MuJoCo's timer prices the gym row only
     # the physics priced is frame_skip x MuJoCo's timer of the given MJCF (a chain of n + 1 coordinates),
     # checked by its structure, not by timing two sizes against each other (a loaded machine reorders them)
     from studylib.harness.robotics import engines

@@ -32,5 +32,5 @@ def test_conformance_at_xlas_default_level():
     env["XLA_FLAGS"] = without_level(env["XLA_FLAGS"])
     env["STUDYLIB_TESTS_XLA_DEFAULT_LEVEL"] = "1"
     r = subprocess.run([sys.executable, "-m", "pytest", "-o", "addopts=", "-p", "no:cacheprovider", "-q", *AT_DEFAULT],
-                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert r.returncode == 0 and f"{len(AT_DEFAULT)} passed" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]

@@ -49,8 +49,6 @@ from ..sweep import Keying, keyed_by, run
 from ..timing import time_regions
 
 NAME = "costmodel_calibration"
-TIMED = ("torch_op_s", "jax_call_s", "native_call_s", "xla_kernel_s", "gym_env_step_s", "transcendental_s",
-         "gym_mujoco_python_s")
 COUNTED_IMPLS = ("torch", "cpp", "gym", "jax")
 COUNT_N, COUNT_K = 8, (2, 6)
 MIN_SECONDS, REPEATS = 0.0005, 100
@@ -171,10 +169,10 @@ def transcendental_s(size: int = 4096) -> float:
     return _best(both, 2 * size) / cpu_cores()
 
 
-def _timed(name: str) -> float:
-    return {"torch_op_s": torch_op_s, "jax_call_s": jax_call_s, "native_call_s": native_call_s,
-            "xla_kernel_s": xla_kernel_s, "gym_env_step_s": gym_env_step_s,
-            "transcendental_s": transcendental_s, "gym_mujoco_python_s": gym_mujoco_python_s}[name]()
+# the timed items, in the order they are measured and saved: each named by its function
+TIMED_ITEMS = {f.__name__: f for f in (torch_op_s, jax_call_s, native_call_s, xla_kernel_s, gym_env_step_s,
+                                       transcendental_s, gym_mujoco_python_s)}
+TIMED = tuple(TIMED_ITEMS)
 
 
 def _counts_at(impl: str, policy: str, k: int, sim: str | None = None, params=None) -> tuple[float, float]:
@@ -228,7 +226,7 @@ def measure_item(item: dict) -> dict:
     q = item["quantity"]
     if q == "calls":
         return {**item, **count_calls(item["impl"], item["policy"]), "date": now_utc()}
-    value = host_clock_hz() if q == "host_clock_hz" else _timed(q)
+    value = host_clock_hz() if q == "host_clock_hz" else TIMED_ITEMS[q]()
     return {**item, "value": value, "date": now_utc()}
 
 

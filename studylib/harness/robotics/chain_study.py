@@ -16,7 +16,8 @@ ceilings: ``harness.model.calibrate``), the chain's work per environment step fr
 implementation makes per step on the chain, *counted* (not timed) from the implementation itself
 (``calibrate.count_calls``). Nothing it is given was measured on our implementations of the chain;
 from model version 2 (``costmodel.VERSION``) the gym row, which steps MuJoCo, is also given MuJoCo's
-own timer of one ``mj_step`` of the chain's MJCF (the reference engine's physics: ``reference_step_s``).
+own timer of one ``mj_step`` of the chain's MJCF (the reference engine's physics: ``reference_step_s``,
+in the gym rows only).
 Each row records the model version that made it.
 """
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 import functools
 from dataclasses import replace
 
+from ...implspec import spec
 from ...settings import MeasurePoint
 from ... import sims
 from ..model import calibrate, costmodel
@@ -70,7 +72,9 @@ def predict_point(point: MeasurePoint, machine: costmodel.Machine, counts_cache:
     """The model's row for one point (see the module doc for what it is given)."""
     e = point.env
     mjcf = sims.sim(SIM).mujoco_mjcf
-    reference_s = reference_step_seconds(*mjcf(e.params)) if mjcf is not None else None
+    # MuJoCo's timer prices only a record that steps the simulator's MuJoCo model in Python (gym)
+    steps_mujoco = mjcf is not None and spec(e.impl).dispatch == "python-loop"
+    reference_s = reference_step_seconds(*mjcf(e.params)) if steps_mujoco else None
     key = (e.impl, point.policy, e.params.links)
     if key not in counts_cache:  # counted once per (implementation, policy, n): calls and kernels per step
         counts_cache[key] = calibrate.count_calls(e.impl, point.policy, SIM, e.params)
