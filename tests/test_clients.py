@@ -26,8 +26,10 @@ def test_sb3_make_vec_env_and_ppo_as_typed():
     assert envs.render_mode == "rgb_array"
     obs = envs.reset()
     assert obs.shape == (2, 4) and obs.flags.writeable
+    from studylib.train.peers import without_log_folder
+
     model = PPO("MlpPolicy", "studylib/CartPole-v1", n_steps=32, batch_size=32, n_epochs=1, seed=0, device="cpu")
-    model.learn(64)
+    without_log_folder(model).learn(64)
     assert model.num_timesteps == 64
     action, _ = model.predict(obs[0], deterministic=True)
     assert action in (0, 1)

@@ -102,7 +102,8 @@ def test_the_page_and_the_readme_have_snippets():
 
 
 @pytest.mark.parametrize("i", range(len(USING_BLOCKS)))
-def test_each_python_snippet_runs_by_itself(i):
+def test_each_python_snippet_runs_by_itself(i, tmp_path, monkeypatch):
+    monkeypatch.setenv("SB3_LOGDIR", str(tmp_path))  # SB3's learn makes a log folder even at verbose 0
     code = small(USING_BLOCKS[i])
     namespace = _namespace(code)
     out = io.StringIO()
