@@ -205,11 +205,14 @@ def test_version_2_prices_a_mujoco_simulators_gym_row_with_its_physics():
 
 def test_gymnasiums_mujoco_python_is_measured_apart_from_its_physics():
     """What gymnasium's InvertedDoublePendulum-v5 step costs beyond ``mj_step(nstep=frame_skip)``:
-    positive (the physics timed alone is cheaper than the step) and microseconds, not the step."""
+    positive (the physics timed alone is cheaper than the step) and microseconds, not the step. At
+    the calibration's own sizes (16 objects x 8 steps): at 4 x 2 (timed regions of about a
+    millisecond) a fresh clone under load once measured the physics alone slower than the step,
+    and the difference clipped to 0."""
     from studylib.harness.model import calibrate
 
     assert "gym_mujoco_python_s" in calibrate.TIMED
-    assert 1e-7 < calibrate.gym_mujoco_python_s(num_envs=4, steps=2) < 1e-3
+    assert 1e-7 < calibrate.gym_mujoco_python_s() < 1e-3
 
 
 def test_calibration_items_measure_and_key():
