@@ -13,9 +13,9 @@ from studylib.book.claims import engines as claims_engines
 from studylib.book.pages import engines as eng
 from studylib.harness.robotics import engine_study
 from studylib.harness.data import provenance
-from studylib.harness.model import calibrate
+from studylib.harness.model import calibrate, roofline
 
-CALIBRATION_FILES = (f"{calibrate.NAME}.json", "beyond_roofline.json")
+CALIBRATION_FILES = (f"{calibrate.NAME}.json", roofline.CEILINGS_FILE)
 
 
 @pytest.fixture(scope="module")
