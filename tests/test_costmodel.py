@@ -299,3 +299,12 @@ def test_advise_picks_each_dispatchs_implementation_from_the_records():
         ["gym", "torch", "jax", "cpp"]
     assert costmodel.representative("native", SYNTH, "mlp") == "fused"  # the one whose kernel runs the MLP
     assert costmodel.representative("native", GPU, "none") == "cuda"  # on the GPU where there is one
+
+
+def test_only_the_python_loop_record_is_priced_by_mujocos_step():
+    """``reference_step_s`` (MuJoCo's physics per environment step) prices the record whose loop
+    steps scalar simulators from Python, and no other: a vectorized record's physics is its flops."""
+    from studylib.implspec import specs
+
+    priced = {r.name for r in specs() if costmodel.prices_reference_step(r.name)}
+    assert priced == {r.name for r in specs() if r.dispatch == "python-loop"} == {"gym"}

@@ -226,7 +226,7 @@ def predict(impl: str, machine: Machine, *, num_envs: int, steps: int, state_fac
         fixed = {"python": ops("calls_per_call") * per_op, "launch": ops("kernels_per_call") * per_kernel}
         return _prediction(impl, n, k, fixed, host, {"compute": compute, "memory": memory}, on_gpu)
 
-    if record.dispatch == "python-loop":  # C Python steps per environment, the policy batched; no overlap:
+    if prices_reference_step(impl):  # C Python steps per environment, the policy batched; no overlap:
         # the actions come back to the host every step
         host = {"python": n * _scalar_step_s(h, c, reference_step_s) + ops("calls_per_step") * h.torch_op_s,
                 "launch": ops("kernels_per_step") * machine.device.launch_s}
@@ -247,6 +247,13 @@ def predict(impl: str, machine: Machine, *, num_envs: int, steps: int, state_fac
     fixed = {"python": h.torch_op_s, "launch": proc.launch_s} if proc.is_gpu else h.native_call_s
     device = {"compute": compute, "memory": 0.0} if k * compute >= memory else {"compute": 0.0, "memory": memory / k}
     return _prediction(impl, n, k, fixed, {}, device, False)
+
+
+def prices_reference_step(impl: str) -> bool:
+    """Whether ``predict`` prices ``impl``'s simulation by ``reference_step_s`` (where the simulator
+    has a MuJoCo model): a record whose loop steps scalar simulators from Python (dispatch
+    "python-loop", the gym row), whose per-environment step is then gymnasium's plus MuJoCo's."""
+    return spec(impl).dispatch == "python-loop"
 
 
 def _scalar_step_s(h: HostCosts, c: int, reference_step_s: float | None) -> float:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import functools
 from dataclasses import replace
 
-from ...implspec import spec
 from ...settings import MeasurePoint
 from ... import sims
 from ..model import calibrate, costmodel
@@ -72,8 +71,7 @@ def predict_point(point: MeasurePoint, machine: costmodel.Machine, counts_cache:
     """The model's row for one point (see the module doc for what it is given)."""
     e = point.env
     mjcf = sims.sim(SIM).mujoco_mjcf
-    # MuJoCo's timer prices only a record that steps the simulator's MuJoCo model in Python (gym)
-    steps_mujoco = mjcf is not None and spec(e.impl).dispatch == "python-loop"
+    steps_mujoco = mjcf is not None and costmodel.prices_reference_step(e.impl)  # MuJoCo's timer: the gym row only
     reference_s = reference_step_seconds(*mjcf(e.params)) if steps_mujoco else None
     key = (e.impl, point.policy, e.params.links)
     if key not in counts_cache:  # counted once per (implementation, policy, n): calls and kernels per step
