@@ -108,6 +108,19 @@ def test_the_study_table_gives_iqm_with_intervals_and_counts_unsolved_seeds():
     assert "`jax` (n = 1, 3)" in chapter.study_missing(_study()[0], plan)
     shown = chapter.study_shown(S).set_index("collector")
     assert shown.loc["sb3", "seeds"] == "7 / 8 (of 16 planned)" and shown.loc["jax", "transfer"] == "9,300"
+    assert set(S["trained"]) == {""}  # these rows have no run_id
+
+
+def test_the_study_says_when_each_trainer_was_trained():
+    df, plan, _ = _study()
+    stamp = {"jax": "2026-11-28T10:29:0{}+00:00-ab12cd34", "sb3": "2026-11-2{}T23:59:00+00:00-ef56ab78"}
+    df["run_id"] = [stamp["jax"].format(s) if c == "jax" else stamp["sb3"].format(8 if s else 7)
+                    for c, s in zip(df["collector"], df["seed"])]
+    s = chapter.study_table(df, plan).set_index("collector")["trained"]
+    assert s["jax"] == "2026-11-28 10:29"  # eight runs started within that minute
+    assert s["sb3"] == "2026-11-27 23:59–2026-11-28 23:59"  # over midnight: both dates
+    one = chapter.study_table(df[df["seed"] == 0], plan).set_index("collector")["trained"]
+    assert one["sb3"] == "2026-11-27 23:59"
 
 
 def test_the_study_says_faster_only_where_the_interval_excludes_one():

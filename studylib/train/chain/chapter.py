@@ -279,8 +279,21 @@ def study_table(df: pd.DataFrame, plan: RobotParams, seed: int = 0) -> pd.DataFr
                         "time_iqm": t, "time_lo": t_lo, "time_hi": t_hi, "samples_iqm": n, "samples_lo": n_lo,
                         "samples_hi": n_hi, "collect_share": float(g["collect_share"].median()),
                         "collect_us_per_sample": float(g["collect_us_per_sample"].median()),
-                        "transfer_return": float(g["transfer_return"].median()), "budget_s": float(g["budget_s"].max())})
+                        "transfer_return": float(g["transfer_return"].median()), "budget_s": float(g["budget_s"].max()),
+                        "trained": trained_span(g)})
     return pd.DataFrame(out)
+
+
+def trained_span(g: pd.DataFrame) -> str:
+    """When the runs of ``g`` started, first to last, UTC ("2026-11-28 10:29–11:20"; the two dates
+    where they differ), from their ``run_id`` (its ISO start time); "" where the rows lack one."""
+    if "run_id" not in g:
+        return ""
+    starts = sorted(str(r).rsplit("-", 1)[0][:16].replace("T", " ") for r in g["run_id"].dropna())
+    if not starts:
+        return ""
+    first, last = starts[0], starts[-1]
+    return first if first == last else f"{first}–{last[11:] if last[:10] == first[:10] else last}"
 
 
 def fmt_ci(m: float, lo: float, hi: float, fmt="{:.3g}") -> str:
@@ -315,7 +328,7 @@ def study_shown(S: pd.DataFrame) -> pd.DataFrame:
 
 STUDY_COLUMNS = {"n": "n", "trainer": "trainer", "task": "trained and judged on", "seeds": "solved / seeds",
                  "time": "time to solve, s: IQM (95% CI)", "samples": "samples to solve: IQM (95% CI)",
-                 "share": "collection share", "transfer": "transfer return (n = 2)"}
+                 "share": "collection share", "transfer": "transfer return (n = 2)", "trained": "trained (UTC)"}
 
 
 def study_comparisons(df: pd.DataFrame, S: pd.DataFrame, seed: int = 0) -> list[str]:
