@@ -28,6 +28,16 @@ if ("xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", "")
 # kernels (they inherit the environment): a program compiled once (the chain's step at a given
 # (n, N), a CartPole rollout at the tiny preset's N and K) is read back, not compiled again, in
 # the next test or chapter that builds it. Created by the first process, removed by it at the end.
+# One cost-model calibration and ceilings (harness/model/calibrate.py) for the session, shared by
+# both workers and the tiny book's build (the ``calibrated`` fixture): each measured them again in
+# its own folder (about 10 s apiece here), and what they measure does not depend on the test.
+_CALIBRATION_CREATED = None
+if "STUDYLIB_TESTS_CALIBRATION_DIR" not in os.environ:
+    import tempfile as _tempfile
+
+    _CALIBRATION_CREATED = os.environ["STUDYLIB_TESTS_CALIBRATION_DIR"] = _tempfile.mkdtemp(
+        prefix="studylib-tests-calibration-")
+
 _JAX_CACHE_CREATED = None
 if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
     import tempfile as _tempfile
@@ -134,8 +144,39 @@ def native_compiler():
 
 
 def pytest_unconfigure(config):
-    if _JAX_CACHE_CREATED:
-        shutil.rmtree(_JAX_CACHE_CREATED, ignore_errors=True)
+    for created in (_JAX_CACHE_CREATED, _CALIBRATION_CREATED):
+        if created:
+            shutil.rmtree(created, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def calibrated() -> Path:
+    """This machine's folder of the session's cost-model calibration and ceilings: measured by the
+    first process that asks (the others wait on a lock), then read."""
+    import fcntl
+
+    from studylib.harness.data import provenance
+    from studylib.harness.model import calibrate
+
+    root = Path(os.environ["STUDYLIB_TESTS_CALIBRATION_DIR"])
+    with open(root / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            calibrate.calibration_rows(root), calibrate.ceiling_rows(root)  # (read where saved)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return root / provenance.machine_key()
+
+
+def copy_calibration(calibrated: Path, data_dir: Path) -> Path:
+    """``data_dir`` with this machine's folder holding the session's calibration files only."""
+    from studylib.harness.model import calibrate, roofline
+
+    folder = Path(data_dir) / calibrated.name
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in (f"{calibrate.NAME}.json", roofline.CEILINGS_FILE):
+        shutil.copy(calibrated / name, folder / name)
+    return Path(data_dir)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -3,7 +3,8 @@ and the built pages' Altair charts really render in headless Chromium (offline).
 
 The build runs at the ``tiny`` preset and measures into a temporary folder: the committed
 ``data/`` and the main ``_build/`` are never touched. Time on 2 cores: 2.5-3 min for the build
-(every chapter measuring or training at its tiny size), seconds for the browser checks.
+(every chapter measuring or training at its tiny size, but for the cost-model calibration, which
+the suite measures once), seconds for the browser checks.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from studylib.book.chapters import REFERENCE_PAGES
+from tests.conftest import copy_calibration
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
@@ -29,16 +31,13 @@ BIN = Path(sys.executable).parent
 
 
 def _env(tmp_path: Path) -> dict:
+    """The build's environment: the tiny preset, measuring into ``tmp_path / "data"``. (The suite's
+    conftest has set XLA's backend optimization level 0, which the chapters' kernels inherit: the
+    tiny preset's numbers mean nothing, harness/presets.py.)"""
     env = dict(os.environ)
     env["STUDYLIB_PRESET"] = "tiny"
     env["STUDYLIB_DATA_DIR"] = str(tmp_path / "data")
     env["PYTHONWARNINGS"] = env.get("PYTHONWARNINGS", "")
-    # The tiny preset's numbers mean nothing (harness/presets.py): with XLA's LLVM passes at level 0
-    # the chapters' jax programs compile about a quarter faster (Brax's pendulum 5.8 -> 4.4 s here).
-    # The same code runs; only its float32 rounding may differ, which these tests do not read (the
-    # conformance tests run jax at its default level).
-    if "xla_backend_optimization_level" not in env.get("XLA_FLAGS", ""):  # (conftest sets it for the suite)
-        env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} --xla_backend_optimization_level=0".strip()
     return env
 
 
@@ -118,10 +117,13 @@ def _chromium() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def built_book(tmp_path_factory):
-    """``jupyter-book build book/ -W -n --keep-going`` at the tiny preset into a temporary folder."""
+def built_book(tmp_path_factory, calibrated):
+    """``jupyter-book build book/ -W -n --keep-going`` at the tiny preset into a temporary folder,
+    whose data folder starts with the session's cost-model calibration (conftest's ``calibrated``:
+    measured once for the suite, which also tests its measuring); the chapters measure the rest."""
     out = tmp_path_factory.mktemp("book-build")
     env = _env(out)
+    copy_calibration(calibrated, out / "data")
     r = subprocess.run(
         [str(BIN / "jupyter-book"), "build", "book/", "-W", "-n", "--keep-going", "--path-output", str(out)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,

@@ -13,29 +13,13 @@ from studylib.book.claims import engines as claims_engines
 from studylib.book.pages import engines as eng
 from studylib.harness.robotics import engine_study
 from studylib.harness.data import provenance
-from studylib.harness.model import calibrate, roofline
-
-CALIBRATION_FILES = (f"{calibrate.NAME}.json", roofline.CEILINGS_FILE)
-
-
-@pytest.fixture(scope="module")
-def calibrated(tmp_path_factory):
-    """This machine's cost-model calibration and ceilings, measured once for the module (about 10 s:
-    every test below predicts before it measures, and each measured them again in its own folder)."""
-    folder = tmp_path_factory.mktemp("calibrated")
-    calibrate.calibration_rows(folder), calibrate.ceiling_rows(folder)
-    return folder / provenance.machine_key()
-
+from tests.conftest import copy_calibration
 
 @pytest.fixture
 def data_dir(tmp_path, calibrated):
-    """An empty data folder but for the module's calibration files."""
-    import shutil
-
-    (tmp_path / provenance.machine_key()).mkdir()
-    for name in CALIBRATION_FILES:
-        shutil.copy(calibrated / name, tmp_path / provenance.machine_key() / name)
-    return tmp_path
+    """An empty data folder but for the session's calibration files (conftest's ``calibrated``):
+    every test below predicts before it measures."""
+    return copy_calibration(calibrated, tmp_path)
 
 
 def test_items_follow_the_engine_records():
