@@ -24,27 +24,31 @@ if ("xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", "")
         and not os.environ.get("STUDYLIB_TESTS_XLA_DEFAULT_LEVEL")):
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_backend_optimization_level=0".strip()
 
+def _session_folder(variable: str, prefix: str) -> str | None:
+    """A temporary folder named by ``$variable`` for the whole session: made by the first process
+    (pytest's controller, before its workers start; they inherit the variable) and returned to be
+    removed by it at the end; None where the variable is already set (a worker, or the caller's)."""
+    if variable in os.environ:
+        return None
+    import tempfile
+
+    os.environ[variable] = tempfile.mkdtemp(prefix=prefix)
+    return os.environ[variable]
+
+
 # One XLA compilation cache for the session, shared by both workers and the tiny book's chapter
 # kernels (they inherit the environment): a program compiled once (the chain's step at a given
 # (n, N), a CartPole rollout at the tiny preset's N and K) is read back, not compiled again, in
-# the next test or chapter that builds it. Created by the first process, removed by it at the end.
+# the next test or chapter that builds it.
+_JAX_CACHE_CREATED = _session_folder("JAX_COMPILATION_CACHE_DIR", "studylib-tests-xla-")
+if _JAX_CACHE_CREATED:
+    os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+    os.environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
+
 # One cost-model calibration and ceilings (harness/model/calibrate.py) for the session, shared by
 # both workers and the tiny book's build (the ``calibrated`` fixture): each measured them again in
 # its own folder (about 10 s apiece here), and what they measure does not depend on the test.
-_CALIBRATION_CREATED = None
-if "STUDYLIB_TESTS_CALIBRATION_DIR" not in os.environ:
-    import tempfile as _tempfile
-
-    _CALIBRATION_CREATED = os.environ["STUDYLIB_TESTS_CALIBRATION_DIR"] = _tempfile.mkdtemp(
-        prefix="studylib-tests-calibration-")
-
-_JAX_CACHE_CREATED = None
-if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
-    import tempfile as _tempfile
-
-    _JAX_CACHE_CREATED = os.environ["JAX_COMPILATION_CACHE_DIR"] = _tempfile.mkdtemp(prefix="studylib-tests-xla-")
-    os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
-    os.environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
+_CALIBRATION_CREATED = _session_folder("STUDYLIB_TESTS_CALIBRATION_DIR", "studylib-tests-calibration-")
 
 import functools
 import shutil

@@ -15,6 +15,7 @@ from studylib.harness.robotics import engine_study
 from studylib.harness.data import provenance
 from tests.conftest import copy_calibration
 
+
 @pytest.fixture
 def data_dir(tmp_path, calibrated):
     """An empty data folder but for the session's calibration files (conftest's ``calibrated``):
@@ -168,8 +169,9 @@ def test_predictions_are_saved_before_the_rows_and_never_rewritten(data_dir):
     saved = json.loads((folder / "engine_predictions.json").read_text())
     (pred,) = saved["rows"]
     (meas,) = json.loads((folder / "engines.json").read_text())["rows"]
-    started = lambda row: row["run_id"].rsplit("-", 1)[0]  # noqa: E731  (its ISO time, to the second)
-    assert started(pred) <= started(meas) and pred["run_id"] != meas["run_id"]  # predicted first, apart
+    from studylib.harness.data.store import run_time  # (its ISO time, to the second)
+
+    assert run_time(pred["run_id"]) <= run_time(meas["run_id"]) and pred["run_id"] != meas["run_id"]  # predicted first
     assert pred["mj_step_s"] > 0 and pred["predicted_samples_per_s"] > 0
     again = eng.engine_predictions(P)
     assert list(again["run_id"]) == [pred["run_id"]]  # read, not predicted again

@@ -117,7 +117,7 @@ def test_the_study_says_when_each_trainer_was_trained():
     df["run_id"] = [stamp["jax"].format(s) if c == "jax" else stamp["sb3"].format(8 if s else 7)
                     for c, s in zip(df["collector"], df["seed"])]
     s = chapter.study_table(df, plan).set_index("collector")["trained"]
-    assert s["jax"] == "2026-11-28 10:29"  # eight runs started within that minute
+    assert s["jax"] == "2026-11-28 10:29"  # eight runs saved within that minute
     assert s["sb3"] == "2026-11-27 23:59–2026-11-28 23:59"  # over midnight: both dates
     one = chapter.study_table(df[df["seed"] == 0], plan).set_index("collector")["trained"]
     assert one["sb3"] == "2026-11-27 23:59"

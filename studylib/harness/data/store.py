@@ -169,6 +169,12 @@ def read(path: Path) -> dict:
     return doc if doc.get("format") == FORMAT else _upgrade(doc, path)
 
 
+def run_time(run_id: str) -> str:
+    """The ISO UTC time a ``DataFile`` run id carries (its ids: ``<now_utc()>-<8 hex digits>``,
+    made when that run saved its first row or skip)."""
+    return run_id.rsplit("-", 1)[0]
+
+
 class DataFile:
     """The file ``name`` of one machine (``machine``: its key; None: this machine) under
     ``data_dir``, holding rows of ``kind`` (``harness.data.semantics``): its current rows and skipped

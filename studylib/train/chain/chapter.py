@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ...harness.data.store import run_time
 from . import results
 from .params import RobotParams
 
@@ -285,14 +286,14 @@ def study_table(df: pd.DataFrame, plan: RobotParams, seed: int = 0) -> pd.DataFr
 
 
 def trained_span(g: pd.DataFrame) -> str:
-    """When the runs of ``g`` started, first to last, UTC ("2026-11-28 10:29–11:20"; the two dates
-    where they differ), from their ``run_id`` (its ISO start time); "" where the rows lack one."""
+    """When the runs of ``g`` were saved (each as it ended), first to last, UTC ("2026-11-28 10:29–11:20";
+    both dates where they differ), from their ``run_id`` (``store.run_time``); "" where rows lack one."""
     if "run_id" not in g:
         return ""
-    starts = sorted(str(r).rsplit("-", 1)[0][:16].replace("T", " ") for r in g["run_id"].dropna())
-    if not starts:
+    saved = sorted(run_time(str(r))[:16].replace("T", " ") for r in g["run_id"].dropna())
+    if not saved:
         return ""
-    first, last = starts[0], starts[-1]
+    first, last = saved[0], saved[-1]
     return first if first == last else f"{first}–{last[11:] if last[:10] == first[:10] else last}"
 
 
