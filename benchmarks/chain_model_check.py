@@ -1,13 +1,13 @@
-"""The cost model's version 2 (``harness.model.costmodel.VERSION``) checked out of sample on the
-chain: its predictions of points it has not seen first, the measurements after, in two runs.
+"""The cost model's current version (``harness.model.costmodel.VERSION``) checked out of sample on
+the chain: its predictions of points it has not seen first, the measurements after, in two runs.
 
-    python benchmarks/chain_model_check.py predict    # saves version 2's predictions, measures nothing
+    python benchmarks/chain_model_check.py predict    # saves the version's predictions, measures nothing
     git add data/ && git commit                        # (the snapshot: the predictions, committed first)
     python benchmarks/chain_model_check.py measure    # then measures the same points
 
 The points are the chain chapter's grid (the default preset's N, K, caps and implementations,
-every policy) at n = ``book.pages.chain.model_check.MODEL_CHECK_LINKS``, which the chapter's
-grid does not hold. Both files are this machine's under the data folder (``$STUDYLIB_DATA_DIR``,
+every policy) at the version's n, ``book.pages.chain.model_check.MODEL_CHECK_LINKS[VERSION]``,
+which neither the chapter's grid nor an earlier version's check holds. Both files are this machine's under the data folder (``$STUDYLIB_DATA_DIR``,
 ``data/.local/<machine>/``): ``chain_predictions.json`` and ``chain.json``, whose provenance
 records when each row was made; a saved prediction is never rewritten, and ``measure`` refuses
 to run where a point has no saved prediction. The chain chapter then reads them ("Predicted
@@ -30,10 +30,11 @@ def main(argv=None) -> None:
     from studylib.book.plans import _measured
     from studylib.book.presets import ChainParams
     from studylib.errors import ConfigError
+    from studylib.harness.model import costmodel
     from studylib.harness.robotics import chain_study
     from studylib.harness.sweep import read_saved
 
-    P = model_check_params(ChainParams.resolve("chain", preset=args.preset))
+    P = model_check_params(ChainParams.resolve("chain", preset=args.preset), costmodel.VERSION)
     points, dropped = chain.chain_points(P)
     if args.step == "predict":
         predicted = chain.chain_predictions(P, points)

@@ -17,6 +17,7 @@ from studylib.book.pages import chain
 from studylib.book.pages.chain import model_check
 from studylib.errors import ConfigError
 from studylib.harness.data import provenance
+from studylib.harness.model import costmodel
 from studylib.harness.model.costmodel import Counts
 from studylib.harness.robotics import chain_study
 from tests.test_costmodel import SYNTH
@@ -65,7 +66,7 @@ def test_the_gym_rows_prediction_is_gymnasiums_python_and_mujocos_timer(monkeypa
     p = ChainParams(links=1)
     row = predict_point(MeasurePoint.of("gym", 16, 1, policy="none", sim="chain", params=p), machine, {})
     step_s = reference_step_seconds(chain_mjcf(1, p), p.frame_skip)
-    assert row["model_version"] == 2 and row["reference_step_s"] == step_s
+    assert row["model_version"] == costmodel.VERSION >= 2 and row["reference_step_s"] == step_s
     assert 1e-6 < step_s / p.frame_skip < 1e-3  # one mj_step of a two-body chain: microseconds
     assert row["terms"]["python"] == pytest.approx(16 * (20e-6 + step_s))
     other = predict_point(MeasurePoint.of("cpp", 16, 1, policy="none", sim="chain", params=p), machine, {})
@@ -126,14 +127,21 @@ def test_the_model_versions_are_summarized_apart_and_the_check_can_fail():
 
 
 def test_the_model_check_points_are_outside_the_default_grid_and_the_snapshots():
-    """Version 2's out-of-sample n are neither in the default preset's chain grid nor among the n a
-    snapshot's wider run holds: the default chapter never measures them (the paper preset does,
-    its predictions saved first as for every point)."""
+    """Each version's out-of-sample n are neither in the default preset's chain grid nor among the n
+    a snapshot's wider run holds, nor in an earlier version's check: the default chapter never
+    measures them (the paper preset measures version 2's, its predictions saved first as for
+    every point), and no version is judged on points an earlier one saw measured."""
     from studylib.book.presets import CHAIN_SNAPSHOT_LINKS
+    from studylib.harness.model import costmodel
     from studylib.harness.presets import PRESETS
 
-    for grid in (PRESETS["default"]["chain"]["links"], PRESETS["tiny"]["chain"]["links"], CHAIN_SNAPSHOT_LINKS):
-        assert not set(model_check.MODEL_CHECK_LINKS) & set(grid)
+    assert costmodel.VERSION in model_check.MODEL_CHECK_LINKS  # the current version has its check
+    seen = set()
+    for version, links in sorted(model_check.MODEL_CHECK_LINKS.items()):
+        for grid in (PRESETS["default"]["chain"]["links"], PRESETS["tiny"]["chain"]["links"], CHAIN_SNAPSHOT_LINKS, seen):
+            assert not set(links) & set(grid), (version, links)
+        seen |= set(links)
+    assert model_check.model_check_params(__import__("studylib").book.params("chain", preset="tiny"), 3).links == (5, 7)
 
 
 def test_fused_over_xla_at_the_largest_common_k():

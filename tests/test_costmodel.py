@@ -10,7 +10,7 @@ import math
 import pandas as pd
 import pytest
 
-from studylib import costs
+from studylib import costs, sims
 from studylib.harness.model import costmodel
 from studylib.__main__ import main
 from studylib.book.pages import model
@@ -191,7 +191,7 @@ def test_version_2_prices_a_mujoco_simulators_gym_row_with_its_physics():
     """Model version 2: gym's loop over MujocoEnv objects costs gymnasium's MujocoEnv Python plus
     MuJoCo's physics per environment; CartPole's gym row stays version 1's (its step × C); a
     calibration saved before version 2 cannot price the MuJoCo row (refused, not guessed)."""
-    assert costmodel.VERSION == 2
+    assert costmodel.VERSION >= 2
     m = dataclasses.replace(SYNTH, host=dataclasses.replace(HOST, gym_mujoco_python_s=20e-6))
     assert p("gym", m, num_envs=64, compute_factor=3).terms["python"] == pytest.approx(64 * 3 * HOST.gym_env_step_s)
     mujoco_row = p("gym", m, num_envs=64, reference_step_s=40e-6)
@@ -201,6 +201,53 @@ def test_version_2_prices_a_mujoco_simulators_gym_row_with_its_physics():
         p("gym", SYNTH, reference_step_s=40e-6)
     assert p("cpp", m, reference_step_s=1.0).seconds_per_call == p("cpp", m).seconds_per_call  # gym's term only
     assert HOST.scaled(2.0).gym_mujoco_python_s is None  # carried to another CPU: still not calibrated
+
+
+def test_version_3_prices_the_host_run_policy_between_native_steps_by_its_timer():
+    """Model version 3: a native call per step with the policy between (cpp with the MLP) pays the
+    simulator's host-policy timer (fixed seconds on the host, the policy's flops at its measured
+    rate); without a timer for the simulator, on a GPU machine, or with no policy, version 2's
+    price. The timer's rows give the line through their smallest and largest N."""
+    assert costmodel.VERSION == 3
+    cartpole = sims.sim("cartpole")
+    flops = costs.policy_flops("mlp", cartpole.policy_sizes(cartpole.default_params))
+    rows = [{"quantity": costmodel.HOST_POLICY, "sim": "cartpole", "num_envs": n, "value": 50e-6 + n * flops / 1e10,
+             "policy_flops": flops} for n in (16, 4096)]
+    timed = costmodel.host_policies(rows)["cartpole"]
+    assert timed.fixed_s == pytest.approx(50e-6) and timed.flops_per_s == pytest.approx(1e10)
+    m = dataclasses.replace(SYNTH, host_policy={"cartpole": timed})
+    v3, v2 = p("cpp", m, policy="mlp"), p("cpp", SYNTH, policy="mlp")
+    assert v3.terms["python"] == pytest.approx(HOST.native_call_s + 50e-6)
+    instant = p("cpp", dataclasses.replace(SYNTH, host_policy={"cartpole": costmodel.HostPolicy(50e-6, math.inf)}),
+                policy="mlp")  # the simulation's compute alone
+    assert v3.terms["compute"] - instant.terms["compute"] == pytest.approx(1024 * flops / 1e10)
+    assert v3.terms["python"] < v2.terms["python"] and v3.seconds_per_call > v2.seconds_per_call  # this timer's numbers
+    assert p("cpp", m, policy="none").seconds_per_call == p("cpp", SYNTH, policy="none").seconds_per_call
+    assert p("cpp", m, policy="mlp", sim="chain").seconds_per_call == p("cpp", SYNTH, policy="mlp", sim="chain").seconds_per_call
+    gpu = dataclasses.replace(GPU, host_policy={"cartpole": timed})
+    assert p("cpp", gpu, policy="mlp").seconds_per_call == p("cpp", GPU, policy="mlp").seconds_per_call
+    carried = costmodel.carried_to(m, name="slower", cpu=CPU, cpu_hz=1e9, cpu_cores=2, our_hz=2e9, our_cores=2, gpu=None,
+                                   sources={})
+    slower = carried.host_policy["cartpole"]  # host costs scale by clock
+    assert (slower.fixed_s, slower.flops_per_s) == (pytest.approx(100e-6), pytest.approx(0.5e10))
+    flat = [dict(r, value=60e-6) for r in rows]  # a timer that did not grow with N: no price from it
+    assert costmodel.host_policies(flat) == {}
+
+
+def test_the_host_policy_timer_measures_the_records_own_policy_call():
+    """The calibration's timer of the host-run policy: the record is cpp (native, the MLP outside its
+    kernel, on the CPU) for CartPole and the chain, and one call costs microseconds, more at the
+    larger N."""
+    from studylib.harness.model import calibrate
+
+    assert calibrate.host_policy_record("chain").name == calibrate.host_policy_record("cartpole").name == "cpp"
+    items = calibrate.host_policy_items()
+    assert {(i["sim"], i["num_envs"]) for i in items} >= {(s, n) for s in ("cartpole", "chain") for n in calibrate.HOST_POLICY_N}
+    small, large = (calibrate.host_policy_s("chain", n) for n in (16, 1024))
+    assert small["record"] == "cpp" and small["policy_flops"] > 0
+    row = calibrate.measure_item(items[0])
+    assert calibrate.KEYING.row_key(row) == calibrate.KEYING.row_key(items[0])  # saved rows are found again
+    assert 1e-7 < small["value"] < large["value"] < 1e-1
 
 
 def test_gymnasiums_mujoco_python_is_measured_apart_from_its_physics():

@@ -363,6 +363,9 @@ def parameters_table(m: costmodel.Machine) -> pd.DataFrame:
             ("gymnasium MujocoEnv step's Python beyond mj_step, per environment (version 2)",
              "not calibrated" if h.gym_mujoco_python_s is None else fmt_time(h.gym_mujoco_python_s),
              m.sources.get("gym_mujoco_python_s", "")),
+            *((f"{sim}'s host-run policy between native steps: fixed per call; its flops' rate (version 3)",
+               f"{fmt_time(hp.fixed_s)}; {hp.flops_per_s / 1e9:.3g} GFLOP/s", m.sources.get("host_policy", ""))
+              for sim, hp in sorted(m.host_policy.items())),
             ("CPU sin/cos/tanh (whole CPU)", fmt_time(cpu.transcendental_s), m.sources.get("transcendental_s", "")),
             ("CPU peak FP32", f"{cpu.flops_per_s / 1e9:.3g} GFLOP/s",
              m.sources.get("cpu", m.sources.get("cpu.flops_per_s", ""))),

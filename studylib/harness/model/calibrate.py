@@ -27,6 +27,11 @@ another process taking the core):
                       (model version 2 prices a MuJoCo simulator's gym row with it)
 ``transcendental_s``  one float32 sin or cos on this machine (numpy on a cache-resident array,
                       one core, divided by the cores): the work ``costs`` counts apart from flops
+``host_policy_s``     per simulator, at N = 16 and 4096: one call of the MLP policy of the record
+                      that runs it on the host between native one-step calls (cpp's
+                      ``policy_actions``: the chain's noise drawn in numpy, the MLP in PyTorch),
+                      the environment built and reset, no step taken; with the policy's flops per
+                      environment (model version 3 prices that record's MLP points with it)
 
 Counted items (per call and per step of our implementations, at N = 8):
 
@@ -47,6 +52,7 @@ from ...settings import POLICIES
 from ..data.provenance import cpu_cores, now_utc
 from ..sweep import Keying, keyed_by, run
 from ..timing import time_regions
+from . import costmodel
 
 NAME = "costmodel_calibration"
 COUNTED_IMPLS = ("torch", "cpp", "gym", "jax")
@@ -169,6 +175,39 @@ def transcendental_s(size: int = 4096) -> float:
     return _best(both, 2 * size) / cpu_cores()
 
 
+HOST_POLICY_N = (16, 4096)  # the timer's two N: the fixed cost, then its growth with N
+
+
+def host_policy_record(sim: str):
+    """The record that runs ``sim``'s MLP on the host between native one-step calls (dispatch
+    "native" without the MLP in its kernel, on the CPU), or None."""
+    from ...implspec import specs
+
+    found = [r for r in specs() if r.dispatch == "native" and "mlp" not in r.fused_policies and not r.gpu_only
+             and r.implements(sim)]
+    return min(found, key=lambda r: r.order) if found else None
+
+
+def host_policy_s(sim: str, num_envs: int) -> dict:
+    """{"value": seconds of one host-run policy call of ``sim`` at ``num_envs``, "record": the
+    implementation's, "policy_flops"} ("record", not "impl": the row is keyed by the item's columns)."""
+    from ... import costs, sims
+    from ...envs.registry import make_from
+    from ...settings import MeasurePoint
+
+    record, simulator = host_policy_record(sim), sims.sim(sim)
+    env = make_from(MeasurePoint.of(record.name, num_envs, 1, policy="mlp", sim=sim).env)
+    flops = costs.policy_flops("mlp", simulator.policy_sizes(env.params))
+    return {"value": _best(env.policy_actions), "record": record.name, "policy_flops": flops}
+
+
+def host_policy_items() -> list[dict]:
+    from ... import sims
+
+    return [{"quantity": costmodel.HOST_POLICY, "sim": s, "num_envs": n} for s in sims.names() if host_policy_record(s)
+            for n in HOST_POLICY_N]
+
+
 # the timed items, in the order they are measured and saved: each named by its function
 TIMED_ITEMS = {f.__name__: f for f in (torch_op_s, jax_call_s, native_call_s, xla_kernel_s, gym_env_step_s,
                                        transcendental_s, gym_mujoco_python_s)}
@@ -219,18 +258,21 @@ def host_clock_hz() -> float | None:
 
 def items() -> list[dict]:
     return ([{"quantity": q} for q in TIMED] + [{"quantity": "host_clock_hz"}]
-            + [{"quantity": "calls", "impl": i, "policy": p} for i in COUNTED_IMPLS for p in POLICIES])
+            + [{"quantity": "calls", "impl": i, "policy": p} for i in COUNTED_IMPLS for p in POLICIES]
+            + host_policy_items())
 
 
 def measure_item(item: dict) -> dict:
     q = item["quantity"]
     if q == "calls":
         return {**item, **count_calls(item["impl"], item["policy"]), "date": now_utc()}
+    if q == costmodel.HOST_POLICY:
+        return {**item, **host_policy_s(item["sim"], item["num_envs"]), "date": now_utc()}
     value = host_clock_hz() if q == "host_clock_hz" else TIMED_ITEMS[q]()
     return {**item, "value": value, "date": now_utc()}
 
 
-KEYING = Keying(dict, keyed_by("quantity", "impl", "policy"), lambda i: f"calibration {i}", "calibration")
+KEYING = Keying(dict, keyed_by("quantity", "impl", "policy", "sim", "num_envs"), lambda i: f"calibration {i}", "calibration")
 
 
 def calibration_rows(data_dir, machine=None) -> list[dict]:

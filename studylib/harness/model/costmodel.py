@@ -53,6 +53,13 @@ Versions (``VERSION``; a saved prediction records the version that made it and i
    given by the caller). Version 1 priced the chain's gym row at CartPole's Python step and missed
    it by more than an order of magnitude at every n (the chain chapter shows by how much).
    CartPole's predictions are the same in both versions.
+3. a native call per step with the policy between steps (cpp with the MLP) pays per step the
+   timer of the simulator's host-run policy (``HostPolicy``: the record's own policy call timed
+   alone at two N, ``harness.model.calibrate``): its fixed cost (framework calls, the noise drawn
+   in numpy, copies: what version 2's counted PyTorch calls at a no-work op's cost left out) and
+   the policy's flops at the rate it measured, not at the FMA peak. Version 2 missed those points
+   by 2.4×-5.3× out of sample on the 2-core Zen 4 (n = 3, 6). Without the timer (an older
+   calibration; a GPU, where the policy runs there) the price is version 2's.
 """
 
 from __future__ import annotations
@@ -66,7 +73,7 @@ from ...implspec import DISPATCHES, spec, specs
 
 TERMS = ("python", "launch", "compute", "memory")
 INTERMEDIATE_BYTES_PER_KERNEL = 2 * 4  # one float32 per environment read and one written by each kernel
-VERSION = 2  # the model's version (see the module doc): saved with every prediction
+VERSION = 3  # the model's version (see the module doc): saved with every prediction
 REGIMES = {"python": "Python-bound", "launch": "launch-bound", "compute": "compute-bound", "memory": "memory-bound"}
 
 
@@ -100,6 +107,18 @@ class HostCosts:
 
 
 @dataclass(frozen=True)
+class HostPolicy:
+    """A simulator's host-run policy between native steps (version 3), from its timer at two N:
+    seconds per call = fixed_s + N x one environment's policy flops / flops_per_s."""
+
+    fixed_s: float  # per call, whatever N: framework calls, the noise's numpy calls, copies
+    flops_per_s: float  # the rate of its arithmetic in that call
+
+    def scaled(self, factor: float) -> HostPolicy:
+        return HostPolicy(self.fixed_s * factor, self.flops_per_s / factor)
+
+
+@dataclass(frozen=True)
 class Counts:
     """Python->backend calls and device kernels per call and per step, per (family, policy),
     counted from our implementations: {(impl, policy): {"calls_per_step", "calls_per_call",
@@ -126,6 +145,7 @@ class Machine:
     counts: Counts
     gpu: Processor | None = None
     sources: dict = field(default_factory=dict)  # parameter -> citation or provenance
+    host_policy: dict = field(default_factory=dict)  # simulator -> HostPolicy (version 3; absent: version 2's price)
 
     @property
     def device(self) -> Processor:
@@ -236,6 +256,10 @@ def predict(impl: str, machine: Machine, *, num_envs: int, steps: int, state_fac
 
     if policy not in record.fused_policies:  # native: one call per step, the policy between steps
         sim_c, sim_m = _device_work(proc, n, sim_flops, sim_trans, n * state_bytes)
+        timed = machine.host_policy.get(simulator.name) if policy != "none" and not on_gpu else None
+        if timed is not None:  # version 3: the policy as its own timer prices it, on the host
+            host = {"python": h.native_call_s + timed.fixed_s, "launch": 0.0, "compute": sim_c, "memory": sim_m}
+            return _prediction(impl, n, k, 0.0, host, {"compute": n * pol_flops / timed.flops_per_s, "memory": 0.0}, False)
         pol_c, pol_m = _device_work(machine.device, n, pol_flops, pol_trans, n * (costs.policy_bytes(policy, sizes) + between()))
         host = {"python": h.native_call_s + max(0.0, ops("calls_per_step") - 1) * h.torch_op_s,
                 "launch": ops("kernels_per_step") * machine.device.launch_s, "compute": sim_c, "memory": sim_m}
@@ -283,7 +307,7 @@ def counts_from_rows(rows) -> Counts:
 def machine_from_calibration(calibration_rows, ceiling_rows, name: str = "this machine") -> Machine:
     """This machine as its microbenchmarks measured it (``harness.model.calibrate``) and its ceilings
     (``harness.model.roofline``: FMA peak, stream bandwidth)."""
-    value = {r["quantity"]: r.get("value") for r in calibration_rows if r.get("quantity") != "calls"}
+    value = {r["quantity"]: r.get("value") for r in calibration_rows if r.get("quantity") not in ("calls", HOST_POLICY)}
     ceil = {r["ceiling"]: r["value"] for r in ceiling_rows if r.get("ceiling") in ("fma", "memory")}
     optional = {f for f, d in HostCosts.__dataclass_fields__.items() if d.default is None}
     missing = [q for q in (*HostCosts.__dataclass_fields__, "transcendental_s") if value.get(q) is None and q not in optional]
@@ -296,7 +320,29 @@ def machine_from_calibration(calibration_rows, ceiling_rows, name: str = "this m
            "transcendental_s": "microbenchmark on this machine (numpy sin/cos, harness.model.calibrate)",
            "cpu.flops_per_s": "FMA microbenchmark (cuda/fma_peak.cpp)", "cpu.bytes_per_s": "stream copy (numpy)",
            "counts": "counted in our implementations at N = 8 (harness.model.calibrate)"}
-    return Machine(name, cpu, host, counts_from_rows(calibration_rows), sources=src)
+    policies = host_policies(calibration_rows)
+    if policies:
+        src["host_policy"] = ("each simulator's host-run policy timed alone at two N (harness.model.calibrate): "
+                              "fixed seconds per call and the rate of its flops")
+    return Machine(name, cpu, host, counts_from_rows(calibration_rows), sources=src, host_policy=policies)
+
+
+HOST_POLICY = "host_policy_s"  # the calibration's rows of a simulator's host-run policy timer (version 3)
+
+
+def host_policies(calibration_rows) -> dict:
+    """{simulator: HostPolicy} from the timer's rows (seconds of one call at each N, and the policy's
+    flops per environment): the line through the smallest and the largest N. A simulator whose
+    timer did not grow with N (noise at both ends) gets none: it is priced as version 2 prices."""
+    timed = [r for r in calibration_rows if r.get("quantity") == HOST_POLICY and r.get("value") is not None]
+    out = {}
+    for sim in {r["sim"] for r in timed}:
+        rows = sorted((r for r in timed if r["sim"] == sim), key=lambda r: r["num_envs"])
+        lo, hi = rows[0], rows[-1]
+        if hi["num_envs"] > lo["num_envs"] and hi["value"] > lo["value"]:
+            per_env = (hi["value"] - lo["value"]) / (hi["num_envs"] - lo["num_envs"])
+            out[sim] = HostPolicy(max(lo["value"] - lo["num_envs"] * per_env, 0.0), float(hi["policy_flops"]) / per_env)
+    return out
 
 
 # Published figures (the sources the chapter cites).
@@ -323,6 +369,7 @@ def carried_to(machine: Machine, *, name: str, cpu: Processor, cpu_hz: float, cp
     factor = our_hz / cpu_hz
     cpu = replace(cpu, transcendental_s=machine.cpu.transcendental_s * factor * our_cores / cpu_cores)
     return Machine(name, cpu, machine.host.scaled(factor), machine.counts, gpu=gpu,
+                   host_policy={s: hp.scaled(factor) for s, hp in machine.host_policy.items()},
                    sources={**machine.sources, **sources,
                             "host costs": f"this machine's microbenchmarks × clock ratio {our_hz / 1e9:.2f} GHz / "
                                           f"{cpu_hz / 1e9:.2f} GHz = {factor:.2f}"})

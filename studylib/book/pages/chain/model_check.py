@@ -1,17 +1,18 @@
 """The cost model's versions on the chain (book/chain.md, "Predicted before measured"): every saved
-prediction against its measurement, per model version (``costmodel.VERSION``), and version 2's
-check out of sample.
+prediction against its measurement, per model version (``costmodel.VERSION``), and each changed
+version's check out of sample.
 
 Version 1 predicted the chapter's points before they were measured; its errors showed where it was
 wrong (the gym row: gymnasium's MujocoEnv priced as CartPole's Python step, MuJoCo's physics left
-out). Version 2 prices that row with MuJoCo's own timer (``harness.model.costmodel``'s doc). A
-changed model can only be judged on points it had not seen: version 2 predicted the chain at
-``MODEL_CHECK_LINKS`` (n the chapter's grid does not hold), the predictions were saved and
-committed, and only then were those points measured (``benchmarks/chain_model_check.py``; git
-history shows the order). The chapter reads them where a machine's data hold them and never
-measures them itself.
+out). Version 2 prices that row with MuJoCo's own timer; version 3 prices cpp's MLP points with the
+timer of the policy the host runs between its steps (``harness.model.costmodel``'s doc). A changed
+model can only be judged on points it had not seen: each version from 2 on predicted the chain at
+its own ``MODEL_CHECK_LINKS`` (n neither the chapter's grid nor an earlier check holds), the
+predictions were saved and committed, and only then were those points measured
+(``benchmarks/chain_model_check.py``; git history shows the order). The chapter reads them where a
+machine's data hold them and never measures them itself.
 
-    predicted, measured = model_check(P)           # version 2's own points, read
+    predicted, measured = model_check(P)           # every version's own points, read
     errors = version_errors(predicted, measured)   # log2(predicted / measured), with the version
     version_summary(errors)                        # per version and implementation
 """
@@ -26,23 +27,25 @@ from ....harness.model.costmodel import VERSION as CURRENT_VERSION  # noqa: F401
 from ....implspec import book_order
 from ...presets import ChainParams
 
-MODEL_CHECK_LINKS = (3, 6)  # the n of version 2's out-of-sample points (not in the chapter's grid)
+# each version's out-of-sample n (in no chapter grid, nor in an earlier version's check)
+MODEL_CHECK_LINKS = {2: (3, 6), 3: (5, 7)}
 FIRST_VERSION = 1  # what a prediction saved before versions were recorded is
 BOUND = 1.0  # |median log2 error| within which the model counts as right for an implementation (2x)
 
 
-def model_check_params(P: ChainParams) -> ChainParams:
-    """The chapter's parameters at ``MODEL_CHECK_LINKS`` under every policy (its N, K, caps and
-    implementations): the points version 2 predicted before they were measured."""
+def model_check_params(P: ChainParams, version: int | None = None) -> ChainParams:
+    """The chapter's parameters at ``version``'s ``MODEL_CHECK_LINKS`` (None: every version's) under
+    every policy (its N, K, caps and implementations): the points predicted before measured."""
     from . import widened
 
-    return replace(widened(P), links=MODEL_CHECK_LINKS, engines=())
+    links = MODEL_CHECK_LINKS[version] if version is not None else sorted({n for v in MODEL_CHECK_LINKS.values() for n in v})
+    return replace(widened(P), links=tuple(links), engines=())
 
 
 def model_check(P: ChainParams) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(predictions, measurements) of the check's points as saved in the machine's data files
-    (``saved_rows``): read, never predicted or measured here (``benchmarks/chain_model_check.py``
-    does both, in that order)."""
+    """(predictions, measurements) of every version's check points as saved in the machine's data
+    files (``saved_rows``): read, never predicted or measured here
+    (``benchmarks/chain_model_check.py`` does both, in that order)."""
     from . import chain_points, saved_rows
 
     return saved_rows(P, chain_points(model_check_params(P))[0])
