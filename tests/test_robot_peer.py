@@ -129,7 +129,11 @@ def test_the_study_says_faster_only_where_the_interval_excludes_one():
     assert line.startswith("n = 2: `jax` solves faster than `sb3`")
     text = chapter.study_answer(df, S)
     assert "Full study, n = 2" in text and "(rl-zoo settings) on InvertedDoublePendulum-v5 (threshold 9,100) solves 7 of 8 seeds in an IQM" in text
-    assert "× JAX PPO" in text
+    assert "× JAX PPO" in text and "it is also the fastest collector" in text
+    # a faster collector that trains slower: its own time to solve beside the best trainer's
+    faster = chapter.frame(df.to_dict("records") + [_row("fused", k, wall=10.0, samples=1_000_000) for k in range(8)])
+    text = chapter.study_answer(faster, chapter.study_table(faster, plan))
+    assert "the fastest collector is `fused` (3 µs per sample), which solves in an IQM 10 (10–10) s, collection 30% of it" in text
     # most seeds of the peer unsolved: no ratio of IQMs, the solved runs' range instead
     censored = [r if r["collector"] != "sb3" or r["seed"] < 2 else {**r, "solved": False} for r in df.to_dict("records")]
     dc = chapter.frame(censored)

@@ -381,9 +381,8 @@ ANSWER_PEERS = (*SB3_PEERS, "brax")  # the peers the answer sets against the fas
 
 
 def _stopping_budget(unsolved: pd.DataFrame) -> str:
-    """Which budget ended the unsolved runs, from their own columns (a peer that ends on its own,
-    as Stable-Baselines3 at the zoo's n_timesteps, was once labelled ``max_seconds``): the wall
-    budget where every run used it, else the samples they reached."""
+    """Which budget ended the unsolved runs, from their own columns (a peer ending on its own, as SB3 at
+    the zoo's n_timesteps, was once labelled ``max_seconds``): the wall budget, else the samples."""
     if not len(unsolved):
         return "their budget"
     if (unsolved["wall_s"] >= 0.99 * unsolved["budget_s"]).all():
@@ -418,10 +417,9 @@ def _peer_clause(df: pd.DataFrame, links: int, b, p, seed: int) -> str:
 
 
 def study_answer(df: pd.DataFrame, S: pd.DataFrame, seed: int = 0) -> str:
-    """The full study's sentence per n: the trainer with the smallest IQM time to solve, its
-    interval and collection share, whether it is the fastest collector, each peer measured at that
-    n against it (``_peer_clause``: Stable-Baselines3's two settings, Brax), and the transfer check
-    at n = 2."""
+    """The full study's sentence per n: the trainer with the smallest IQM time to solve, its interval
+    and collection share, the fastest collector's own time to solve, each peer measured at that n
+    against it (``_peer_clause``: Stable-Baselines3's two settings, Brax), the transfer at n = 2."""
 
     parts = []
     for links, s in S.groupby("links", sort=False):
@@ -434,7 +432,9 @@ def study_answer(df: pd.DataFrame, S: pd.DataFrame, seed: int = 0) -> str:
         text = (f"**Full study, n = {links}** ({b.runs} seeds of {b.trainer}, {b.solved} solved): it solves in an IQM "
                 f"{fmt_ci(b.time_iqm, b.time_lo, b.time_hi)} s, collection {b.collect_share:.0%} of its wall-clock")
         text += ("; it is also the fastest collector" if fastest.collector == b.collector else
-                 f"; the fastest collector is `{fastest.collector}` ({fastest.collect_us_per_sample:.3g} µs per sample)")
+                 f"; the fastest collector is `{fastest.collector}` ({fastest.collect_us_per_sample:.3g} µs per sample), "
+                 + (f"which solves in an IQM {fmt_ci(fastest.time_iqm, fastest.time_lo, fastest.time_hi)} s, collection "
+                    f"{fastest.collect_share:.0%} of it" if math.isfinite(fastest.time_iqm) else "whose IQM is censored"))
         for peer in (s[s["collector"] == c] for c in ANSWER_PEERS):
             if len(peer) and peer.iloc[0].collector != b.collector:
                 text += ". " + _peer_clause(df, links, b, peer.iloc[0], seed)
