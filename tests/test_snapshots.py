@@ -211,7 +211,8 @@ def test_posing_as_a_snapshots_host_serves_it(key, tmp_path, monkeypatch, no_mea
     calibration = store.read(ROOT / "data" / key / "costmodel_calibration.json")["rows"]
     from studylib.harness.model import calibrate
 
-    missing = [i for i in calibrate.items() if calibrate.KEYING.row_key(i) not in {calibrate.KEYING.row_key(r) for r in calibration}]
+    saved_keys = {calibrate.KEYING.row_key(r) for r in calibration}
+    missing = [i for i in calibrate.items() if calibrate.KEYING.row_key(i) not in saved_keys]
     if missing:  # from before the model's version 2 (gym_mujoco_python_s) or 3 (the host-run policy's timer)
         still["costmodel_calibration"] = len(missing)
     if still:
