@@ -75,7 +75,7 @@ constexpr int ch_part_of(int n) {
 
 template <int N>
 static const ChBuild ch_build_functions = {
-    chain_rollout_lanes<N, CH_CPU_LANES>,  // one environment: 16 lanes cost one vector's time
+    chain_rollout_lanes<N, CH_CPU_LANES>,  // one environment: its block's lanes cost one vector's time
     chain_physics_step_scalar<N>,
     chain_episode_lanes<N, CH_CPU_LANES>,
     chain_reset_envs<N>,

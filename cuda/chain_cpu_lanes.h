@@ -15,11 +15,18 @@
 #include "chain_args.h"
 #include "chain_trajectory.h"
 #include "mlp.cuh"
-constexpr int CH_CPU_LANES = 16;  // lanes per block: one AVX-512 or two AVX2 vectors of floats
+// Lanes per block: one vector register of floats, 16 on AVX-512 (a zmm), 8 elsewhere (a ymm). With
+// 16 lanes on AVX2 every value took two ymm: the fused MLP spilled registers and the library took
+// longer to compile. The lanes are independent environments: the width changes no result.
+#ifdef __AVX512F__
+constexpr int CH_CPU_LANES = 16;
+#else
+constexpr int CH_CPU_LANES = 8;
+#endif
 // Below this many environment-steps one thread runs the call (waking the team costs microseconds).
 constexpr long long CH_CPU_PARALLEL_MIN_WORK = 256;
 
-// The block's W environments as one GCC vector (one zmm on AVX-512, two ymm on AVX2): the lane type
+// The block's W environments as one GCC vector (one register): the lane type
 // of mlp.cuh's forward pass, with the splat and clamp it asks of its lane types.
 typedef float ChVec __attribute__((vector_size(CH_CPU_LANES * sizeof(float))));
 

@@ -178,8 +178,8 @@ def test_the_run_time_n_build_steps_the_other_chains(n):
 
 def test_the_run_time_n_build_is_vectorized_across_lanes():
     """The run-time-n build steps a block's lanes as one vector value (ch_mj_step_block): in its
-    rollout's parallel body the multiply-adds are packed (vfmadd...ps), as in an unrolled build's.
-    Built lane by lane, as GCC compiles a lane loop around loops of run-time length, they were
+    rollout's parallel body the multiply-adds are packed (vfmadd...ps; 46 at n = 0 with 8 AVX2
+    lanes), as in an unrolled build's. Built lane by lane, as GCC compiles a lane loop around loops of run-time length, they were
     scalar (vfmadd...ss) and the build ran about 9 times slower at n = 16 and 32."""
     import re
     import subprocess
@@ -193,10 +193,10 @@ def test_the_run_time_n_build_is_vectorized_across_lanes():
     functions = _functions(text)
     for n in (0, 8):  # the run-time-n build (CH_GENERIC) and an unrolled one
         (body,) = [insns for name, insns in functions.items()
-                   if name.startswith(f"void chain_rollout_lanes<{n}, 16>") and "_omp_fn" in name]
+                   if re.match(rf"void chain_rollout_lanes<{n}, (8|16)>", name) and "_omp_fn" in name]
         packed = sum(bool(re.fullmatch(r"vfn?m(add|sub)\d+ps", mnemonic)) for _, mnemonic, _ in body)
         scalar = sum(bool(re.fullmatch(r"vfn?m(add|sub)\d+ss", mnemonic)) for _, mnemonic, _ in body)
-        assert packed >= 50 and packed >= 10 * scalar, (n, packed, scalar)
+        assert packed >= 30 and packed >= 10 * scalar, (n, packed, scalar)
 
 
 def test_a_chain_longer_than_32_is_refused():

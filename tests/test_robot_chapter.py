@@ -77,8 +77,8 @@ def test_the_presets_size_the_plan():
     tiny = chapter.params(preset="tiny", data_dir="/tmp/unused")
     assert tiny.collectors == ("fused", "cpp") and tiny.links == (1,) and len(tiny.runs()) == 2
     default = chapter.params(preset="default", data_dir="/tmp/unused")
-    assert default.links == (2,) and [(r.collector, r.seed) for r in default.runs()] == [("jax", 0), ("fused", 0)]
-    assert all(r.settings.links == 2 and r.budget_seconds == default.budget_s for r in default.runs())
+    assert default.links == (1,) and [(r.collector, r.seed) for r in default.runs()] == [("jax", 0), ("fused", 0)]
+    assert all(r.settings.links == 1 and r.budget_seconds == default.budget_s for r in default.runs())
     assert set(PRESETS["paper"]["robot"]["collectors"]) == set(CHAIN_TRAINERS)
     paper = chapter.params(preset="paper", data_dir="/tmp/unused")
     planned = {(r.collector, r.settings.links) for r in paper.runs()}

@@ -231,6 +231,7 @@ class EnginesParams(ChapterParams):
     models: Names  # MuJoCo models (harness.robotics.engine_models.MODELS)
     compiled_models: Names  # the models an engine that compiles (MJX) runs: each (model, N, K) a compile
     compiled_num_envs: Sizes | None = None  # its N (None: num_envs)
+    compiled_steps: Sizes | None = None  # its K without a policy (None: steps; the MLP: the largest K)
     policies: Names = ("none",)  # "none": open-loop controls (simulation only); "mlp": the study's MLP on the batch
 
     def check(self) -> None:
@@ -247,8 +248,9 @@ class EnginesParams(ChapterParams):
 
     def described(self) -> list[str]:
         n = fmt_list(self.compiled_num_envs) if self.compiled_num_envs else "the same N"
+        k = fmt_list(self.compiled_steps) if self.compiled_steps else "the same K"
         return [f"engines: {', '.join(self.engines)}", f"models: {', '.join(self.models)}",
-                f"MJX on: {', '.join(self.compiled_models) or 'none'} at N = {n}",
+                f"MJX on: {', '.join(self.compiled_models) or 'none'} at N = {n}, K = {k}",
                 f"policies: {', '.join(self.policies)}"]
 
 
