@@ -110,6 +110,11 @@ def test_with_the_mlp_only_an_engine_that_runs_it_inside_its_call_keeps_k():
     mlp = {(it.engine, it.num_envs, it.steps) for it in items if it.policy == "mlp"}
     assert mlp == {("mujoco-python", 1, 1), ("mujoco-rollout", 4, 1), ("mjx", 4, 10)}  # MJX: one compile, the largest K
     assert ("mujoco-rollout", 4, 10) in {(it.engine, it.num_envs, it.steps) for it in items if it.policy == "none"}
+    items, _, _ = engine_study.engine_items(  # an engine that compiles under its own policies, others under all
+        ["mujoco-rollout", "mjx"], ["inverted_pendulum"], [4], [1, 10], lambda e: 2**8,
+        compiled_models=["inverted_pendulum"], compiled_policies=("none",), policies=("none", "mlp"))
+    assert {(it.engine, it.steps) for it in items if it.policy == "mlp"} == {("mujoco-rollout", 1)}
+    assert {(it.engine, it.steps) for it in items if it.engine == "mjx"} == {("mjx", 1), ("mjx", 10)}  # its F.3's ends
     old = {"engine": "mjx", "model": "hopper", "num_envs": 4, "steps": 10}  # saved before rows named a policy
     assert engine_study.KEYING.row_key(old) == engine_study.KEYING.row_key(
         engine_study.EngineItem("mjx", "hopper", 4, 10).columns())

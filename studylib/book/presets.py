@@ -231,7 +231,7 @@ class EnginesParams(ChapterParams):
     models: Names  # MuJoCo models (harness.robotics.engine_models.MODELS)
     compiled_models: Names  # the models an engine that compiles (MJX) runs: each (model, N, K) a compile
     compiled_num_envs: Sizes | None = None  # its N (None: num_envs)
-    compiled_steps: Sizes | None = None  # its K without a policy (None: steps; the MLP: the largest K)
+    compiled_policies: Names | None = None  # the policies it runs (None: policies; the MLP at the largest K only)
     policies: Names = ("none",)  # "none": open-loop controls (simulation only); "mlp": the study's MLP on the batch
 
     def check(self) -> None:
@@ -243,14 +243,14 @@ class EnginesParams(ChapterParams):
             engine_record(name)
         for name in (*self.models, *self.compiled_models):
             model_record(name)
-        for name in self.policies:
+        for name in (*self.policies, *(self.compiled_policies or ())):
             check_policy(name)
 
     def described(self) -> list[str]:
         n = fmt_list(self.compiled_num_envs) if self.compiled_num_envs else "the same N"
-        k = fmt_list(self.compiled_steps) if self.compiled_steps else "the same K"
+        pol = ", ".join(self.compiled_policies) if self.compiled_policies is not None else "the same policies"
         return [f"engines: {', '.join(self.engines)}", f"models: {', '.join(self.models)}",
-                f"MJX on: {', '.join(self.compiled_models) or 'none'} at N = {n}, K = {k}",
+                f"MJX on: {', '.join(self.compiled_models) or 'none'} at N = {n}, policies: {pol}",
                 f"policies: {', '.join(self.policies)}"]
 
 

@@ -30,7 +30,7 @@ def engine_items(P: EnginesParams):
     """(items, dropped, unsupported) of the chapter's plan (engine_study.engine_items)."""
     return engine_study.engine_items(P.engines, P.models, P.num_envs, P.steps, P.cap_for,
                                      compiled_models=P.compiled_models, compiled_num_envs=P.compiled_num_envs,
-                                     compiled_steps=P.compiled_steps,
+                                     compiled_policies=P.compiled_policies,
                                      policies=P.policies, repeats=P.repeats, min_seconds=P.min_seconds)
 
 

@@ -58,7 +58,7 @@ KEYING = Keying(EngineItem.columns, _row_key, EngineItem.describe, "engine")
 
 
 def engine_items(engines, models, num_envs, steps, cap_for, *, compiled_models=None, compiled_num_envs=None,
-                 compiled_steps=None, policies=("none",), repeats=3, min_seconds=0.2):
+                 compiled_policies=None, policies=("none",), repeats=3, min_seconds=0.2):
     """(items, dropped, unsupported): every engine × model × policy × N × K the records allow (dropped:
     (engine, N, K, 1, 1) above the cap, once for every model): an engine that is not
     vectorized at N = 1 and K = 1 only (the gym row steps one environment, one step a call); one
@@ -67,7 +67,7 @@ def engine_items(engines, models, num_envs, steps, cap_for, *, compiled_models=N
     ``policy_in_call``: from Python, one step a call), while one that compiles runs the MLP at the
     largest K only (one compile, the MLP fused into its K steps); an engine that compiles (XLA) on ``compiled_models`` only (None: every model), since
     each (model, N, K) is a compile of its own, at ``compiled_num_envs`` (None: ``num_envs``) and
-    ``compiled_steps`` (None: ``steps``);
+    under ``compiled_policies`` (None: ``policies``);
     N·K within ``cap_for(engine)``. ``unsupported``: (engine, model, reason) of the pairs the engine
     cannot run here (its record's ``unavailable``: a missing package, a model it has no task for),
     left out of the plan so that a rebuild does not try them again."""
@@ -82,11 +82,11 @@ def engine_items(engines, models, num_envs, steps, cap_for, *, compiled_models=N
                 unsupported.append((engine, model, reason))
                 continue
             ns = compiled_num_envs if rec.compiles and compiled_num_envs else num_envs
-            for policy in policies:
+            for policy in (compiled_policies if rec.compiles and compiled_policies is not None else policies):
                 in_call = rec.steps_per_call and (policy == "none" or rec.policy_in_call)
                 ks = steps if in_call else [1]
-                if rec.compiles:  # each K a compile of its own: the MLP at the largest K only
-                    ks = list(compiled_steps or steps) if policy == "none" else [max(compiled_steps or steps)]
+                if rec.compiles and policy != "none":
+                    ks = [max(steps)]  # each K a compile of its own: the MLP at the largest K only
                 grid = [(1, 1)] if not rec.vectorized else [(n, k) for k in ks for n in ns]
                 for n, k in grid:
                     if n * k > cap_for(engine):
