@@ -151,6 +151,35 @@ def test_judge_needs_both_evaluations():
     assert JUDGE_EPISODES == 100
 
 
+def test_the_judges_episodes_dealt_to_processes_return_what_one_process_plays(monkeypatch):
+    """The judge deals its episodes to spawned processes in contiguous shares: each episode's
+    return is the one it has when all are played here (its reset seed and the policy decide it),
+    on the chain and on gymnasium's own v5 (the transfer check); one core plays them here. To
+    rounding: the policy's matrix products round differently with the batch's size (so do the
+    lockstep batches of one process, which shrink as episodes end)."""
+    from studylib.train.chain import evaluate
+
+    rng = np.random.default_rng(0)
+    d = 9
+    policy = make_policy_arrays([(rng.normal(size=(d, 64)) * 0.3, np.zeros(64)), (rng.normal(size=(64, 64)) * 0.1,
+                                 np.zeros(64)), (rng.normal(size=(64, 1)) * 0.1, np.zeros(1))],
+                                np.zeros(1), np.zeros(d), np.ones(d), 10.0)
+    here = {env: evaluate.play(evaluate.array_policy(policy), lambda env=env: evaluate._make_env(env), 6, 3,
+                               evaluate.EVAL_SEED_OFFSET) for env in (2, evaluate.TRANSFER_ENV)}
+    monkeypatch.setattr(evaluate, "MIN_EPISODES_PER_PROCESS", 3)
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    assert evaluate.judge_processes(6) == 2 and evaluate.judge_processes(5) == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert evaluate.judge_processes(600) == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    try:
+        np.testing.assert_allclose(evaluate.gymnasium_returns(policy, 6, seed=3), here[2], rtol=1e-7)
+        np.testing.assert_allclose(evaluate.transfer_returns(policy, 6, seed=3), here[evaluate.TRANSFER_ENV], rtol=1e-7)
+    finally:
+        evaluate._POOL.pop(2).shutdown()
+    assert len(set(here[2].round(6))) > 1  # the episodes differ: the shares' order is checked
+
+
 def test_clock_solves_only_on_the_judges_word(monkeypatch):
     """A screen at the threshold calls the judge, with the clock paused; a judge that does not
     confirm leaves the run unsolved and counts an unconfirmed check; one that does solves it."""

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
@@ -55,15 +56,18 @@ def screen_return(arrays: dict, episodes: int, seed: int) -> float:
     return float(returns.mean())
 
 
-def play(act, make_env, episodes: int, seed: int = 0, seed_offset: int = EVAL_SEED_OFFSET) -> np.ndarray:
+def play(act, make_env, episodes: int, seed: int = 0, seed_offset: int = EVAL_SEED_OFFSET,
+         indices: range | None = None) -> np.ndarray:
     """The undiscounted returns of ``episodes`` whole episodes of ``make_env()`` (a gymnasium
     environment with its TimeLimit), episode i reset with seed ``seed * episodes + i +
     seed_offset``, ``act(observations (E, d)) -> actions (E, action size)`` deciding every step;
-    the episodes step in lockstep so the policy runs batched."""
-    envs = [make_env() for _ in range(episodes)]
-    obs = np.stack([env.reset(seed=seed * episodes + i + seed_offset)[0] for i, env in enumerate(envs)])
-    returns = np.zeros(episodes)
-    alive = np.ones(episodes, dtype=bool)
+    the episodes step in lockstep so the policy runs batched. ``indices``: the episodes i played
+    (default: all), so that a share of them gives the same returns as in the whole."""
+    indices = range(episodes) if indices is None else indices
+    envs = [make_env() for _ in indices]
+    obs = np.stack([env.reset(seed=seed * episodes + i + seed_offset)[0] for i, env in zip(indices, envs)])
+    returns = np.zeros(len(envs))
+    alive = np.ones(len(envs), dtype=bool)
     while alive.any():
         idx = np.flatnonzero(alive)
         actions = np.asarray(act(obs[idx]), dtype=np.float64).reshape(len(idx), -1)
@@ -75,6 +79,77 @@ def play(act, make_env, episodes: int, seed: int = 0, seed_offset: int = EVAL_SE
     for env in envs:
         env.close()
     return returns
+
+
+# The judge's episodes, dealt to processes: gymnasium's MuJoCo step is Python and one core's (160 us
+# an environment step at n = 1 on a 2-core Zen 3: 35 s for a run's 200 episodes), and the run's
+# clock is paused while the judge plays, so the other cores are idle. One process per core this
+# process may use ($OMP_NUM_THREADS where set, as the study's thread pools read it: the tests' one
+# per worker), at most one per MIN_EPISODES_PER_PROCESS episodes; spawned once and kept.
+MIN_EPISODES_PER_PROCESS = 25
+_POOL = {}
+
+
+def _spawn_is_safe() -> bool:
+    """Whether a spawned process can start here without running the caller's script again: spawn
+    re-imports ``__main__`` in every child, which runs a script's top level where it has no
+    ``if __name__ == "__main__"`` guard. Safe under Jupyter, ``python -c`` and the REPL (no main
+    file) and ``python -m`` (the module is imported under another name); not for a script run by
+    its path, whose episodes are played here."""
+    import sys
+
+    main = sys.modules.get("__main__")
+    return getattr(main, "__spec__", None) is not None or not getattr(main, "__file__", None)
+
+
+def judge_processes(episodes: int) -> int:
+    """How many processes play ``episodes`` judge episodes (1: here, in this process)."""
+    import os
+
+    if not _spawn_is_safe():
+        return 1
+    cores = int(os.environ.get("OMP_NUM_THREADS") or 0) or os.cpu_count() or 1
+    return max(1, min(cores, episodes // MIN_EPISODES_PER_PROCESS))
+
+
+def _pool(processes: int):
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    if processes not in _POOL:  # spawn: this process holds torch's and XLA's threads, which fork would copy half-made
+        import atexit
+
+        _POOL[processes] = ProcessPoolExecutor(processes, mp_context=get_context("spawn"))
+        atexit.register(_POOL[processes].shutdown)  # before the interpreter's teardown, which the pool's threads outlive
+    return _POOL[processes]
+
+
+def _make_env(env: str | int):
+    """A judge's environment: ``chain_env(links)`` for an int, else the gymnasium id ``env``."""
+    if isinstance(env, int):
+        return chain_env(env)
+    import gymnasium
+
+    return gymnasium.make(env)
+
+
+def _play_share(arrays: dict, env, episodes: int, seed: int, seed_offset: int, indices: range) -> np.ndarray:
+    return play(array_policy(arrays), lambda: _make_env(env), episodes, seed, seed_offset, indices)
+
+
+def play_policy(arrays: dict, env, episodes: int, seed: int = 0, seed_offset: int = EVAL_SEED_OFFSET) -> np.ndarray:
+    """``play`` of the deterministic policy of ``arrays`` on ``_make_env(env)``, its episodes dealt
+    to ``judge_processes`` processes in contiguous shares: the same episodes (reset seeds) as
+    played here, their returns equal to the policy's rounding (its matrix products round with
+    the batch's size, which a long episode's chaos can carry to about 1e-4 of a return)."""
+    arrays = check_policy_arrays(arrays)
+    processes = judge_processes(episodes)
+    if processes == 1:
+        return _play_share(arrays, env, episodes, seed, seed_offset, range(episodes))
+    bounds = np.linspace(0, episodes, processes + 1).astype(int)
+    shares = [_pool(processes).submit(_play_share, arrays, env, episodes, seed, seed_offset, range(lo, hi))
+              for lo, hi in pairwise(bounds)]
+    return np.concatenate([share.result() for share in shares])
 
 
 def chain_env(links: int):
@@ -96,8 +171,7 @@ def gymnasium_returns(arrays: dict, episodes: int = JUDGE_EPISODES, seed: int = 
                       seed_offset: int = EVAL_SEED_OFFSET) -> np.ndarray:
     """The deterministic returns of ``episodes`` episodes of ``ChainMujocoEnv`` under
     ``TimeLimit(1000)`` (``play``'s seeds)."""
-    links = links_of(check_policy_arrays(arrays))
-    return play(array_policy(arrays), lambda: chain_env(links), episodes, seed, seed_offset)
+    return play_policy(arrays, links_of(check_policy_arrays(arrays)), episodes, seed, seed_offset)
 
 
 # The transfer check at n = 2: gymnasium's own InvertedDoublePendulum-v5 (its slider limit
@@ -107,11 +181,9 @@ TRANSFER_ENV = "InvertedDoublePendulum-v5"
 
 def transfer_returns(arrays: dict, episodes: int = JUDGE_EPISODES, seed: int = 0) -> np.ndarray:
     """The deterministic returns of an n = 2 policy on gymnasium's own ``TRANSFER_ENV``."""
-    import gymnasium
-
     if links_of(check_policy_arrays(arrays)) != 2:
         raise ValueError("the transfer check is gymnasium's InvertedDoublePendulum-v5: n = 2 only")
-    return play(array_policy(arrays), lambda: gymnasium.make(TRANSFER_ENV), episodes, seed)
+    return play_policy(arrays, TRANSFER_ENV, episodes, seed)
 
 
 def transfer(arrays: dict, trained_on: str | None, seed: int = 0) -> dict:
