@@ -112,6 +112,14 @@ def judge_processes(episodes: int) -> int:
     return max(1, min(cores, episodes // MIN_EPISODES_PER_PROCESS))
 
 
+def _ignore_interrupts() -> None:
+    """A judge process ignores Ctrl-C (SIGINT), which reaches the whole process group: the caller
+    that started it handles it (and a Jupyter kernel's shutdown, which sends it too)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _pool(processes: int):
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
@@ -119,7 +127,8 @@ def _pool(processes: int):
     if processes not in _POOL:  # spawn: this process holds torch's and XLA's threads, which fork would copy half-made
         import atexit
 
-        _POOL[processes] = ProcessPoolExecutor(processes, mp_context=get_context("spawn"))
+        _POOL[processes] = ProcessPoolExecutor(processes, mp_context=get_context("spawn"),
+                                               initializer=_ignore_interrupts)
         atexit.register(_POOL[processes].shutdown)  # before the interpreter's teardown, which the pool's threads outlive
     return _POOL[processes]
 
