@@ -11,6 +11,7 @@ most 1000 steps, the action the Gaussian's mean: ``chain_policy.deterministic_ac
                    same XML, stepped by MuJoCo's mj_step) under gymnasium's ``TimeLimit(1000)``.
                    Solved when the mean return over 100 episodes reaches the threshold AND a
                    second, independent evaluation of 100 episodes (other reset seeds) confirms it.
+                   Its episodes are dealt to one process per core (``play_policy``).
 
 ``ChainClock``     the run's clock: ``progress.Clock``'s rule (what counts in wall_s, when to
                    check, when to stop) with the two evaluators above. After every
