@@ -134,3 +134,24 @@ def test_a_session_that_measures_nothing_trains_nothing_and_says_so(tmp_path, mo
     assert len(df) == 0 and [s["collector"] for s in told["training_robot"]] == ["fused", "cpp"]
     assert chapter.answer(chapter.table(df)).startswith("No run")
     assert not (tmp_path / "training_robot.json").exists() and list(tmp_path.iterdir()) == []
+
+
+def test_the_full_study_is_shown_only_with_runs_beyond_the_pages_own(monkeypatch):
+    """The default's runs are the paper study's seed 0: saved alone, they are no study of their
+    own (the page would call one seed per trainer "the full study"); with one more paper run saved,
+    the study holds them all."""
+    default = chapter.params(preset="default", data_dir="/tmp/unused")
+
+    def row(run):
+        settings = {**run.settings.as_dict(), "num_envs": run.n}
+        return {**_row(run.collector, run.seed, wall=5.0, samples=1000, collect=0.5, links=run.settings.links,
+                       budget=run.budget_seconds), "settings": settings}
+
+    own = [row(r) for r in default.runs()]
+    monkeypatch.setattr(results, "load", lambda data_dir: own)
+    SD, plan = chapter.study(default)
+    assert plan.preset == "paper" and SD.empty
+    paper_runs = [r for r in plan.runs() if r.settings.links == 1 and r.collector == "jax" and r.seed == 1]
+    monkeypatch.setattr(results, "load", lambda data_dir: [*own, row(paper_runs[0])])
+    SD, _ = chapter.study(default)
+    assert sorted(zip(SD["collector"], SD["seed"])) == [("fused", 0), ("jax", 0), ("jax", 1)]

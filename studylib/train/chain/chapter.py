@@ -105,8 +105,7 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
             "samples_max": float(g["samples_to_solve"].max()),
             "collect_share": float(g["collect_share"].median()),
             "collect_us_per_sample": float(g["collect_us_per_sample"].median()),
-            "compile_s": float(first["compile_s"]),
-            "eval_return": float(g["eval_return"].median()),
+            "compile_s": float(first["compile_s"]), "eval_return": float(g["eval_return"].median()),
         })
     return pd.DataFrame(out)
 
@@ -248,12 +247,13 @@ def curves(df: pd.DataFrame) -> pd.DataFrame:
 # ---- the full study: the paper preset's runs, whatever preset builds the page ---------------------
 
 def study(P: RobotParams) -> tuple[pd.DataFrame, RobotParams]:
-    """The ``paper`` preset's runs saved for this machine (read, never trained by another preset:
-    its 16 seeds per trainer take hours on 2 cores) and that plan."""
+    """The ``paper`` preset's runs saved for this machine (never trained by another preset: hours on
+    2 cores) and that plan; none where they are only ``P``'s own runs (the default's are seed 0's)."""
     paper = P if P.preset == "paper" else RobotParams.resolve("robot", preset="paper", data_dir=P.data_dir)
     saved = {results.key_of(r): r for r in results.load(P.data_dir)}
-    rows = [saved[k] for k in map(results.run_key, paper.runs()) if k in saved]
-    return frame(rows), paper
+    keys = [k for k in map(results.run_key, paper.runs()) if k in saved]
+    return frame([] if P.preset != "paper" and set(keys) <= set(map(results.run_key, P.runs()))
+                 else [saved[k] for k in keys]), paper
 
 
 def _times(df: pd.DataFrame, links: int, collector: str) -> np.ndarray:
