@@ -296,3 +296,26 @@ def test_at_two_links_an_environment_step_is_inverted_double_pendulum_v5s():
     np.testing.assert_array_equal(terminated, gym_term)
     assert 0 < np.sum(gym_term) < count
     np.testing.assert_allclose(reward, gym_reward, rtol=1e-10, atol=1e-10)
+
+
+def test_dynamo_traces_the_dynamics_without_a_warning():
+    """torch.compile traces the chain's dynamics (torch-compile's step) without dynamo's warnings:
+    the mass matrix's constant coefficients are an attribute of the frozen ChainParams, computed
+    once when it is made (an lru_cache there drew dynamo's "lru_cache-wrapped function" warning on
+    every user's first compile). Dynamo's own backend: the trace, not inductor's compile."""
+    import warnings
+
+    torch = pytest.importorskip("torch")
+    from torch._dynamo import utils as dynamo_utils
+
+    p = chain.ChainParams(links=3)
+    assert p.mass_coefficients == chain.ChainParams(links=3).mass_coefficients and "mass_coefficients" not in repr(p)
+    dynamo_utils.warn_once_cache.clear()  # warnings an earlier test's trace raised are raised again
+    qpos, qvel = ([torch.full((4,), 0.1 * (k + 1)) for k in range(4)] for _ in range(2))
+    fn = torch.compile(lambda q, v: chain.dynamics.accelerations(q, v, 1.0, p, torch), backend="eager", fullgraph=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        traced = fn(qpos, qvel)
+    eager = chain.dynamics.accelerations(qpos, qvel, 1.0, p, torch)
+    assert all(torch.equal(a, b) for a, b in zip(traced, eager))
+    assert not [str(w.message) for w in caught if issubclass(w.category, UserWarning)]

@@ -40,7 +40,6 @@ termination and observation are InvertedDoublePendulum-v5's, generalized (``rewa
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
 import numpy as np
 
@@ -64,14 +63,9 @@ from .model import (INVERTED_DOUBLE_PENDULUM, ChainParams, capsule_inertia, caps
 #     f_φj = β_j (g_x cos φ_j − g_z sin φ_j) − Σ_i M'_ji sin(φ_j − φ_i) φ̇_i² + (P⁻ᵀ τ_damping)_j
 # (Coriolis and centrifugal from Lagrange's equations, M' the off-diagonal coefficients L β).
 
-@lru_cache(maxsize=None)
 def _constants(p: ChainParams):
-    """The mass matrix's constant coefficients for ``p`` (Python floats: folded, never recomputed)."""
-    n, L, m = p.links, p.link_length, p.link_mass
-    c = L / 2
-    beta = tuple(m * (c + L * (n - 1 - j)) for j in range(n))
-    diag = tuple(m * (c * c + L * L * (n - 1 - j)) + p.link_inertia for j in range(n))
-    return beta, diag, p.total_mass, p.total_mass * p.gravity[0]
+    """The mass matrix's constant coefficients for ``p`` (Python floats: folded once, when ``p`` was made)."""
+    return p.mass_coefficients
 
 
 def cholesky_solve(A, b, xp=np):

@@ -64,6 +64,18 @@ class ChainParams:
             object.__setattr__(self, "timestep", rule_timestep)
         if self.frame_skip is None:
             object.__setattr__(self, "frame_skip", rule_frame_skip)
+        # An attribute, not a field (not compared, hashed or shown), computed once here: the dynamics read
+        # it every RK4 stage, torch.compile's trace included (where an lru_cache drew dynamo's warning).
+        object.__setattr__(self, "mass_coefficients", self._mass_coefficients())
+
+    def _mass_coefficients(self) -> tuple:
+        """(β, diag, total mass, total mass × g_x): the mass matrix's constant coefficients
+        (studylib/sims/chain/dynamics.py's notation), Python floats folded once."""
+        n, L, m = self.links, self.link_length, self.link_mass
+        c = L / 2
+        beta = tuple(m * (c + L * (n - 1 - j)) for j in range(n))
+        diag = tuple(m * (c * c + L * L * (n - 1 - j)) + self.link_inertia for j in range(n))
+        return beta, diag, self.total_mass, self.total_mass * self.gravity[0]
 
     def with_links(self, links: int) -> "ChainParams":
         """These constants for a chain of ``links`` links, its timestep and frame_skip by the rule
@@ -101,9 +113,6 @@ class ChainParams:
         return 1 + 2 * self.links + (self.links + 1) + 1  # x, sin, cos, qvel, qfrc_constraint[0]
 
 
-INVERTED_DOUBLE_PENDULUM = ChainParams()
-
-
 # ---- the bodies, in closed form (MuJoCo's compiler: inertiafromgeom, a capsule of uniform density) ----
 
 def capsule_mass(radius: float, half_length: float, density: float) -> float:
@@ -122,6 +131,8 @@ def capsule_inertia(radius: float, half_length: float, density: float) -> tuple[
     axis = m_cyl * r**2 / 2 + m_sph * 2 * r**2 / 5
     return perp, perp, axis
 
+
+INVERTED_DOUBLE_PENDULUM = ChainParams()  # (made after the capsule formulas: its mass coefficients use them)
 
 # ---- the model MuJoCo compiles: gymnasium's inverted_double_pendulum.xml at n = 2, less the slider's limit ----
 
