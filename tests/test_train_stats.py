@@ -54,3 +54,17 @@ def test_fraction_solved_counts_censored_runs_as_never_solved():
     f = stats.fraction_solved({"a": stats.censored([1.0, 2.0, 3.0, 9.0], [True, True, True, False])}, [0.5, 2.0, 100.0])
     assert list(f["fraction"]) == [0.0, 0.5, 0.75]
     assert (f["lo"] <= f["fraction"]).all() and (f["fraction"] <= f["hi"]).all()
+
+
+def test_a_lower_limit_of_zero_says_why():
+    """One unsolved run of eight for X: resamples with three or more copies of it (about 6% of them)
+    censor X's IQM, so the ratio IQM(Y) / IQM(X) is 0 there and the interval's lower limit is 0,
+    printed as such with its reason, not as a computed "0.00×"."""
+    x = stats.censored([1.9, 1.4, 1.8, 1.2, 2.7, 3.6, 5.0, 1.1], [True, False] + [True] * 6)
+    y = [4.5, 5.7, 5.1, 1.6, 2.0, 5.1, 9.0, 4.5]
+    c = stats.compare(x, y)
+    assert c["ratio_lo"] == 0 and 1 < c["ratio"] < c["ratio_hi"] < math.inf
+    text = stats.verdict(c, "fused", "gym")
+    assert "(95% CI 0×–" in text and "0× where a resample leaves over a quarter of `fused`'s runs unsolved" in text
+    assert "0.00×" not in text and "indistinguishable" in text
+    assert stats.fmt_x(0.0) == "0×" and stats.fmt_x(1.914) == "1.91×" and stats.fmt_x(math.inf) == "unbounded"

@@ -130,8 +130,9 @@ def verdict(c: dict, x: str, y: str, what: str = "trains faster") -> str:
     p = f"P({x} faster) = {c['p_improve']:.2f} ({c['p_lo']:.2f}–{c['p_hi']:.2f})"
     if math.isinf(c["ratio_lo"]):  # every resample of y's IQM censored: there is no ratio to give
         ci = f"`{y}`'s IQM is censored (over a quarter of its runs unsolved in every resample), {p}"
-    else:
-        ci = f"IQM ratio {fmt_x(c['ratio'])} (95% CI {fmt_x(c['ratio_lo'])}–{fmt_x(c['ratio_hi'])}), {p}"
+    else:  # a lower limit of exactly 0: resamples in which x's own IQM is censored (_ratio_v), said so
+        why = f"; 0× where a resample leaves over a quarter of `{x}`'s runs unsolved" if c["ratio_lo"] == 0 else ""
+        ci = f"IQM ratio {fmt_x(c['ratio'])} (95% CI {fmt_x(c['ratio_lo'])}–{fmt_x(c['ratio_hi'])}{why}), {p}"
     if c["ratio_lo"] > 1:
         return f"`{x}` {what} than `{y}`: {ci}."
     if c["ratio_hi"] < 1:
@@ -140,7 +141,10 @@ def verdict(c: dict, x: str, y: str, what: str = "trains faster") -> str:
 
 
 def fmt_x(v: float) -> str:
-    return "n/a" if math.isnan(v) else ("unbounded" if math.isinf(v) else f"{v:.2f}×")
+    """A ratio: "unbounded" for +inf, "0×" for exactly 0 (a censored denominator), else two decimals."""
+    if math.isnan(v):
+        return "n/a"
+    return "unbounded" if math.isinf(v) else ("0×" if v == 0 else f"{v:.2f}×")
 
 
 def fmt_pct(m: float, lo: float, hi: float) -> str:
