@@ -53,6 +53,40 @@ def test_the_rule_fails_when_a_slower_collector_trains_faster():
     assert "**does not train fastest**" in chapter.answer(T)
 
 
+def test_a_win_beyond_amdahls_bound_names_the_samples_or_the_time_per_sample():
+    """Collection's share bounds the win at equal samples only: gym collects 30% of its 10 s here
+    (bound 1.4x). fused's 2x win at a third of the samples is beyond it through the samples; a 2x
+    win at the same samples is beyond it per sample; a 1.25x win is within it and says nothing more."""
+    def amdahl(fused_wall, fused_samples):
+        rows = [_row("gym", k, wall=10.0, samples=60_000, collect=3.0) for k in range(2)]
+        rows += [_row("fused", k, wall=fused_wall, samples=fused_samples, collect=0.01) for k in range(2)]
+        text = chapter.answer(_table(rows))
+        return text[text.index("An infinitely fast collector"):]
+
+    assert amdahl(8.0, 60_000) == ("An infinitely fast collector can cut PyTorch PPO + gym (MuJoCo)'s time to solve at "
+                                   "equal samples at most 1.4× (collection is 30% of it); `fused` cuts it 1.2× "
+                                   "(median 8 s against 10 s).")
+    by_samples = amdahl(5.0, 20_000)
+    assert by_samples.endswith("cuts it 2× (median 5 s against 10 s), beyond the bound: it also solved in 3× fewer "
+                               "samples (median 20,000 samples to solve against 60,000), which collection speed does "
+                               "not shorten.")
+    assert "at no fewer samples (median 60,000 samples to solve against 60,000): it spent less time per sample" in amdahl(
+        5.0, 60_000)
+
+
+def test_a_peer_is_not_among_the_pytorch_ppo_collectors():
+    """A peer trains with its own learner: the comparison among the collectors feeding the same
+    PyTorch PPO, and Amdahl's bound on it, leave it out, however slow it is (here the slowest)."""
+    rows = [_row("jax", k, wall=2.0, samples=100_000, collect=0.2) for k in range(2)]
+    rows += [_row("fused", k, wall=12.0, samples=100_000, collect=0.1) for k in range(2)]
+    rows += [_row("gym", k, wall=15.0, samples=100_000, collect=6.0) for k in range(2)]
+    rows += [_row("sb3-defaults", k, wall=100.0, samples=100_000, collect=56.0) for k in range(2)]
+    text = chapter.answer(_table(rows))
+    among = text[text.index("Among the collectors feeding the same PyTorch PPO"):]
+    assert "Stable-Baselines3" not in among and "against 15 s for the next, PyTorch PPO + gym (MuJoCo)" in among
+    assert "cut PyTorch PPO + gym (MuJoCo)'s time to solve at equal samples at most 1.7×" in among
+
+
 def test_unsolved_runs_are_censored_and_leave_the_rule_undecided_when_nothing_solves():
     rows = [_row("jax", 0, wall=5.0, samples=10_000, collect=0.5, solved=False),
             _row("jax", 1, wall=5.0, samples=10_000, collect=0.5, solved=False),

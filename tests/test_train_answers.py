@@ -80,6 +80,36 @@ def test_collection_bound_is_amdahls():
     assert answers.torch_collectors(S, ["gym", "fused", "jax"]) == ["fused", "gym"]  # fastest collection first
 
 
+def _consistent(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs with samples/s as the clock computes it (samples over wall-clock)."""
+    return runs.assign(samples_per_s=runs["samples"] / runs["wall_s"])
+
+
+def test_a_ratio_beyond_amdahls_bound_is_explained_by_its_measured_factors():
+    """Time to solve = samples to solve x wall-clock per sample; the bound covers the second only.
+    A measured ratio within the bound adds nothing; one beyond it names the factor that carries the
+    excess: the samples (same speed per sample within the bound), or the speed per sample."""
+    def text(fused_walls, fused_samples, gym_samples, gym_solved=None):
+        gym = _consistent(_runs("gym", [10.0] * 6, gym_solved, samples=gym_samples, collect=[5.0] * 6, learn=[4.0] * 6))
+        fused = _consistent(_runs("fused", fused_walls, samples=fused_samples,
+                                  collect=[0.1 * w for w in fused_walls], learn=[0.8 * w for w in fused_walls]))
+        solve = pd.concat([gym, fused], ignore_index=True)
+        S = answers.summaries(solve, ["gym", "fused"])
+        return answers.bound_sentence(solve, S, ["fused", "gym"])
+
+    same = [60_000] * 6
+    within = text([6.0] * 6, same, same)  # 1.67x faster at the same samples: within the 2x bound
+    assert "at most 2× (Amdahl's bound)." in within and "beyond" not in within
+    by_samples = text([2.5] * 6, [20_000] * 6, same)  # 4x: 1.33x per sample, 3x fewer samples
+    assert "The time-to-solve ratio measured above, 4.00×, is beyond this bound" in by_samples
+    assert "`fused`'s runs solved in 20,000 samples (IQM) and `gym`'s in 60,000 (3.00× as many)" in by_samples
+    assert "per sample `fused` ran 1.33× as fast as `gym`" in by_samples and "the rest is in the samples" in by_samples
+    by_speed = text([2.5] * 6, same, same)  # 4x at the same samples: faster per sample than the bound allows
+    assert "(1.00× as many)" in by_speed and "ran 4.00× as fast" in by_speed and "beyond the bound as well" in by_speed
+    censored = text([2.5] * 6, [20_000] * 6, same, gym_solved=[True] * 2 + [False] * 4)  # no finite ratio to explain
+    assert censored.endswith("(Amdahl's bound).") and "beyond" not in censored
+
+
 def test_ranked_comparisons_put_the_fastest_first_and_unsolved_last():
     solve = pd.concat([_runs("gym", [4.0 + 0.1 * i for i in range(8)]), _runs("fused", [1.0 + 0.1 * i for i in range(8)]),
                        _runs("torch", [15.0] * 8, solved=[False] * 8)], ignore_index=True)

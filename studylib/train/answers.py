@@ -156,6 +156,37 @@ def collection_bound(S: pd.DataFrame, collectors) -> CollectionBound | None:
                            top, 1 / max(1 - float(share.max()), 1e-9))
 
 
+def beyond_bound(solve: pd.DataFrame, S: pd.DataFrame, slow: str, fast: str, bound: CollectionBound) -> str:
+    """Where ``fast``'s measured time-to-solve ratio over ``slow`` (IQM) exceeds Amdahl's bound, the
+    sentence that says why: time to solve is samples to solve times wall-clock per sample, and the
+    bound holds for the second only. Its two factors as measured (IQM samples to solve, median
+    samples/s), and which of them carries the excess; "" where the ratio is within the bound (or
+    not finite)."""
+    ratio = collection_answer(solve, slow, fast)["solve"]["ratio"]
+    if not (math.isfinite(ratio) and ratio > bound.bound):
+        return ""
+    n_fast, n_slow = float(S.loc[fast, "iqm_samples"]), float(S.loc[slow, "iqm_samples"])
+    per_sample = float(S.loc[fast, "samples_per_s"]) / float(S.loc[slow, "samples_per_s"])
+    text = (f" The time-to-solve ratio measured above, {stats.fmt_x(ratio)}, is beyond this bound: time to solve is "
+            "samples to solve times wall-clock per sample, and the bound holds for the second only. ")
+    # (a finite time ratio has both IQMs uncensored, and so both samples' IQMs)
+    text += (f"`{fast}`'s runs solved in {n_fast:,.0f} samples (IQM) and `{slow}`'s in {n_slow:,.0f} "
+             f"({stats.fmt_x(n_slow / n_fast)} as many); per sample `{fast}` ran {stats.fmt_x(per_sample)} as fast as "
+             f"`{slow}` (median samples/s, checks included)")
+    if per_sample > bound.bound:
+        return text + ", beyond the bound as well: these runs spent less time per sample on more than collection."
+    return text + ": the rest is in the samples, which collection speed does not shorten."
+
+
+def bound_sentence(solve: pd.DataFrame, S: pd.DataFrame, side: list) -> str:
+    """Amdahl's bound among the PyTorch-PPO collectors ``side`` (fastest collection first), and
+    ``beyond_bound``'s reason where the fastest's measured ratio over the slowest exceeds it."""
+    b = collection_bound(S, side)
+    return (f"Collection is {b.collect_share[0]:.0%}–{b.collect_share[1]:.0%} of these collectors' wall-clock, so an "
+            f"infinitely fast collector could cut the wall-clock per sample, and so time to solve at equal samples, at most "
+            f"{b.bound:.2g}× (Amdahl's bound)." + beyond_bound(solve, S, side[-1], side[0], b))
+
+
 def torch_collectors(S: pd.DataFrame, collectors) -> list[str]:
     """The single-run collectors feeding the PyTorch PPO (per-update collection and learning are
     measured apart), fastest collection per update first."""
@@ -192,9 +223,7 @@ def answer(solve: pd.DataFrame, S: pd.DataFrame, collectors, where: str = "this 
     if len(side) >= 2:
         parts.append(f"Among the collectors feeding the same PyTorch PPO, `{side[0]}` collects fastest and "
                      f"`{side[-1]}` slowest. " + collection_sentence(solve, side[-1], side[0]))
-        b = collection_bound(S, side)
-        parts.append(f"Collection is {b.collect_share[0]:.0%}–{b.collect_share[1]:.0%} of these collectors' wall-clock, "
-                     f"so an infinitely fast collector could cut time to solve at most {b.bound:.2g}× (Amdahl's bound).")
+        parts.append(bound_sentence(solve, S, side))
     best_torch = fastest(S, side) or (side[0] if side else None)
     if "jax" in S.index and best_torch:
         parts.append("The fully jitted JAX PPO against the fastest PyTorch one: "

@@ -23,10 +23,11 @@ import pandas as pd
 
 from ...harness.data.store import run_time
 from . import results
+from ..settings import collector_spec
 from .params import RobotParams
+from .settings import CHAIN_PEERS
 
 Params = RobotParams
-
 TRAINER_LABELS = {"jax": "JAX PPO (fully jitted)", "sb3": "Stable-Baselines3 PPO (rl-zoo settings)",
                   "sb3-defaults": "Stable-Baselines3 PPO (its defaults)",
                   "brax": "Brax PPO (its own settings)"}
@@ -78,8 +79,7 @@ def frame(rows) -> pd.DataFrame:
     df["collect_us_per_sample"] = 1e6 * df["collect_s"] / df["samples"].where(df["samples"] > 0)
     df["trainer"] = df["collector"].map(label)
     df["task"] = [task_of(r) for r in df.to_dict("records")]
-    if "transfer_return" not in df:
-        df["transfer_return"] = math.nan
+    df["transfer_return"] = df.get("transfer_return", math.nan)  # (absent from rows without the check)
     return df
 
 
@@ -196,8 +196,9 @@ SHOWN_COLUMNS = {"n": "n", "trainer": "trainer", "solved": "solved", "time": "ti
 
 
 def answer(T: pd.DataFrame) -> str:
-    """The page's first paragraph: collection's share of each trainer's wall-clock, and whether
-    the fastest collector gives the fastest training, at every n measured."""
+    """The page's first paragraph: collection's share of each trainer's wall-clock, and whether the fastest
+    collector gives the fastest training, at every n measured; then among the PyTorch PPO's collectors (their
+    records': not the JAX PPO's, nor a peer's with its own learner), with Amdahl's bound."""
     if not len(T):
         return "No run was trained or saved for this preset on this machine."
     parts = []
@@ -212,25 +213,30 @@ def answer(T: pd.DataFrame) -> str:
                f" ({r.solved} of {r.runs} seeds solved)")
             + f", collection {r.collect_share:.0%} of its wall-clock" for r in t.itertuples())
         parts.append(f"**At n = {v.links}** ({task}): {each}. " + v.sentence(T))
-        torch_side = [c for c in t["collector"] if c != "jax"]
+        torch_side = [c for c in t["collector"] if c not in CHAIN_PEERS and collector_spec(c).trainer == "torch-ppo"]
         if "jax" in set(t["collector"]) and len(torch_side) >= 2:
             said = verdict(T, v.links, torch_side).sentence(t[t["collector"].isin(torch_side)])
             parts.append("Among the collectors feeding the same PyTorch PPO, the" + said.removeprefix("The"))
-        parts.append(_amdahl(t))
+        parts.append(_amdahl(t[t["collector"].isin(torch_side)]))
     return " ".join(p for p in parts if p)
 
 
 def _amdahl(t: pd.DataFrame) -> str:
-    """The bound that collection's share puts on what a faster collector can win, beside what the
-    fastest PyTorch-PPO collector won over the slowest (by median time to solve)."""
-    side = t[(t["collector"] != "jax") & np.isfinite(t["time_median"])]
+    """Collection's bound on what a faster collector wins at equal samples, beside what the fastest of the
+    PyTorch-PPO collectors ``t`` won over the slowest (median time to solve) and, beyond it, the samples each needed."""
+    side = t[np.isfinite(t["time_median"])]
     if len(side) < 2:
         return ""
     slow, fast = side.loc[side["time_median"].idxmax()], side.loc[side["time_median"].idxmin()]
     bound = 1 / (1 - slow.collect_share) if slow.collect_share < 1 else math.inf
-    return (f"An infinitely fast collector can cut {slow.trainer}'s time to solve at most {bound:.2g}× (collection is "
-            f"{slow.collect_share:.0%} of it); `{fast.collector}` cuts it {slow.time_median / fast.time_median:.2g}× "
-            f"(median {fast.time_median:.3g} s against {slow.time_median:.3g} s).")
+    won, fewer = slow.time_median / fast.time_median, slow.samples_median / fast.samples_median
+    samples = f"median {fast.samples_median:,.0f} samples to solve against {slow.samples_median:,.0f}"
+    beyond = ("" if won <= bound else f", beyond the bound: it also solved in {fewer:.2g}× fewer samples ({samples}), "
+              "which collection speed does not shorten" if fewer > 1 else f", beyond the bound at no fewer samples "
+              f"({samples}): it spent less time per sample on more than collection")
+    return (f"An infinitely fast collector can cut {slow.trainer}'s time to solve at equal samples at most {bound:.2g}× "
+            f"(collection is {slow.collect_share:.0%} of it); `{fast.collector}` cuts it {won:.2g}× "
+            f"(median {fast.time_median:.3g} s against {slow.time_median:.3g} s){beyond}.")
 
 
 def curves(df: pd.DataFrame) -> pd.DataFrame:
@@ -288,10 +294,7 @@ def study_table(df: pd.DataFrame, plan: RobotParams, seed: int = 0) -> pd.DataFr
 def trained_span(g: pd.DataFrame) -> str:
     """When the runs of ``g`` were saved (each as it ended), first to last, UTC ("2026-11-28 10:29–11:20";
     both dates where they differ), from their ``run_id`` (``store.run_time``); "" where rows lack one."""
-    if "run_id" not in g:
-        return ""
-    saved = sorted(run_time(str(r))[:16].replace("T", " ") for r in g["run_id"].dropna())
-    if not saved:
+    if "run_id" not in g or not (saved := sorted(run_time(str(r))[:16].replace("T", " ") for r in g["run_id"].dropna())):
         return ""
     first, last = saved[0], saved[-1]
     return first if first == last else f"{first}–{last[11:] if last[:10] == first[:10] else last}"
@@ -344,11 +347,9 @@ def study_comparisons(df: pd.DataFrame, S: pd.DataFrame, seed: int = 0) -> list[
             continue
         best = finite.loc[finite["time_iqm"].idxmin(), "collector"]
         x = _times(df, links, best)
-        for other in s["collector"]:
-            if other == best:
-                continue
-            y = _times(df, links, other)
-            out.append(f"n = {links}: " + stats.verdict(stats.compare(x, y, seed), best, other, "solves faster"))
+        for other in (c for c in s["collector"] if c != best):
+            out.append(f"n = {links}: " + stats.verdict(stats.compare(x, _times(df, links, other), seed), best, other,
+                                                        "solves faster"))
     return out
 
 
@@ -362,8 +363,7 @@ def curve_bands(df: pd.DataFrame, x: str = "samples", points: int = 24, seed: in
     C = curves(df)
     if not len(C):
         return C
-    lo, hi = C[x][C[x] > 0].min(), C[x].max()
-    grid = np.geomspace(lo, hi, points)
+    grid = np.geomspace(C[x][C[x] > 0].min(), C[x].max(), points)
     rows = []
     for (links, trainer), g in C.groupby(["links", "trainer"], sort=False):
         runs = [r.sort_values(x) for _, r in g.groupby("seed")]
@@ -420,7 +420,6 @@ def study_answer(df: pd.DataFrame, S: pd.DataFrame, seed: int = 0) -> str:
     """The full study's sentence per n: the trainer with the smallest IQM time to solve, its interval
     and collection share, the fastest collector's own time to solve, each peer measured at that n
     against it (``_peer_clause``: Stable-Baselines3's two settings, Brax), the transfer at n = 2."""
-
     parts = []
     for links, s in S.groupby("links", sort=False):
         finite = s[np.isfinite(s["time_iqm"])]
