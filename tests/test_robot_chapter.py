@@ -87,6 +87,19 @@ def test_a_peer_is_not_among_the_pytorch_ppo_collectors():
     assert "cut PyTorch PPO + gym (MuJoCo)'s time to solve at equal samples at most 1.7×" in among
 
 
+def test_a_verdict_from_one_seed_of_a_trainer_says_it_is_a_single_draw():
+    """The default preset trains one seed per trainer: its verdict compares two draws, and says so;
+    with two seeds each it does not, nor where there is nothing to compare."""
+    caveat = "(A single draw: a trainer here has one seed, so no interval.)"
+    one = [_row("jax", 0, wall=2.5, samples=50_000, collect=0.2), _row("fused", 0, wall=77.0, samples=160_000, collect=0.3)]
+    assert "**does not train fastest**" in chapter.answer(_table(one)) and caveat in chapter.answer(_table(one))
+    two = one + [_row("jax", 1, wall=3.0, samples=50_000, collect=0.2),
+                 _row("fused", 1, wall=70.0, samples=160_000, collect=0.3)]
+    assert "**does not train fastest**" in chapter.answer(_table(two)) and caveat not in chapter.answer(_table(two))
+    alone = [_row("jax", 0, wall=2.5, samples=50_000, collect=0.2)]
+    assert "is the only trainer here." in chapter.answer(_table(alone)) and caveat not in chapter.answer(_table(alone))
+
+
 def test_unsolved_runs_are_censored_and_leave_the_rule_undecided_when_nothing_solves():
     rows = [_row("jax", 0, wall=5.0, samples=10_000, collect=0.5, solved=False),
             _row("jax", 1, wall=5.0, samples=10_000, collect=0.5, solved=False),

@@ -6,11 +6,10 @@
     v = chapter.verdicts(T)                          # per n: does the fastest collector train fastest?
     chapter.answer(T)                                # the page's first paragraph
 
-Time to solve is censored: a run that did not solve took "more than its budget" and enters as
-infinite, so a median is finite only while at least half the seeds solved. The verdict is a rule
-that can fail: the trainer whose collection takes the least time per sample (median over its
-seeds) is compared with the trainer with the smallest median time to solve; they are the same
-trainer or not.
+Time to solve is censored: a run that did not solve took "more than its budget" and enters as infinite, so a
+median is finite only while at least half the seeds solved. The verdict is a rule that can fail: the trainer
+whose collection takes the least time per sample (median over its seeds) is compared with the trainer with the
+smallest median time to solve; they are the same trainer or not (a single draw where a trainer has one seed).
 """
 
 from __future__ import annotations
@@ -125,7 +124,12 @@ class Verdict:
     holds: bool | None  # None: nothing to compare (no trainer solved, or one trainer only)
 
     def sentence(self, T: pd.DataFrame) -> str:
-        t = T[T["links"] == self.links].set_index("collector")
+        t = T[T["links"] == self.links]
+        one = (" (A single draw: a trainer here has one seed, so no interval.)"
+               if self.holds is not None and t["runs"].min() < 2 else "")
+        return self._sentence(t.set_index("collector")) + one
+
+    def _sentence(self, t: pd.DataFrame) -> str:
         c = t.loc[self.fastest_collector]
         fast = f"The fastest collector, `{self.fastest_collector}` ({c.collect_us_per_sample:.3g} µs of collection per sample)"
         if self.holds is None:
@@ -272,7 +276,6 @@ def study_table(df: pd.DataFrame, plan: RobotParams, seed: int = 0) -> pd.DataFr
     samples to solve with their 95% bootstrap intervals (rliable's IQM; unsolved runs censored),
     the median collection share, the median transfer return (n = 2), the task."""
     from .. import stats
-
     out = []
     for links in plan.links:
         for c in plan.collectors:
@@ -339,7 +342,6 @@ def study_comparisons(df: pd.DataFrame, S: pd.DataFrame, seed: int = 0) -> list[
     """Per n: the trainer with the smallest IQM time against every other, by ``stats.compare``
     (faster only where the 95% interval of the IQM ratio excludes 1)."""
     from .. import stats
-
     out = []
     for links, s in S.groupby("links", sort=False):
         finite = s[np.isfinite(s["time_iqm"])]
@@ -359,7 +361,6 @@ def curve_bands(df: pd.DataFrame, x: str = "samples", points: int = 24, seed: in
     that stopped holds its last screen), with the 95% bootstrap interval; a grid point counts only
     runs that had started screening by then."""
     from .. import stats
-
     C = curves(df)
     if not len(C):
         return C
