@@ -54,7 +54,8 @@ def compile_gap_text(gap: pd.DataFrame) -> str:
         return "No N ≤ 2¹³ has torch, torch-compile and jax all measured."
     best = gap.attrs["best"]
     return (f"At N ≤ 2¹³, compiling {verb(small['median'])} the jax–torch gap (median over {small['count']} N; "
-            f"shares {small['min']:.0%} to {small['max']:.0%}, a negative share: slower than eager torch); "
+            f"shares {small['min']:.0%} to {small['max']:.0%}"
+            + (", a negative share: slower than eager torch" if small["min"] < 0 else "") + "); "
             + (f"at its best N, {pow2_label(gap.attrs['best_n'])}, it closes {best:.0%}." if best >= 0 else
                f"it closes none of it at any N (at best {best:.0%}, at N = {pow2_label(gap.attrs['best_n'])})."))
 
