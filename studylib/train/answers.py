@@ -174,7 +174,7 @@ def beyond_bound(solve: pd.DataFrame, S: pd.DataFrame, slow: str, fast: str, bou
              f"({stats.fmt_x(n_slow / n_fast)} as many); per sample `{fast}` ran {stats.fmt_x(per_sample)} as fast as "
              f"`{slow}` (median samples/s, checks included)")
     if per_sample > bound.bound:
-        return text + ", beyond the bound as well: these runs spent less time per sample on more than collection."
+        return text + ", beyond the bound as well: in these runs more than collection (learning or the checks) took less time per sample."
     return text + ": the rest is in the samples, which collection speed does not shorten."
 
 

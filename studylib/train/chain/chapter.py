@@ -237,7 +237,7 @@ def _amdahl(t: pd.DataFrame) -> str:
     samples = f"median {fast.samples_median:,.0f} samples to solve against {slow.samples_median:,.0f}"
     beyond = ("" if won <= bound else f", beyond the bound: it also solved in {fewer:.2g}× fewer samples ({samples}), "
               "which collection speed does not shorten" if fewer > 1 else f", beyond the bound at no fewer samples "
-              f"({samples}): it spent less time per sample on more than collection")
+              f"({samples}): more than its collection took less time per sample")
     return (f"An infinitely fast collector can cut {slow.trainer}'s time to solve at equal samples at most {bound:.2g}× "
             f"(collection is {slow.collect_share:.0%} of it); `{fast.collector}` cuts it {won:.2g}× "
             f"(median {fast.time_median:.3g} s against {slow.time_median:.3g} s){beyond}.")
