@@ -72,6 +72,10 @@ def test_a_win_beyond_amdahls_bound_names_the_samples_or_the_time_per_sample():
                                "not shorten.")
     same = amdahl(5.0, 60_000)
     assert "at no fewer samples (median 60,000 samples to solve against 60,000): more than its collection" in same
+    both = amdahl(2.0, 30_000)  # 5x: 2x fewer samples and 2.5x per sample, each beyond the 1.4x bound
+    assert both.endswith("beyond the bound: it solved in 2× fewer samples (median 30,000 samples to solve against "
+                         "60,000) and ran 2.5× as fast per sample, beyond the bound as well: more than its collection "
+                         "took less time per sample.")
 
 
 def test_a_peer_is_not_among_the_pytorch_ppo_collectors():

@@ -68,3 +68,12 @@ def test_a_lower_limit_of_zero_says_why():
     assert "(95% CI 0×–" in text and "0× where a resample leaves over a quarter of `fused`'s runs unsolved" in text
     assert "0.00×" not in text and "indistinguishable" in text
     assert stats.fmt_x(0.0) == "0×" and stats.fmt_x(1.914) == "1.91×" and stats.fmt_x(math.inf) == "unbounded"
+
+
+def test_amdahls_excess_is_carried_by_the_factor_beyond_the_bound():
+    """Time to solve = samples x time per sample; the bound (here 2x) covers the time per sample only."""
+    assert stats.amdahl_excess(1.5, 2.0, 1.0, 1.5) is None  # within the bound
+    assert stats.amdahl_excess(math.inf, 2.0, 1.0, 1.5) is None  # a censored ratio: nothing to explain
+    assert stats.amdahl_excess(4.0, 2.0, 3.0, 4 / 3) == "samples"  # 3x fewer samples, 1.33x per sample
+    assert stats.amdahl_excess(4.0, 2.0, 1.0, 4.0) == "per sample"  # the same samples, 4x per sample
+    assert stats.amdahl_excess(6.0, 2.0, 2.0, 3.0) == "per sample"  # both factors beyond: per sample is said

@@ -163,17 +163,17 @@ def beyond_bound(solve: pd.DataFrame, S: pd.DataFrame, slow: str, fast: str, bou
     samples/s), and which of them carries the excess; "" where the ratio is within the bound (or
     not finite)."""
     ratio = collection_answer(solve, slow, fast)["solve"]["ratio"]
-    if not (math.isfinite(ratio) and ratio > bound.bound):
-        return ""
     n_fast, n_slow = float(S.loc[fast, "iqm_samples"]), float(S.loc[slow, "iqm_samples"])
     per_sample = float(S.loc[fast, "samples_per_s"]) / float(S.loc[slow, "samples_per_s"])
+    if (excess := stats.amdahl_excess(ratio, bound.bound, n_slow / n_fast, per_sample)) is None:
+        return ""
     text = (f" The time-to-solve ratio measured above, {stats.fmt_x(ratio)}, is beyond this bound: time to solve is "
             "samples to solve times wall-clock per sample, and the bound holds for the second only. ")
     # (a finite time ratio has both IQMs uncensored, and so both samples' IQMs)
     text += (f"`{fast}`'s runs solved in {n_fast:,.0f} samples (IQM) and `{slow}`'s in {n_slow:,.0f} "
              f"({stats.fmt_x(n_slow / n_fast)} as many); per sample `{fast}` ran {stats.fmt_x(per_sample)} as fast as "
              f"`{slow}` (median samples/s, checks included)")
-    if per_sample > bound.bound:
+    if excess == "per sample":
         return text + ", beyond the bound as well: in these runs more than collection (learning or the checks) took less time per sample."
     return text + ": the rest is in the samples, which collection speed does not shorten."
 

@@ -140,6 +140,18 @@ def verdict(c: dict, x: str, y: str, what: str = "trains faster") -> str:
     return f"`{x}` and `{y}` are indistinguishable at {c['runs_x']} and {c['runs_y']} seeds: {ci}."
 
 
+def amdahl_excess(ratio: float, bound: float, fewer_samples: float, per_sample: float) -> str | None:
+    """Which measured factor carries a time-to-solve ratio beyond Amdahl's bound. Time to solve is
+    samples to solve times wall-clock per sample, so ``ratio`` = ``fewer_samples`` (the slower
+    trainer's samples over the faster's) x ``per_sample`` (the faster's speed per sample over the
+    slower's); the bound, 1 / (1 - collection's share), holds for the wall-clock per sample only.
+    "per sample" where that factor alone exceeds the bound (more than collection took less time per
+    sample), else "samples"; None where the ratio is within the bound or not finite."""
+    if not (math.isfinite(ratio) and ratio > bound):
+        return None
+    return "per sample" if per_sample > bound else "samples"
+
+
 def fmt_x(v: float) -> str:
     """A ratio: "unbounded" for +inf, "0×" for exactly 0 (a censored denominator), else two decimals."""
     if math.isnan(v):

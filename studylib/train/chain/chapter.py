@@ -22,6 +22,7 @@ import pandas as pd
 
 from ...harness.data.store import run_time
 from . import results
+from .. import stats
 from ..settings import collector_spec
 from .params import RobotParams
 from .settings import CHAIN_PEERS
@@ -235,9 +236,12 @@ def _amdahl(t: pd.DataFrame) -> str:
     bound = 1 / (1 - slow.collect_share) if slow.collect_share < 1 else math.inf
     won, fewer = slow.time_median / fast.time_median, slow.samples_median / fast.samples_median
     samples = f"median {fast.samples_median:,.0f} samples to solve against {slow.samples_median:,.0f}"
-    beyond = ("" if won <= bound else f", beyond the bound: it also solved in {fewer:.2g}× fewer samples ({samples}), "
-              "which collection speed does not shorten" if fewer > 1 else f", beyond the bound at no fewer samples "
-              f"({samples}): more than its collection took less time per sample")
+    speed = "more than its collection took less time per sample"
+    beyond = {None: "", "samples": f", beyond the bound: it also solved in {fewer:.2g}× fewer samples ({samples}), "
+              "which collection speed does not shorten",
+              "per sample": f", beyond the bound at no fewer samples ({samples}): {speed}" if fewer <= 1 else
+              f", beyond the bound: it solved in {fewer:.2g}× fewer samples ({samples}) and ran {won / fewer:.2g}× "
+              f"as fast per sample, beyond the bound as well: {speed}"}[stats.amdahl_excess(won, bound, fewer, won / fewer)]
     return (f"An infinitely fast collector can cut {slow.trainer}'s time to solve at equal samples at most {bound:.2g}× "
             f"(collection is {slow.collect_share:.0%} of it); `{fast.collector}` cuts it {won:.2g}× "
             f"(median {fast.time_median:.3g} s against {slow.time_median:.3g} s){beyond}.")
@@ -275,7 +279,6 @@ def study_table(df: pd.DataFrame, plan: RobotParams, seed: int = 0) -> pd.DataFr
     """Per n and trainer (the plan's order): seeds planned and saved, solved, the IQM time and
     samples to solve with their 95% bootstrap intervals (rliable's IQM; unsolved runs censored),
     the median collection share, the median transfer return (n = 2), the task."""
-    from .. import stats
     out = []
     for links in plan.links:
         for c in plan.collectors:
@@ -341,7 +344,6 @@ STUDY_COLUMNS = {"n": "n", "trainer": "trainer", "task": "trained and judged on"
 def study_comparisons(df: pd.DataFrame, S: pd.DataFrame, seed: int = 0) -> list[str]:
     """Per n: the trainer with the smallest IQM time against every other, by ``stats.compare``
     (faster only where the 95% interval of the IQM ratio excludes 1)."""
-    from .. import stats
     out = []
     for links, s in S.groupby("links", sort=False):
         finite = s[np.isfinite(s["time_iqm"])]
@@ -360,7 +362,6 @@ def curve_bands(df: pd.DataFrame, x: str = "samples", points: int = 24, seed: in
     and trainer, the IQM over its runs of each run's last screen return at or before that x (a run
     that stopped holds its last screen), with the 95% bootstrap interval; a grid point counts only
     runs that had started screening by then."""
-    from .. import stats
     C = curves(df)
     if not len(C):
         return C
@@ -399,7 +400,6 @@ def _peer_clause(df: pd.DataFrame, links: int, b, p, seed: int) -> str:
     """A peer (Stable-Baselines3, Brax) against the fastest trainer ``b``: the IQM ratio with its
     interval where the peer's IQM is finite, else its solved count and its solved runs' times
     against b's IQM."""
-    from .. import stats
 
     head = f"{p.trainer} on {p.task} solves {p.solved} of {p.runs} seed{'' if p.runs == 1 else 's'}"
     times = _times(df, links, p.collector)
