@@ -186,3 +186,19 @@ def test_curve_bands_hold_each_runs_last_screen():
     jax = B[B["trainer"] == chapter.label("jax")]
     assert (jax["runs"] == 8).all() and jax["iqm"].iloc[-1] >= 9200.0  # every jax run ended at >= 9200
     assert (B["lo"] <= B["iqm"] + 1e-9).all() and (B["iqm"] <= B["hi"] + 1e-9).all()
+
+
+def test_the_pages_reason_for_sb3s_defaults_is_the_snapshot_it_names():
+    """The robot page runs SB3 at its defaults too because the zoo's entry left most seeds unsolved
+    at n = 2 in a committed study: the count it gives is that file's."""
+    import json
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    said = re.search(r"left (\d+) of its (\d+) seeds at\s+n = 2 .*?\(`(data/[^`]+)`\)",
+                     (root / "book" / "robot.md").read_text(), re.S)
+    assert said, "the page no longer names the study its reason comes from"
+    rows = [r for r in json.loads((root / said[3]).read_text())["rows"] if r["collector"] == "sb3" and r["links"] == 2]
+    assert (int(said[1]), int(said[2])) == (sum(not r["solved"] for r in rows), len(rows))
+    assert all(r["samples"] >= 0.99e6 for r in rows if not r["solved"])  # short "within its own budget of 10⁶ steps"
