@@ -208,3 +208,13 @@ def test_the_full_study_is_shown_only_with_runs_beyond_the_pages_own(monkeypatch
     monkeypatch.setattr(results, "load", lambda data_dir: [*own, row(paper_runs[0])])
     SD, _ = chapter.study(default)
     assert sorted(zip(SD["collector"], SD["seed"])) == [("fused", 0), ("jax", 0), ("jax", 1)]
+
+
+def test_the_table_discloses_the_screens_share_of_the_wall_clock():
+    """The in-training screen is an instrument inside the clock: its share is shown beside collection's."""
+    rows = [_row("sb3", k, wall=10.0, samples=60_000, collect=3.0) for k in range(2)]
+    rows[0]["eval_s"], rows[0]["learn_s"] = 2.0, 5.0  # 3 + 5 + 2: a 20% screen
+    rows[1]["eval_s"], rows[1]["learn_s"] = 4.0, 3.0  # 3 + 3 + 4: 40%
+    shown = chapter.shown(_table(rows)).set_index("collector").loc["sb3"]
+    assert (shown["share"], shown["screens"]) == ("30%", "30%")  # medians over the two seeds
+    assert chapter.SHOWN_COLUMNS["screens"] == "in-training screens' share"

@@ -75,7 +75,7 @@ def frame(rows) -> pd.DataFrame:
     df["time"] = np.where(solved, df["wall_s"], np.inf)  # censored: unsolved -> "more than its budget"
     df["samples_to_solve"] = np.where(solved, df["samples"].astype(float), np.inf)
     parts = df["collect_s"] + df["learn_s"] + df["eval_s"]
-    df["collect_share"] = df["collect_s"] / parts.where(parts > 0)
+    df["collect_share"], df["screen_share"] = (df[c] / parts.where(parts > 0) for c in ("collect_s", "eval_s"))
     df["collect_us_per_sample"] = 1e6 * df["collect_s"] / df["samples"].where(df["samples"] > 0)
     df["trainer"] = df["collector"].map(label)
     df["task"] = [task_of(r) for r in df.to_dict("records")]
@@ -84,14 +84,13 @@ def frame(rows) -> pd.DataFrame:
 
 
 def _median(values) -> float:
-    v = np.sort(np.asarray(values, dtype=float))
-    return float(np.median(v)) if len(v) else math.nan  # an infinite middle stays infinite
+    return float(np.median(np.asarray(values, dtype=float))) if len(values) else math.nan  # an infinite middle stays infinite
 
 
 def table(df: pd.DataFrame) -> pd.DataFrame:
     """Per n and trainer (in the order run): runs, solved, the median time and samples to solve
-    with their range over seeds, the median collection share and collection time per sample, the
-    compile time (the first seed's; not counted)."""
+    with their range over seeds, the median collection and screen shares and collection time per
+    sample, the compile time (the first seed's; not counted)."""
     out = []
     if not len(df):
         return pd.DataFrame(out)
@@ -102,8 +101,8 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
             "solved": int(g["solved"].sum()), "budget_s": float(g["budget_s"].max()),
             "time_median": _median(g["time"]), "time_min": float(g["time"].min()), "time_max": float(g["time"].max()),
             "samples_median": _median(g["samples_to_solve"]), "samples_min": float(g["samples_to_solve"].min()),
-            "samples_max": float(g["samples_to_solve"].max()),
-            "collect_share": float(g["collect_share"].median()),
+            "samples_max": float(g["samples_to_solve"].max()), "collect_share": float(g["collect_share"].median()),
+            "screen_share": float(g["screen_share"].median()),
             "collect_us_per_sample": float(g["collect_us_per_sample"].median()),
             "compile_s": float(first["compile_s"]), "eval_return": float(g["eval_return"].median()),
         })
@@ -189,7 +188,7 @@ def shown(T: pd.DataFrame) -> pd.DataFrame:
     d["solved"] = d["solved"].astype(str) + " / " + d["runs"].astype(str)
     d["time"] = [fmt_range(r.time_median, r.time_min, r.time_max, budget=r.budget_s) for r in d.itertuples()]
     d["samples"] = [fmt_range(r.samples_median, r.samples_min, r.samples_max, "{:,.0f}") for r in d.itertuples()]
-    d["share"] = [f"{s:.0%}" if math.isfinite(s) else "" for s in d["collect_share"]]
+    d["share"], d["screens"] = ([f"{s:.0%}" if math.isfinite(s) else "" for s in d[c]] for c in ("collect_share", "screen_share"))
     d["us"] = [f"{v:.3g}" for v in d["collect_us_per_sample"]]
     d["compile"] = [f"{v:.2g}" if v >= 0.01 else "< 0.01" for v in d["compile_s"]]
     return d
@@ -197,6 +196,7 @@ def shown(T: pd.DataFrame) -> pd.DataFrame:
 
 SHOWN_COLUMNS = {"n": "n", "trainer": "trainer", "solved": "solved", "time": "time to solve, s: median (range)",
                  "samples": "samples to solve: median (range)", "share": "collection share of the wall-clock",
+                 "screens": "in-training screens' share",
                  "us": "collection, µs per sample", "compile": "compile, s (not counted)"}
 
 
