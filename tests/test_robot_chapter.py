@@ -11,6 +11,7 @@ import pytest
 from studylib.errors import ConfigError
 from studylib.harness import sweep
 from studylib.harness.presets import PRESETS
+from studylib.train import stats
 from studylib.train.chain import chapter, results
 from studylib.train.chain.settings import CHAIN_TRAINERS
 
@@ -64,7 +65,7 @@ def test_a_win_beyond_amdahls_bound_names_the_samples_or_the_time_per_sample():
         return text[text.index("An infinitely fast collector"):]
 
     assert amdahl(8.0, 60_000) == ("An infinitely fast collector can cut PyTorch PPO + gym (MuJoCo)'s time to solve at "
-                                   "equal samples at most 1.4× (collection is 30% of it); `fused` cuts it 1.2× "
+                                   "equal samples at most 1.43× (collection is 30% of it); `fused` cuts it 1.25× "
                                    "(median 8 s against 10 s).")
     by_samples = amdahl(5.0, 20_000)
     assert by_samples.endswith("cuts it 2× (median 5 s against 10 s), beyond the bound: it also solved in 3× fewer "
@@ -88,13 +89,13 @@ def test_a_peer_is_not_among_the_pytorch_ppo_collectors():
     text = chapter.answer(_table(rows))
     among = text[text.index("Among the collectors feeding the same PyTorch PPO"):]
     assert "Stable-Baselines3" not in among and "against 15 s for the next, PyTorch PPO + gym (MuJoCo)" in among
-    assert "cut PyTorch PPO + gym (MuJoCo)'s time to solve at equal samples at most 1.7×" in among
+    assert "cut PyTorch PPO + gym (MuJoCo)'s time to solve at equal samples at most 1.67×" in among
 
 
 def test_a_verdict_from_one_seed_of_a_trainer_says_it_is_a_single_draw():
     """The default preset trains one seed per trainer: its verdict compares two draws, and says so;
     with two seeds each it does not, nor where there is nothing to compare."""
-    caveat = "(A single draw: a trainer here has one seed, so no interval.)"
+    caveat = "(A single draw: a trainer compared here has one seed, so no interval.)"
     one = [_row("jax", 0, wall=2.5, samples=50_000, collect=0.2),
            _row("fused", 0, wall=77.0, samples=160_000, collect=0.3)]
     assert "**does not train fastest**" in chapter.answer(_table(one)) and caveat in chapter.answer(_table(one))
@@ -104,6 +105,11 @@ def test_a_verdict_from_one_seed_of_a_trainer_says_it_is_a_single_draw():
     alone = [_row("jax", 0, wall=2.5, samples=50_000, collect=0.2)]
     text = chapter.answer(_table(alone))
     assert "is the only trainer here." in text and caveat not in text
+    brax = dict(_row("brax", 0, wall=600.0, samples=10**6, collect=0.0, solved=False), collect_s=math.nan,
+                learn_s=math.nan)  # one unsolved seed of a peer that times no collection apart: not compared
+    text = chapter.answer(_table(two + [brax]))
+    assert caveat not in text and "Brax PPO (its own settings) does not solve" in text
+    assert "its collection not timed apart" in text and "nan%" not in text
 
 
 def test_unsolved_runs_are_censored_and_leave_the_rule_undecided_when_nothing_solves():
@@ -116,8 +122,8 @@ def test_unsolved_runs_are_censored_and_leave_the_rule_undecided_when_nothing_so
     v = chapter.verdict(T.reset_index(), 2)
     assert v.holds is None and v.fastest_trainer is None
     assert "cannot be compared" in chapter.answer(T.reset_index())
-    assert chapter.fmt_range(math.inf, 2.0, math.inf, budget=5.0) == "not solved by half the seeds (budget 5 s)"
-    assert chapter.fmt_range(2.0, 1.5, math.inf) == "2 (1.5–unsolved)"
+    assert stats.fmt_range(math.inf, 2.0, math.inf, budget=5.0) == "not solved by half the seeds (budget 5 s)"
+    assert stats.fmt_range(2.0, 1.5, math.inf) == "2 (1.5–unsolved)"
 
 
 def test_each_n_gets_its_own_verdict():
@@ -218,3 +224,18 @@ def test_the_table_discloses_the_screens_share_of_the_wall_clock():
     shown = chapter.shown(_table(rows)).set_index("collector").loc["sb3"]
     assert (shown["share"], shown["screens"]) == ("30%", "30%")  # medians over the two seeds
     assert chapter.SHOWN_COLUMNS["screens"] == "in-training screens' share"
+
+
+def test_a_collector_within_the_tie_margin_of_the_fastest_is_named_beside_it():
+    """jax collects at 2.00 µs per sample and fused at 2.10 (5% apart): the verdict still names jax the
+    fastest, and says fused is too close to tell apart; at 3.00 µs (50% apart) nothing is added."""
+    def sentence(fused_collect):
+        rows = [_row("jax", k, wall=2.0, samples=100_000, collect=0.2) for k in range(2)]
+        rows += [_row("fused", k, wall=80.0, samples=100_000, collect=fused_collect) for k in range(2)]
+        T = _table(rows)
+        return chapter.verdict(T, 2).sentence(T)
+
+    close = sentence(0.21)
+    assert close.startswith("The fastest collector, `jax` (2 µs of collection per sample; `fused` 2.1, within 10%: "
+                            "too close for these timings to tell apart), **also trains fastest**")
+    assert sentence(0.3).startswith("The fastest collector, `jax` (2 µs of collection per sample), **also trains")

@@ -164,6 +164,23 @@ def fmt_pct(m: float, lo: float, hi: float) -> str:
     return f"{m:.0%}" + ("" if math.isnan(lo) or math.isnan(hi) else f" (95% CI {lo:.0%}–{hi:.0%})")
 
 
+def fmt_range(median: float, lo: float, hi: float, fmt="{:.3g}", budget: float | None = None) -> str:
+    """A median with its range over seeds; "not solved" where half or more did not solve."""
+    if not math.isfinite(median):
+        return "not solved by half the seeds" + (f" (budget {budget:g} s)" if budget else "")
+    hi_s = fmt.format(hi) if math.isfinite(hi) else "unsolved"
+    return f"{fmt.format(median)} ({fmt.format(lo)}–{hi_s})"
+
+
+def fmt_iqm(m: float, lo: float, hi: float, fmt="{:.3g}") -> str:
+    """An IQM with its 95% interval; "censored" where over a quarter of the runs did not solve."""
+    if not math.isfinite(m):
+        return "censored: over a quarter unsolved"
+    if math.isnan(lo):
+        return fmt.format(m) + " (one run: no interval)"
+    return f"{fmt.format(m)} ({fmt.format(lo)}–{fmt.format(hi) if math.isfinite(hi) else 'unbounded'})"
+
+
 def fraction_solved(groups: dict, taus, seed: int = 0) -> pd.DataFrame:
     """Fraction of runs solved by each t in ``taus`` (Kaplan-Meier under one common budget), with a
     95% bootstrap interval per t: name, t, fraction, lo, hi."""

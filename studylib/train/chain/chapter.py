@@ -114,6 +114,11 @@ def _a_median(runs: int) -> str:
     return "a median " if runs > 1 else ""
 
 
+# Collection per sample closer than this is not told apart: one trainer's seeds spread it by 1% to 51%
+# (interquartile range over the median) in the committed studies.
+TIED_COLLECTION = 0.10
+
+
 @dataclass(frozen=True)
 class Verdict:
     """Does the fastest collector train fastest, at one n?"""
@@ -125,13 +130,17 @@ class Verdict:
 
     def sentence(self, T: pd.DataFrame) -> str:
         t = T[T["links"] == self.links]
-        one = (" (A single draw: a trainer here has one seed, so no interval.)"
-               if self.holds is not None and t["runs"].min() < 2 else "")
+        compared = t[t["collector"].isin([self.fastest_collector, self.fastest_trainer])]
+        one = (" (A single draw: a trainer compared here has one seed, so no interval.)"
+               if self.holds is not None and compared["runs"].min() < 2 else "")
         return self._sentence(t.set_index("collector")) + one
 
     def _sentence(self, t: pd.DataFrame) -> str:
         c = t.loc[self.fastest_collector]
-        fast = f"The fastest collector, `{self.fastest_collector}` ({c.collect_us_per_sample:.3g} µs of collection per sample)"
+        near = t[t["collect_us_per_sample"] <= (1 + TIED_COLLECTION) * c.collect_us_per_sample].drop(index=self.fastest_collector)
+        fast = (f"The fastest collector, `{self.fastest_collector}` ({c.collect_us_per_sample:.3g} µs of collection per sample"
+                + "".join(f"; `{k}` {u:.3g}" for k, u in near["collect_us_per_sample"].items())
+                + (f", within {TIED_COLLECTION:.0%}: too close for these timings to tell apart)" if len(near) else ")"))
         if self.holds is None:
             return (fast + (", is the only trainer here." if len(t) < 2 else
                             ", cannot be compared: no trainer solved in at least half its seeds."))
@@ -173,21 +182,13 @@ def _fmt_time(t: float, budget: float | None = None) -> str:
     return "no solve in half its seeds" + (f" within {budget:g} s" if budget else "")
 
 
-def fmt_range(median: float, lo: float, hi: float, fmt="{:.3g}", budget: float | None = None) -> str:
-    """A median with its range over seeds; "not solved" where half or more did not solve."""
-    if not math.isfinite(median):
-        return "not solved by half the seeds" + (f" (budget {budget:g} s)" if budget else "")
-    hi_s = fmt.format(hi) if math.isfinite(hi) else "unsolved"
-    return f"{fmt.format(median)} ({fmt.format(lo)}–{hi_s})"
-
-
 def shown(T: pd.DataFrame) -> pd.DataFrame:
     """The page's table: one row per n and trainer, formatted."""
     d = T.copy()
     d["n"] = d["links"]
     d["solved"] = d["solved"].astype(str) + " / " + d["runs"].astype(str)
-    d["time"] = [fmt_range(r.time_median, r.time_min, r.time_max, budget=r.budget_s) for r in d.itertuples()]
-    d["samples"] = [fmt_range(r.samples_median, r.samples_min, r.samples_max, "{:,.0f}") for r in d.itertuples()]
+    d["time"] = [stats.fmt_range(r.time_median, r.time_min, r.time_max, budget=r.budget_s) for r in d.itertuples()]
+    d["samples"] = [stats.fmt_range(r.samples_median, r.samples_min, r.samples_max, "{:,.0f}") for r in d.itertuples()]
     d["share"], d["screens"] = ([f"{s:.0%}" if math.isfinite(s) else "" for s in d[c]] for c in ("collect_share", "screen_share"))
     d["us"] = [f"{v:.3g}" for v in d["collect_us_per_sample"]]
     d["compile"] = [f"{v:.2g}" if v >= 0.01 else "< 0.01" for v in d["compile_s"]]
@@ -216,7 +217,8 @@ def answer(T: pd.DataFrame) -> str:
              f"{r.trainer} does not solve in half its seeds within {r.budget_s:g} s")
             + ("" if r.solved == r.runs else f" (no seed of {r.runs} solved)" if r.solved == 0 else
                f" ({r.solved} of {r.runs} seeds solved)")
-            + f", collection {r.collect_share:.0%} of its wall-clock" for r in t.itertuples())
+            + (f", collection {r.collect_share:.0%} of its wall-clock" if math.isfinite(r.collect_share) else
+               ", its collection not timed apart") for r in t.itertuples())
         parts.append(f"**At n = {v.links}** ({task}): {each}. " + v.sentence(T))
         torch_side = [c for c in t["collector"] if c not in CHAIN_PEERS and collector_spec(c).trainer == "torch-ppo"]
         if "jax" in set(t["collector"]) and len(torch_side) >= 2:
@@ -237,13 +239,13 @@ def _amdahl(t: pd.DataFrame) -> str:
     won, fewer = slow.time_median / fast.time_median, slow.samples_median / fast.samples_median
     samples = f"median {fast.samples_median:,.0f} samples to solve against {slow.samples_median:,.0f}"
     speed = "more than its collection took less time per sample"
-    beyond = {None: "", "samples": f", beyond the bound: it also solved in {fewer:.2g}× fewer samples ({samples}), "
+    beyond = {None: "", "samples": f", beyond the bound: it also solved in {fewer:.3g}× fewer samples ({samples}), "
               "which collection speed does not shorten",
               "per sample": f", beyond the bound at no fewer samples ({samples}): {speed}" if fewer <= 1 else
-              f", beyond the bound: it solved in {fewer:.2g}× fewer samples ({samples}) and ran {won / fewer:.2g}× "
+              f", beyond the bound: it solved in {fewer:.3g}× fewer samples ({samples}) and ran {won / fewer:.3g}× "
               f"as fast per sample, beyond the bound as well: {speed}"}[stats.amdahl_excess(won, bound, fewer, won / fewer)]
-    return (f"An infinitely fast collector can cut {slow.trainer}'s time to solve at equal samples at most {bound:.2g}× "
-            f"(collection is {slow.collect_share:.0%} of it); `{fast.collector}` cuts it {won:.2g}× "
+    return (f"An infinitely fast collector can cut {slow.trainer}'s time to solve at equal samples at most {bound:.3g}× "
+            f"(collection is {slow.collect_share:.0%} of it); `{fast.collector}` cuts it {won:.3g}× "
             f"(median {fast.time_median:.3g} s against {slow.time_median:.3g} s){beyond}.")
 
 
@@ -306,15 +308,6 @@ def trained_span(g: pd.DataFrame) -> str:
     return first if first == last else f"{first}–{last[11:] if last[:10] == first[:10] else last}"
 
 
-def fmt_ci(m: float, lo: float, hi: float, fmt="{:.3g}") -> str:
-    """An IQM with its 95% interval; "not solved by a quarter or more" where the IQM is censored."""
-    if not math.isfinite(m):
-        return "censored: over a quarter unsolved"
-    if math.isnan(lo):
-        return fmt.format(m) + " (one run: no interval)"
-    return f"{fmt.format(m)} ({fmt.format(lo)}–{fmt.format(hi) if math.isfinite(hi) else 'unbounded'})"
-
-
 def study_missing(df: pd.DataFrame, plan: RobotParams) -> str:
     """The planned trainers with no saved run at an n, as "brax (n = 1, 2); ..." ("" if none)."""
     have = set(zip(df["collector"], df["links"])) if len(df) else set()
@@ -329,8 +322,8 @@ def study_shown(S: pd.DataFrame) -> pd.DataFrame:
     d = S.copy()
     d["n"] = d["links"]
     d["seeds"] = [f"{r.solved} / {r.runs}" + ("" if r.runs == r.planned else f" (of {r.planned} planned)") for r in d.itertuples()]
-    d["time"] = [fmt_ci(r.time_iqm, r.time_lo, r.time_hi) for r in d.itertuples()]
-    d["samples"] = [fmt_ci(r.samples_iqm, r.samples_lo, r.samples_hi, "{:,.0f}") for r in d.itertuples()]
+    d["time"] = [stats.fmt_iqm(r.time_iqm, r.time_lo, r.time_hi) for r in d.itertuples()]
+    d["samples"] = [stats.fmt_iqm(r.samples_iqm, r.samples_lo, r.samples_hi, "{:,.0f}") for r in d.itertuples()]
     d["share"] = [f"{v:.0%}" if math.isfinite(v) else "" for v in d["collect_share"]]
     d["transfer"] = [f"{v:,.0f}" if math.isfinite(v) else "" for v in d["transfer_return"]]
     return d
@@ -406,7 +399,7 @@ def _peer_clause(df: pd.DataFrame, links: int, b, p, seed: int) -> str:
     if math.isfinite(p.time_iqm):
         x = _times(df, links, b.collector)
         c = stats.compare(x, times, seed)
-        return (head + f" in an IQM {fmt_ci(p.time_iqm, p.time_lo, p.time_hi)} s: {stats.fmt_x(c['ratio'])} "
+        return (head + f" in an IQM {stats.fmt_iqm(p.time_iqm, p.time_lo, p.time_hi)} s: {stats.fmt_x(c['ratio'])} "
                 f"{b.trainer}'s (95% CI {stats.fmt_x(c['ratio_lo'])}–{stats.fmt_x(c['ratio_hi'])})")
     solved = np.sort(times[np.isfinite(times)])
     if not len(solved):
@@ -430,10 +423,10 @@ def study_answer(df: pd.DataFrame, S: pd.DataFrame, seed: int = 0) -> str:
         b = finite.loc[finite["time_iqm"].idxmin()]
         fastest = s.loc[s["collect_us_per_sample"].idxmin()]
         text = (f"**Full study, n = {links}** ({b.runs} seeds of {b.trainer}, {b.solved} solved): it solves in an IQM "
-                f"{fmt_ci(b.time_iqm, b.time_lo, b.time_hi)} s, collection {b.collect_share:.0%} of its wall-clock")
+                f"{stats.fmt_iqm(b.time_iqm, b.time_lo, b.time_hi)} s, collection {b.collect_share:.0%} of its wall-clock")
         text += ("; it is also the fastest collector" if fastest.collector == b.collector else
                  f"; the fastest collector is `{fastest.collector}` ({fastest.collect_us_per_sample:.3g} µs per sample), "
-                 + (f"which solves in an IQM {fmt_ci(fastest.time_iqm, fastest.time_lo, fastest.time_hi)} s, collection "
+                 + (f"which solves in an IQM {stats.fmt_iqm(fastest.time_iqm, fastest.time_lo, fastest.time_hi)} s, collection "
                     f"{fastest.collect_share:.0%} of it" if math.isfinite(fastest.time_iqm) else "whose IQM is censored"))
         for peer in (s[s["collector"] == c] for c in ANSWER_PEERS):
             if len(peer) and peer.iloc[0].collector != b.collector:
