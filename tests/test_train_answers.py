@@ -106,6 +106,9 @@ def test_a_ratio_beyond_amdahls_bound_is_explained_by_its_measured_factors():
     assert "per sample `fused` ran 1.33× as fast as `gym`" in by_samples and "the rest is in the samples" in by_samples
     by_speed = text([2.5] * 6, same, same)  # 4x at the same samples: faster per sample than the bound allows
     assert "(1.00× as many)" in by_speed and "ran 4.00× as fast" in by_speed and "beyond the bound as well" in by_speed
+    assert "is beyond this bound: time to solve" in by_samples  # identical seeds: the whole interval is beyond it
+    spread = text([1.5, 2.0, 3.0, 4.5, 8.0, 12.0], [20_000] * 6, same)  # IQM beyond 2x, its interval not wholly
+    assert "is beyond this bound as a point estimate only (its 95% interval, " in spread and "reaches below it)" in spread
     censored = text([2.5] * 6, [20_000] * 6, same, gym_solved=[True] * 2 + [False] * 4)  # no finite ratio to explain
     assert censored.endswith("(Amdahl's bound).") and "beyond" not in censored
 

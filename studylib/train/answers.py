@@ -160,15 +160,19 @@ def beyond_bound(solve: pd.DataFrame, S: pd.DataFrame, slow: str, fast: str, bou
     """Where ``fast``'s measured time-to-solve ratio over ``slow`` (IQM) exceeds Amdahl's bound, the
     sentence that says why: time to solve is samples to solve times wall-clock per sample, and the
     bound holds for the second only. Its two factors as measured (IQM samples to solve, median
-    samples/s), and which of them carries the excess; "" where the ratio is within the bound (or
-    not finite)."""
-    ratio = collection_answer(solve, slow, fast)["solve"]["ratio"]
+    samples/s), and which of them carries the excess (``stats.amdahl_excess``); "" where the ratio
+    is within the bound (or not finite). A ratio whose 95% interval reaches below the bound is
+    called beyond it as a point estimate only."""
+    measured = collection_answer(solve, slow, fast)["solve"]
+    ratio = measured["ratio"]
     n_fast, n_slow = float(S.loc[fast, "iqm_samples"]), float(S.loc[slow, "iqm_samples"])
     per_sample = float(S.loc[fast, "samples_per_s"]) / float(S.loc[slow, "samples_per_s"])
     if (excess := stats.amdahl_excess(ratio, bound.bound, n_slow / n_fast, per_sample)) is None:
         return ""
-    text = (f" The time-to-solve ratio measured above, {stats.fmt_x(ratio)}, is beyond this bound: time to solve is "
-            "samples to solve times wall-clock per sample, and the bound holds for the second only. ")
+    only = ("" if measured["ratio_lo"] > bound.bound else f" as a point estimate only (its 95% interval, "
+            f"{stats.fmt_x(measured['ratio_lo'])}–{stats.fmt_x(measured['ratio_hi'])}, reaches below it)")
+    text = (f" The time-to-solve ratio measured above, {stats.fmt_x(ratio)}, is beyond this bound{only}: time to solve "
+            "is samples to solve times wall-clock per sample, and the bound holds for the second only. ")
     # (a finite time ratio has both IQMs uncensored, and so both samples' IQMs)
     text += (f"`{fast}`'s runs solved in {n_fast:,.0f} samples (IQM) and `{slow}`'s in {n_slow:,.0f} "
              f"({stats.fmt_x(n_slow / n_fast)} as many); per sample `{fast}` ran {stats.fmt_x(per_sample)} as fast as "
@@ -184,7 +188,7 @@ def bound_sentence(solve: pd.DataFrame, S: pd.DataFrame, side: list) -> str:
     b = collection_bound(S, side)
     return (f"Collection is {b.collect_share[0]:.0%}–{b.collect_share[1]:.0%} of these collectors' wall-clock, so an "
             f"infinitely fast collector could cut the wall-clock per sample, and so time to solve at equal samples, at most "
-            f"{b.bound:.2g}× (Amdahl's bound)." + beyond_bound(solve, S, side[-1], side[0], b))
+            f"{b.bound:.3g}× (Amdahl's bound)." + beyond_bound(solve, S, side[-1], side[0], b))
 
 
 def torch_collectors(S: pd.DataFrame, collectors) -> list[str]:
