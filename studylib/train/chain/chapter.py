@@ -114,8 +114,9 @@ def _a_median(runs: int) -> str:
     return "a median " if runs > 1 else ""
 
 
-# Collection per sample closer than this is not told apart: one trainer's seeds spread it by 1% to 51%
-# (interquartile range over the median) in the committed studies.
+# A collector within this of the fastest's collection per sample is named beside it, too close to tell apart.
+# A floor, not a test: one trainer's seeds spread it by 1% to 51% (interquartile range over the median) in
+# the committed studies, so where a compared trainer has one seed the verdict also says it is a single draw.
 TIED_COLLECTION = 0.10
 
 
