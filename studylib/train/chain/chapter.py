@@ -240,11 +240,16 @@ def _amdahl(t: pd.DataFrame) -> str:
     won, fewer = slow.time_median / fast.time_median, slow.samples_median / fast.samples_median
     samples = f"median {fast.samples_median:,.0f} samples to solve against {slow.samples_median:,.0f}"
     speed = "more than its collection took less time per sample"
-    beyond = {None: "", "samples": f", beyond the bound: it also solved in {fewer:.3g}× fewer samples ({samples}), "
-              "which collection speed does not shorten",
-              "per sample": f", beyond the bound at no fewer samples ({samples}): {speed}" if fewer <= 1 else
-              f", beyond the bound: it solved in {fewer:.3g}× fewer samples ({samples}) and ran {won / fewer:.3g}× "
-              f"as fast per sample, beyond the bound as well: {speed}"}[stats.amdahl_excess(won, bound, fewer, won / fewer)]
+    excess = stats.amdahl_excess(won, bound, fewer, won / fewer)
+    if excess is None:
+        beyond = ""
+    elif excess == "samples":
+        beyond = f", beyond the bound: it also solved in {fewer:.3g}× fewer samples ({samples}), which collection speed does not shorten"
+    elif fewer <= 1:
+        beyond = f", beyond the bound at no fewer samples ({samples}): {speed}"
+    else:
+        beyond = (f", beyond the bound: it solved in {fewer:.3g}× fewer samples ({samples}) and ran {won / fewer:.3g}× "
+                  f"as fast per sample, beyond the bound as well: {speed}")
     return (f"An infinitely fast collector can cut {slow.trainer}'s time to solve at equal samples at most {bound:.3g}× "
             f"(collection is {slow.collect_share:.0%} of it); `{fast.collector}` cuts it {won:.3g}× "
             f"(median {fast.time_median:.3g} s against {slow.time_median:.3g} s){beyond}.")
