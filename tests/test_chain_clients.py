@@ -4,7 +4,11 @@ functions inside jit and vmap."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import gymnasium
@@ -78,7 +82,9 @@ def test_sb3_makes_the_id_and_learns_a_few_steps():
 
     from stable_baselines3.common.env_util import make_vec_env
 
-    envs = make_vec_env("studylib/InvertedDoublePendulum-v5", n_envs=2, seed=0, env_kwargs={"impl": "cpp", "render_mode": None})  # no renderer
+    # as typed: make_vec_env asks every env for render_mode="rgb_array"
+    envs = make_vec_env("studylib/InvertedDoublePendulum-v5", n_envs=2, seed=0, env_kwargs={"impl": "cpp"})
+    assert envs.render_mode == "rgb_array"
     from studylib.train.peers import without_log_folder
 
     model = without_log_folder(PPO("MlpPolicy", envs, n_steps=32, batch_size=32, n_epochs=1, seed=0, device="cpu"))
@@ -86,6 +92,65 @@ def test_sb3_makes_the_id_and_learns_a_few_steps():
     assert model.num_timesteps == 64
     action, _ = model.predict(np.zeros(9, np.float32), deterministic=True)
     assert action.shape == (1,)
+
+
+# Rendering runs in a child process: MuJoCo picks its OpenGL platform (MUJOCO_GL) when it is first
+# imported, which this process has done without one.
+FRAMES = """
+import json, numpy as np, gymnasium, studylib.gym_vector
+from gymnasium.envs.mujoco.inverted_double_pendulum_v5 import DEFAULT_CAMERA_CONFIG
+ours = gymnasium.make("studylib/InvertedDoublePendulum-v5", impl="cpp", render_mode="rgb_array")
+theirs = gymnasium.make("InvertedDoublePendulum-v5", render_mode="rgb_array", default_camera_config=DEFAULT_CAMERA_CONFIG)
+ours.reset(seed=4), theirs.reset(seed=4)
+differ, first = [], None
+for action in (0.5, 0.5, -1.0):
+    ours.step(np.array([action], np.float32)), theirs.step(np.array([action]))
+    frame = ours.render()
+    first = frame if first is None else first
+    differ.append(float(np.mean(frame != theirs.render())))
+theirs.close()  # another MuJoCo env closing must not leave ours drawing black frames
+after = ours.render()
+vector = gymnasium.make_vec("studylib/Chain-v0", num_envs=2, impl="jax", links=3, render_mode="rgb_array")
+vector.reset(seed=0)
+frames = vector.render()
+print(json.dumps({"shape": list(first.shape), "dtype": str(first.dtype), "differ": differ,
+                  "same_after_close": float(np.mean(after != frame)), "moved": float(np.mean(first != frame)),
+                  "vector": [list(f.shape) for f in frames], "vector_std": [float(f.std()) for f in frames]}))
+"""
+
+
+def _child(script: str, **env_vars) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("MUJOCO_GL", "PYOPENGL_PLATFORM", "DISPLAY")}
+    return subprocess.run([sys.executable, "-c", script], env={**env, **env_vars}, capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+def test_rgb_array_frames_are_mujocos_as_gymnasiums_v5_draws_them():
+    """v5's own frames, through the same MujocoEnv renderer with the camera v5's module declares
+    (its DEFAULT_CAMERA_CONFIG, which gymnasium's v5 defines and the chain passes): the same picture
+    within the float32 physics' rounding (measured: under 0.03% of the values differ)."""
+    r = _child(FRAMES, MUJOCO_GL="egl")
+    if r.returncode != 0 and "egl" in r.stderr.lower() and "OpenGL" in r.stderr:
+        pytest.skip(f"no EGL OpenGL context on this machine: {r.stderr.strip().splitlines()[-1]}")
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["shape"] == [480, 480, 3] and got["dtype"] == "uint8"
+    assert max(got["differ"]) < 2e-3, got["differ"]
+    assert got["moved"] > 1e-3  # the frames show the chain moving, not one still picture
+    assert got["same_after_close"] == 0.0
+    assert got["vector"] == [[480, 480, 3]] * 2 and min(got["vector_std"]) > 1.0
+
+
+def test_rendering_without_an_opengl_platform_says_which_variable_to_set():
+    script = ("import gymnasium, numpy, studylib.gym_vector\n"
+              "env = gymnasium.make('studylib/Chain-v0', impl='cpp', links=2, render_mode='rgb_array')\n"
+              "env.reset(seed=0)\n"
+              "try:\n    print(env.render().shape)\n"
+              "except studylib.ConfigError as e:\n    print('ConfigError:', e)\n")
+    r = _child(script)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = r.stdout.strip().splitlines()[-1]
+    assert out == "(480, 480, 3)" or ("ConfigError" in out and "MUJOCO_GL=egl" in out), out
 
 
 def test_gymnax_shaped_functions_vmap_and_jit():

@@ -17,8 +17,11 @@ every studylib observation), actions Box(-1, 1, (1,)) float32 (the slider's moto
 chain's spaces and v5's reset distribution for seeded resets (``reset(seed=[...])`` draws each
 env as ``InvertedDoublePendulumEnv.reset_model`` does from that seed's ``np_random``: qpos
 uniform in ±0.1, qvel 0.1 N(0, 1)). ``StudylibChainEnv`` is one environment for ``gymnasium.make``.
-No render mode: the chain has no renderer here (gymnasium's MujocoEnv renders
-``studylib.sims.chain.mujoco_env.ChainMujocoEnv``).
+Rendering (``render_mode="rgb_array"``) is MuJoCo's, through
+gymnasium's ``MujocoEnv`` (``ChainRenderer``); on a machine without a display MuJoCo needs
+``MUJOCO_GL=egl`` (or ``osmesa``) set before it is imported. No "human" mode: MuJoCo's window needs a display, and
+gymnasium's ``check_env`` opens every listed mode (without a display, glfw aborts the process);
+``ChainMujocoEnv`` has it.
 """
 
 from __future__ import annotations
@@ -65,10 +68,49 @@ def _flat_actions(actions):
     return actions.reshape(shape[0]) if shape is not None and len(shape) == 2 and shape[1] == 1 else actions
 
 
+class ChainRenderer:
+    """Frames of an n-link chain drawn by MuJoCo through gymnasium's ``MujocoEnv``
+    (``ChainMujocoEnv``: v5's model at n = 2, its camera scaled with the chain's length), from
+    observations: a frame shows positions only, qpos = (x, atan2(sin θ, cos θ)). The MuJoCo model is
+    built at the first frame, so that making an env with a render mode (SB3's ``make_vec_env``
+    asks for "rgb_array") costs nothing until something renders."""
+
+    def __init__(self, p: ChainParams, render_mode: str):
+        self._links, self._render_mode, self._env = p.links, render_mode, None
+
+    def frame(self, obs):
+        n = self._links
+        obs = np.asarray(obs, dtype=np.float64)
+        qpos = np.concatenate([obs[:1], np.arctan2(obs[1:n + 1], obs[n + 1:2 * n + 1])])
+        if self._env is None:
+            from ..sims.chain.mujoco_env import ChainMujocoEnv  # needs mujoco, as gymnasium's v5 does
+
+            self._env = ChainMujocoEnv(links=n, render_mode=self._render_mode)
+        self._env.set_state(qpos, np.zeros(n + 1))
+        viewer = self._env.mujoco_renderer.viewer
+        if viewer is not None:
+            # gymnasium's offscreen viewer makes its OpenGL context current only when it is created:
+            # once another MuJoCo env renders or closes (check_env makes and closes one per mode),
+            # this one's frames would come back black
+            viewer.make_context_current()
+        try:
+            return self._env.render()
+        except Exception as e:  # mujoco.FatalError: no OpenGL context
+            if "OpenGL" not in str(e):
+                raise
+            raise ConfigError("MuJoCo has no OpenGL context to render the chain: on a machine without a display, "
+                              "set MUJOCO_GL=egl (or osmesa) before Python imports mujoco") from e
+
+    def close(self) -> None:
+        if self._env is not None:
+            self._env.close()
+            self._env = None
+
+
 class StudylibChainVectorEnv(StudylibVectorEnv):
     """``num_envs`` n-link chains of implementation ``impl`` (``links``: n, 1 to 32)."""
 
-    metadata = {**StudylibVectorEnv.metadata, "render_modes": []}
+    metadata = {**StudylibVectorEnv.metadata, "render_fps": 20}  # an environment step is v5's 0.05 s
     sim = "chain"
 
     def __init__(self, num_envs: int = 1, impl: str = "cpp", *, links: int = 2, **kwargs):
@@ -93,8 +135,8 @@ class StudylibChainVectorEnv(StudylibVectorEnv):
     def _actions(self, actions):
         return _flat_actions(actions)
 
-    def render(self):
-        return None
+    def _new_renderer(self):
+        return ChainRenderer(self._chain, self.render_mode)
 
 
 class StudylibChainEnv(gymnasium.Env):
@@ -102,9 +144,9 @@ class StudylibChainEnv(gymnasium.Env):
     gymnasium's InvertedDoublePendulum-v5: ``reset`` draws from ``self.np_random`` (v5's
     distribution), the time limit is the ``TimeLimit`` wrapper ``make`` adds, the step that
     terminates returns the terminal observation; stepping on after it is refused (the
-    implementation has started its next episode)."""
+    implementation has started its next episode). ``render_mode="rgb_array"``: ``ChainRenderer``."""
 
-    metadata = {"render_modes": [], "render_fps": 20}
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
 
     def __init__(self, impl: str = "cpp", *, links: int = 2, device=None, render_mode: str | None = None):
         check_render_mode(render_mode, self.metadata["render_modes"])
@@ -112,7 +154,9 @@ class StudylibChainEnv(gymnasium.Env):
         self.params = dataclasses.replace(ChainParams(links=links), max_episode_steps=NO_TIME_LIMIT)
         self.env = make(impl, 1, device=device, sim="chain", params=self.params)
         self.render_mode = render_mode
+        self._renderer = None
         self.observation_space, self.action_space = chain_spaces(self.params)
+        self._obs = np.zeros(self.params.observation_size, np.float32)  # what render() draws
         self._ended = True  # until the first reset
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -120,7 +164,8 @@ class StudylibChainEnv(gymnasium.Env):
         state = draw_chain_rows(self.np_random, 1, self.params)
         self.env.set_state(state)
         self._ended = False
-        return dynamics.observation(state, self.params)[0].astype(np.float32), {}
+        self._obs = dynamics.observation(state, self.params)[0].astype(np.float32)
+        return self._obs.copy(), {}
 
     def step(self, action):
         action = np.asarray(action, dtype=np.float32).reshape(-1)
@@ -130,7 +175,24 @@ class StudylibChainEnv(gymnasium.Env):
             raise ConfigError("the episode has terminated (or reset() was never called): call reset() first")
         _, reward, terminated, _ = self.env.step(action)
         self._ended = bool(terminated[0])
-        return self.env.final_obs()[0].copy(), float(reward[0]), self._ended, False, {}
+        self._obs = self.env.final_obs()[0].copy()
+        return self._obs.copy(), float(reward[0]), self._ended, False, {}
+
+    def render(self):
+        """The frame of the current observation ((480, 480, 3) uint8, MujocoEnv's default size); None without a render mode (gymnasium warns)."""
+        if self.render_mode is None:
+            gymnasium.logger.warn("You are calling render method without specifying any render mode. "
+                                  "You can specify the render_mode at initialization, "
+                                  f'e.g. gymnasium.make("{CHAIN_ID}", render_mode="rgb_array")')
+            return None
+        if self._renderer is None:
+            self._renderer = ChainRenderer(self.params, self.render_mode)
+        return self._renderer.frame(self._obs)
+
+    def close(self):
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
 
 
 def register() -> None:

@@ -313,15 +313,21 @@ class StudylibVectorEnv(VectorEnv):
         return {"final_obs": boxed, "_final_obs": done.copy(), "final_info": {}, "_final_info": done.copy()}
 
     def render(self):
-        """``render_mode="rgb_array"``: one frame per env (a tuple of (400, 600, 3) uint8 arrays) of
-        the last observations, drawn by gymnasium's own CartPole-v1 renderer (needs pygame, as
-        gymnasium's CartPole-v1 does); None without a render mode."""
+        """``render_mode="rgb_array"``: one frame per env (a tuple of uint8 arrays) of the last
+        observations, drawn by ``_new_renderer``'s renderer (CartPole's: gymnasium's own CartPole-v1
+        renderer, (400, 600, 3), needing pygame as gymnasium's CartPole-v1 does); None without a
+        render mode."""
         if self.render_mode is None:
             return None
         if self._renderer is None:
-            self._renderer = _Renderer(self.render_mode)
-        obs = self._kind.to_numpy(self._last_obs) if self._last_obs is not None else np.zeros((self.num_envs, 4))
+            self._renderer = self._new_renderer()
+        obs = self._kind.to_numpy(self._last_obs) if self._last_obs is not None else \
+            np.zeros((self.num_envs, *self.single_observation_space.shape))
         return tuple(self._renderer.frame(row) for row in obs)
+
+    def _new_renderer(self):
+        """What draws one env's frame from its observation (``frame(obs)``, ``close()``)."""
+        return _Renderer(self.render_mode)
 
     def close_extras(self, **kwargs):
         if self._renderer is not None:

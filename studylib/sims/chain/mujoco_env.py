@@ -15,7 +15,9 @@ docstring), so ``qfrc_constraint`` — v5's last observation — is always 0 her
 v5's wherever v5's cart stays more than 0.01 from |x| = 1 (its constraint inactive).
 
 Rendering is ``MujocoEnv``'s (``render_mode`` "human", "rgb_array", "depth_array",
-"rgbd_tuple"), with v5's camera.
+"rgbd_tuple"), with the camera v5's module declares (``DEFAULT_CAMERA_CONFIG``, which gymnasium's
+v5 itself does not pass to ``MujocoEnv``: its frames use MuJoCo's free camera) moved back with the
+chain's length, so a chain of any n fills the frame.
 """
 
 from __future__ import annotations
