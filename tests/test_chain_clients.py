@@ -130,7 +130,7 @@ def test_rgb_array_frames_are_mujocos_as_gymnasiums_v5_draws_them():
     (its DEFAULT_CAMERA_CONFIG, which gymnasium's v5 defines and the chain passes): the same picture
     within the float32 physics' rounding (measured: under 0.03% of the values differ)."""
     r = _child(FRAMES, MUJOCO_GL="egl")
-    if r.returncode != 0 and "egl" in r.stderr.lower() and "OpenGL" in r.stderr:
+    if r.returncode != 0 and "egl" in r.stderr.lower():  # EGL missing, or no device to make a context on
         pytest.skip(f"no EGL OpenGL context on this machine: {r.stderr.strip().splitlines()[-1]}")
     assert r.returncode == 0, r.stderr[-3000:]
     got = json.loads(r.stdout.strip().splitlines()[-1])
