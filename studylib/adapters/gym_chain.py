@@ -17,10 +17,10 @@ every studylib observation), actions Box(-1, 1, (1,)) float32 (the slider's moto
 chain's spaces and v5's reset distribution for seeded resets (``reset(seed=[...])`` draws each
 env as ``InvertedDoublePendulumEnv.reset_model`` does from that seed's ``np_random``: qpos
 uniform in ±0.1, qvel 0.1 N(0, 1)). ``StudylibChainEnv`` is one environment for ``gymnasium.make``.
-Rendering (``render_mode="rgb_array"``) is MuJoCo's, through
-gymnasium's ``MujocoEnv`` (``ChainRenderer``); on a machine without a display MuJoCo needs
-``MUJOCO_GL=egl`` (or ``osmesa``) set before it is imported. No "human" mode: MuJoCo's window needs a display, and
-gymnasium's ``check_env`` opens every listed mode (without a display, glfw aborts the process);
+Rendering (``render_mode="rgb_array"``) is MuJoCo's, through gymnasium's ``MujocoEnv``
+(``ChainRenderer``); on a machine without a display MuJoCo needs ``MUJOCO_GL=egl`` (or ``osmesa``)
+set before it is imported. No "human" mode: MuJoCo's window needs a display, and gymnasium's
+``check_env`` opens every listed mode (without a display, glfw aborts the process);
 ``ChainMujocoEnv`` has it.
 """
 
@@ -179,7 +179,8 @@ class StudylibChainEnv(gymnasium.Env):
         return self._obs.copy(), float(reward[0]), self._ended, False, {}
 
     def render(self):
-        """The frame of the current observation ((480, 480, 3) uint8, MujocoEnv's default size); None without a render mode (gymnasium warns)."""
+        """The frame of the current observation ((480, 480, 3) uint8, MujocoEnv's default size); None
+        without a render mode (gymnasium warns)."""
         if self.render_mode is None:
             gymnasium.logger.warn("You are calling render method without specifying any render mode. "
                                   "You can specify the render_mode at initialization, "
