@@ -37,7 +37,7 @@ from ..errors import ConfigError
 from ..sims.chain import ChainParams, dynamics
 from ..sims.chain.model import MAX_EPISODE_STEPS
 from ..sims.chain.episode import RESET_NOISE
-from .gym_vector import StudylibVectorEnv, check_render_mode
+from .gym_vector import RendersItsObservation, StudylibVectorEnv, check_render_mode
 
 DOUBLE_PENDULUM_ID = "studylib/InvertedDoublePendulum-v5"
 CHAIN_ID = "studylib/Chain-v0"
@@ -139,14 +139,16 @@ class StudylibChainVectorEnv(StudylibVectorEnv):
         return ChainRenderer(self._chain, self.render_mode)
 
 
-class StudylibChainEnv(gymnasium.Env):
+class StudylibChainEnv(RendersItsObservation, gymnasium.Env):
     """One n-link chain: implementation ``impl`` with ``num_envs=1``, for ``gymnasium.make``. As
     gymnasium's InvertedDoublePendulum-v5: ``reset`` draws from ``self.np_random`` (v5's
     distribution), the time limit is the ``TimeLimit`` wrapper ``make`` adds, the step that
     terminates returns the terminal observation; stepping on after it is refused (the
-    implementation has started its next episode). ``render_mode="rgb_array"``: ``ChainRenderer``."""
+    implementation has started its next episode). ``render_mode="rgb_array"``: ``ChainRenderer``'s
+    frame of the current observation, (480, 480, 3) uint8 (MujocoEnv's default size)."""
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
+    render_id = CHAIN_ID
 
     def __init__(self, impl: str = "cpp", *, links: int = 2, device=None, render_mode: str | None = None):
         check_render_mode(render_mode, self.metadata["render_modes"])
@@ -154,7 +156,6 @@ class StudylibChainEnv(gymnasium.Env):
         self.params = dataclasses.replace(ChainParams(links=links), max_episode_steps=NO_TIME_LIMIT)
         self.env = make(impl, 1, device=device, sim="chain", params=self.params)
         self.render_mode = render_mode
-        self._renderer = None
         self.observation_space, self.action_space = chain_spaces(self.params)
         self._obs = np.zeros(self.params.observation_size, np.float32)  # what render() draws
         self._ended = True  # until the first reset
@@ -178,22 +179,8 @@ class StudylibChainEnv(gymnasium.Env):
         self._obs = self.env.final_obs()[0].copy()
         return self._obs.copy(), float(reward[0]), self._ended, False, {}
 
-    def render(self):
-        """The frame of the current observation ((480, 480, 3) uint8, MujocoEnv's default size); None
-        without a render mode (gymnasium warns)."""
-        if self.render_mode is None:
-            gymnasium.logger.warn("You are calling render method without specifying any render mode. "
-                                  "You can specify the render_mode at initialization, "
-                                  f'e.g. gymnasium.make("{CHAIN_ID}", render_mode="rgb_array")')
-            return None
-        if self._renderer is None:
-            self._renderer = ChainRenderer(self.params, self.render_mode)
-        return self._renderer.frame(self._obs)
-
-    def close(self):
-        if self._renderer is not None:
-            self._renderer.close()
-            self._renderer = None
+    def _new_renderer(self):
+        return ChainRenderer(self.params, self.render_mode)
 
 
 def register() -> None:

@@ -337,7 +337,30 @@ class StudylibVectorEnv(VectorEnv):
         self.env = None
 
 
-class StudylibCartPoleEnv(gymnasium.Env):
+class RendersItsObservation:
+    """A single env's ``render`` (its ``self._obs`` drawn by the renderer ``_new_renderer()`` makes at
+    the first frame; None and gymnasium's warning, naming ``render_id``, without a render mode)."""
+
+    render_id: str
+    _renderer = None
+
+    def render(self):
+        if self.render_mode is None:
+            gymnasium.logger.warn("You are calling render method without specifying any render mode. "
+                                  "You can specify the render_mode at initialization, "
+                                  f'e.g. gymnasium.make("{self.render_id}", render_mode="rgb_array")')
+            return None
+        if self._renderer is None:
+            self._renderer = self._new_renderer()
+        return self._renderer.frame(self._obs)
+
+    def close(self):
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
+
+
+class StudylibCartPoleEnv(RendersItsObservation, gymnasium.Env):
     """One CartPole-v1 environment: implementation ``impl`` with ``num_envs=1``, for
     ``gymnasium.make`` (``check_env``, single-env wrappers, ``SyncVectorEnv``).
 
@@ -346,9 +369,13 @@ class StudylibCartPoleEnv(gymnasium.Env):
     limit is the ``TimeLimit`` wrapper ``make`` adds (the implementation runs without one), and
     the step that terminates returns the terminal observation. Stepping on after that is refused:
     the implementation has already started its next episode.
+
+    Rendering as gymnasium's CartPole-v1, by its own renderer (needs pygame, as it does): "rgb_array"
+    frames of the current observation, (400, 600, 3) uint8; "human" draws them in a window.
     """
 
     metadata = {"render_modes": ["human", "rgb_array"], "render_fps": 50}
+    render_id = ENV_ID
 
     def __init__(self, impl: str = "cpp", *, device=None, state_factor: int = 1, compute_factor: int = 1,
                  render_mode: str | None = None):
@@ -357,7 +384,6 @@ class StudylibCartPoleEnv(gymnasium.Env):
         self.env = make(impl, 1, device=device, state_factor=state_factor, compute_factor=compute_factor,
                         params=dataclasses.replace(CARTPOLE_V1, max_episode_steps=NO_TIME_LIMIT))
         self.render_mode = render_mode
-        self._renderer = None
         self._obs = np.zeros(STATE_SIZE, np.float32)  # what render() draws
         self.observation_space = observation_space()
         self.action_space = spaces.Discrete(2)
@@ -386,23 +412,8 @@ class StudylibCartPoleEnv(gymnasium.Env):
             self.render()
         return self._obs.copy(), float(reward[0]), self._ended, False, {}
 
-    def render(self):
-        """As gymnasium's CartPole-v1, by its own renderer (needs pygame, as it does): "rgb_array"
-        returns the frame of the current observation, (400, 600, 3) uint8; "human" draws it in a
-        window; None without a render mode (gymnasium warns)."""
-        if self.render_mode is None:
-            gymnasium.logger.warn("You are calling render method without specifying any render mode. "
-                                  "You can specify the render_mode at initialization, "
-                                  f'e.g. gymnasium.make("{ENV_ID}", render_mode="rgb_array")')
-            return None
-        if self._renderer is None:
-            self._renderer = _Renderer(self.render_mode)
-        return self._renderer.frame(self._obs)
-
-    def close(self):
-        if self._renderer is not None:
-            self._renderer.close()
-            self._renderer = None
+    def _new_renderer(self):
+        return _Renderer(self.render_mode)
 
 
 def check_render_mode(render_mode, supported) -> None:
