@@ -133,7 +133,7 @@ def test_the_study_says_faster_only_where_the_interval_excludes_one():
     # a faster collector that trains slower: its own time to solve beside the best trainer's
     faster = chapter.frame(df.to_dict("records") + [_row("fused", k, wall=10.0, samples=1_000_000) for k in range(8)])
     text = chapter.study_answer(faster, chapter.study_table(faster, plan))
-    assert "the fastest collector is `fused` (3 µs per sample), which solves in an IQM 10 (10–10) s, collection 30% of it" in text
+    assert "the fastest collector is `fused` (3 µs per sample), which solves in an IQM 10 s (10–10), collection 30% of it" in text
     # most seeds of the peer unsolved: no ratio of IQMs, the solved runs' range instead
     censored = [r if r["collector"] != "sb3" or r["seed"] < 2 else {**r, "solved": False} for r in df.to_dict("records")]
     dc = chapter.frame(censored)

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from studylib.train import answers
+from studylib.train import answers, chapter
 
 
 def _runs(collector, walls, solved=None, *, samples=None, n=64, trainer="torch-ppo", collect=None, learn=None,
@@ -95,7 +95,7 @@ def test_a_ratio_beyond_amdahls_bound_is_explained_by_its_measured_factors():
                                   collect=[0.1 * w for w in fused_walls], learn=[0.8 * w for w in fused_walls]))
         solve = pd.concat([gym, fused], ignore_index=True)
         S = answers.summaries(solve, ["gym", "fused"])
-        return answers.bound_sentence(solve, S, ["fused", "gym"])
+        return answers.bound_sentence(chapter.collection_answer(solve, "gym", "fused")["solve"], S, ["fused", "gym"])
 
     same = [60_000] * 6
     within = text([6.0] * 6, same, same)  # 1.67x faster at the same samples: within the 2x bound
@@ -207,7 +207,7 @@ def test_the_answer_states_collection_amdahl_and_the_learner_with_their_interval
     assert "Time to solve: `fused` trains faster than `gym`: IQM ratio 5.00×" in text  # 10 s against 2 s, every seed
     assert "Collection is 5%–50% of these collectors' wall-clock" in text and "at most 2× (Amdahl's bound)" in text
     assert "The fully jitted JAX PPO against the fastest PyTorch one: `jax`" in text
-    assert answers.collection_sentence(solve, "gym", "fused") in text  # the sentence the page's fused section uses
+    assert answers.collection_sentence(chapter.collection_answer(solve, "gym", "fused"), "gym", "fused") in text  # the sentence the page's fused section uses
     alone = answers.answer(jax, answers.summaries(jax, ["jax"]), ["jax"])
     assert alone.endswith("Too few trainers ran in this preset to compare collectors.")
     assert "No training run" in answers.answer(solve.iloc[:0], S.iloc[:0], ["gym"])

@@ -70,6 +70,16 @@ def test_a_lower_limit_of_zero_says_why():
     assert stats.fmt_x(0.0) == "0×" and stats.fmt_x(1.914) == "1.91×" and stats.fmt_x(math.inf) == "unbounded"
 
 
+def test_an_iqm_prints_with_its_interval_and_says_why_where_it_has_none():
+    """One formatter for every IQM the chapters print: the unit after the IQM, then the interval;
+    a censored IQM (over a quarter unsolved), a single run and an unbounded limit said in words."""
+    assert stats.fmt_iqm(12.345, 10.1, 14.2, "{:.2f}", " s") == "12.35 s (10.10–14.20)"
+    assert stats.fmt_iqm(61_000, 59_500, math.inf, "{:,.0f}") == "61,000 (59,500–unbounded)"
+    assert stats.fmt_iqm(3.0, math.nan, math.nan, unit=" s") == "3 s (one run: no interval)"
+    assert stats.fmt_iqm(math.inf, 5.0, math.inf, budget=600) == "over a quarter of the runs not solved within 600 s"
+    assert stats.fmt_iqm(math.inf, 5.0, math.inf) == "over a quarter of the runs not solved"
+
+
 def test_amdahls_excess_is_carried_by_the_factor_beyond_the_bound():
     """Time to solve = samples x time per sample; the bound (here 2x) covers the time per sample only."""
     assert stats.amdahl_excess(1.5, 2.0, 1.0, 1.5) is None  # within the bound

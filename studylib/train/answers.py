@@ -156,14 +156,14 @@ def collection_bound(S: pd.DataFrame, collectors) -> CollectionBound | None:
                            top, 1 / max(1 - float(share.max()), 1e-9))
 
 
-def beyond_bound(solve: pd.DataFrame, S: pd.DataFrame, slow: str, fast: str, bound: CollectionBound) -> str:
-    """Where ``fast``'s measured time-to-solve ratio over ``slow`` (IQM) exceeds Amdahl's bound, the
+def beyond_bound(measured: dict, S: pd.DataFrame, slow: str, fast: str, bound: CollectionBound) -> str:
+    """Where ``fast``'s measured time-to-solve ratio over ``slow`` (IQM; ``measured``: the "solve"
+    comparison of ``chapter.collection_answer`` for the pair, computed once) exceeds Amdahl's bound, the
     sentence that says why: time to solve is samples to solve times wall-clock per sample, and the
     bound holds for the second only. Its two factors as measured (IQM samples to solve, median
     samples/s), and which of them carries the excess (``stats.amdahl_excess``); "" where the ratio
     is within the bound (or not finite). A ratio whose 95% interval reaches below the bound is
     called beyond it as a point estimate only."""
-    measured = collection_answer(solve, slow, fast)["solve"]
     ratio = measured["ratio"]
     n_fast, n_slow = float(S.loc[fast, "iqm_samples"]), float(S.loc[slow, "iqm_samples"])
     per_sample = float(S.loc[fast, "samples_per_s"]) / float(S.loc[slow, "samples_per_s"])
@@ -182,13 +182,14 @@ def beyond_bound(solve: pd.DataFrame, S: pd.DataFrame, slow: str, fast: str, bou
     return text + ": the rest is in the samples, which collection speed does not shorten."
 
 
-def bound_sentence(solve: pd.DataFrame, S: pd.DataFrame, side: list) -> str:
+def bound_sentence(measured: dict, S: pd.DataFrame, side: list) -> str:
     """Amdahl's bound among the PyTorch-PPO collectors ``side`` (fastest collection first), and
-    ``beyond_bound``'s reason where the fastest's measured ratio over the slowest exceeds it."""
+    ``beyond_bound``'s reason where the fastest's measured ratio over the slowest (``measured``:
+    ``collection_answer(solve, side[-1], side[0])["solve"]``) exceeds it."""
     b = collection_bound(S, side)
     return (f"Collection is {b.collect_share[0]:.0%}–{b.collect_share[1]:.0%} of these collectors' wall-clock, so an "
             f"infinitely fast collector could cut the wall-clock per sample, and so time to solve at equal samples, at most "
-            f"{b.bound:.3g}× (Amdahl's bound)." + beyond_bound(solve, S, side[-1], side[0], b))
+            f"{b.bound:.3g}× (Amdahl's bound)." + beyond_bound(measured, S, side[-1], side[0], b))
 
 
 def torch_collectors(S: pd.DataFrame, collectors) -> list[str]:
@@ -202,11 +203,11 @@ def torch_collectors(S: pd.DataFrame, collectors) -> list[str]:
 
 
 # ---- the answer ------------------------------------------------------------------------------
-def collection_sentence(solve: pd.DataFrame, slow: str, fast: str) -> str:
-    """``fast`` against ``slow`` feeding the same PyTorch PPO (``chapter.collection_answer``): how
-    much faster it collects per update and each one's collection share, with their intervals, then
-    whether it trains faster (``stats.verdict``: only where the interval of the ratio excludes 1)."""
-    a = collection_answer(solve, slow, fast)
+def collection_sentence(a: dict, slow: str, fast: str) -> str:
+    """``fast`` against ``slow`` feeding the same PyTorch PPO (``a``: their
+    ``chapter.collection_answer``, computed once): how much faster it collects per update and each
+    one's collection share, with their intervals, then whether it trains faster (``stats.verdict``:
+    only where the interval of the ratio excludes 1)."""
     c = a["collection"]
     return (f"Collection per update is {stats.fmt_x(c['ratio'])} faster with `{fast}` than with `{slow}` "
             f"(95% CI {stats.fmt_x(c['ratio_lo'])}–{stats.fmt_x(c['ratio_hi'])}); `{fast}` spends "
@@ -225,9 +226,10 @@ def answer(solve: pd.DataFrame, S: pd.DataFrame, collectors, where: str = "this 
     side = torch_collectors(S, collectors)
     parts = [f"Measured on {where}."]
     if len(side) >= 2:
+        pair = collection_answer(solve, side[-1], side[0])
         parts.append(f"Among the collectors feeding the same PyTorch PPO, `{side[0]}` collects fastest and "
-                     f"`{side[-1]}` slowest. " + collection_sentence(solve, side[-1], side[0]))
-        parts.append(bound_sentence(solve, S, side))
+                     f"`{side[-1]}` slowest. " + collection_sentence(pair, side[-1], side[0]))
+        parts.append(bound_sentence(pair["solve"], S, side))
     best_torch = fastest(S, side) or (side[0] if side else None)
     if "jax" in S.index and best_torch:
         parts.append("The fully jitted JAX PPO against the fastest PyTorch one: "

@@ -231,12 +231,3 @@ def curves(df: pd.DataFrame) -> pd.DataFrame:
             rows.append({"collector": r["collector"], "seed": r["seed"], "num_envs": r["num_envs"], "wall_s": wall,
                          "samples": samples, "updates": updates, "greedy_return": greedy})
     return pd.DataFrame(rows)
-
-
-def fmt_ci(m: float, lo: float, hi: float, budget: float | None = None, fmt="{:.2f}", unit=" s") -> str:
-    """An IQM with its 95% interval; 'not solved' where more than a quarter did not solve."""
-    if not math.isfinite(m):
-        return "over a quarter not solved" + (f" within {budget:g} s" if budget else "")
-    hi_s = "unbounded" if not math.isfinite(hi) else fmt.format(hi)
-    lo_s = "n/a" if math.isnan(lo) else fmt.format(lo)
-    return f"{fmt.format(m)}{unit} ({lo_s}–{hi_s})"

@@ -172,13 +172,14 @@ def fmt_range(median: float, lo: float, hi: float, fmt="{:.3g}", budget: float |
     return f"{fmt.format(median)} ({fmt.format(lo)}–{hi_s})"
 
 
-def fmt_iqm(m: float, lo: float, hi: float, fmt="{:.3g}") -> str:
-    """An IQM with its 95% interval; "censored" where over a quarter of the runs did not solve."""
+def fmt_iqm(m: float, lo: float, hi: float, fmt="{:.3g}", unit: str = "", budget: float | None = None) -> str:
+    """An IQM with its 95% interval ("12.3 s (10.1–14.2)" with ``unit`` " s"); where over a quarter
+    of the runs did not solve (an unbounded IQM) it says so, within ``budget`` seconds where given."""
     if not math.isfinite(m):
-        return "censored: over a quarter unsolved"
+        return "over a quarter of the runs not solved" + (f" within {budget:g} s" if budget else "")
     if math.isnan(lo):
-        return fmt.format(m) + " (one run: no interval)"
-    return f"{fmt.format(m)} ({fmt.format(lo)}–{fmt.format(hi) if math.isfinite(hi) else 'unbounded'})"
+        return f"{fmt.format(m)}{unit} (one run: no interval)"
+    return f"{fmt.format(m)}{unit} ({fmt.format(lo)}–{fmt.format(hi) if math.isfinite(hi) else 'unbounded'})"
 
 
 def fraction_solved(groups: dict, taus, seed: int = 0) -> pd.DataFrame:

@@ -405,7 +405,7 @@ def _peer_clause(df: pd.DataFrame, links: int, b, p, seed: int) -> str:
     if math.isfinite(p.time_iqm):
         x = _times(df, links, b.collector)
         c = stats.compare(x, times, seed)
-        return (head + f" in an IQM {stats.fmt_iqm(p.time_iqm, p.time_lo, p.time_hi)} s: {stats.fmt_x(c['ratio'])} "
+        return (head + f" in an IQM {stats.fmt_iqm(p.time_iqm, p.time_lo, p.time_hi, unit=' s')}: {stats.fmt_x(c['ratio'])} "
                 f"{b.trainer}'s (95% CI {stats.fmt_x(c['ratio_lo'])}–{stats.fmt_x(c['ratio_hi'])})")
     solved = np.sort(times[np.isfinite(times)])
     if not len(solved):
@@ -429,10 +429,10 @@ def study_answer(df: pd.DataFrame, S: pd.DataFrame, seed: int = 0) -> str:
         b = finite.loc[finite["time_iqm"].idxmin()]
         fastest = s.loc[s["collect_us_per_sample"].idxmin()]
         text = (f"**Full study, n = {links}** ({b.runs} seeds of {b.trainer}, {b.solved} solved): it solves in an IQM "
-                f"{stats.fmt_iqm(b.time_iqm, b.time_lo, b.time_hi)} s, collection {b.collect_share:.0%} of its wall-clock")
+                f"{stats.fmt_iqm(b.time_iqm, b.time_lo, b.time_hi, unit=' s')}, collection {b.collect_share:.0%} of its wall-clock")
         text += ("; it is also the fastest collector" if fastest.collector == b.collector else
                  f"; the fastest collector is `{fastest.collector}` ({fastest.collect_us_per_sample:.3g} µs per sample), "
-                 + (f"which solves in an IQM {stats.fmt_iqm(fastest.time_iqm, fastest.time_lo, fastest.time_hi)} s, collection "
+                 + (f"which solves in an IQM {stats.fmt_iqm(fastest.time_iqm, fastest.time_lo, fastest.time_hi, unit=' s')}, collection "
                     f"{fastest.collect_share:.0%} of it" if math.isfinite(fastest.time_iqm) else "whose IQM is censored"))
         for peer in (s[s["collector"] == c] for c in ANSWER_PEERS):
             if len(peer) and peer.iloc[0].collector != b.collector:
