@@ -100,3 +100,31 @@ def test_cuda_without_a_device_says_so_in_one_line():
 def test_cpp_is_cpu_only():
     with pytest.raises(ConfigError, match="cpu"):
         studylib.make("cpp", 4, device="cuda")
+
+
+@pytest.mark.parametrize(("sim", "impl"), [("cartpole", "gym"), ("cartpole", "cpp"), ("cartpole", "jax"),
+                                           ("chain", "torch"), ("chain", "fused")])  # VectorEnv's subclasses, one of each kind
+def test_an_environment_is_not_pickled_or_copied_and_the_error_says_what_travels_instead(impl, sim):
+    """Pickling (multiprocessing, Ray) and deepcopy of the environments, directly or inside
+    gymnasium's single and vector envs, and copy.copy of them, raise pickle's TypeError with one
+    sentence naming what to pass instead; that advice works: a pickled factory makes environments
+    that step. (copy.copy of a wrapper is shallow: it shares the environments, as for any object.)"""
+    import copy
+    import functools
+    import pickle
+
+    import gymnasium
+
+    import studylib.gym_vector  # noqa: F401 (registers the ids)
+
+    env_id = "studylib/CartPole-v1" if sim == "cartpole" else "studylib/Chain-v0"
+    made = [studylib.make(impl, 4, sim=sim), gymnasium.make(env_id, impl=impl),
+            gymnasium.make_vec(env_id, num_envs=2, impl=impl)]
+    for env, copier in [(env, copier) for env in made for copier in (pickle.dumps, copy.deepcopy)] + [(made[0], copy.copy)]:
+        with pytest.raises(TypeError, match=f"studylib's {impl} environments cannot be pickled or copied .* "
+                                            "pass what makes them instead"):
+            copier(env)
+    factory = pickle.loads(pickle.dumps(functools.partial(gymnasium.make, env_id, impl=impl)))
+    env = factory()
+    env.reset(seed=3)
+    assert env.step(env.action_space.sample())[0].shape == env.observation_space.shape

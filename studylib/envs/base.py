@@ -211,6 +211,17 @@ class VectorEnv(abc.ABC):
             return self.array_kind.check_controls(actions, self.num_envs)
         return self.array_kind.check_actions(actions, self.num_envs)
 
+    def __reduce__(self):
+        """Not pickled nor copied (``pickle``, ``copy.deepcopy``, Ray's and multiprocessing's
+        arguments): the environments live in C buffers, device arrays and compiled programs that
+        a copy would share or lose. A TypeError, as pickle's own for such objects, naming what
+        travels instead."""
+        raise TypeError(
+            f"studylib's {self.name} environments cannot be pickled or copied (their state lives in native buffers, "
+            "device arrays and compiled programs): pass what makes them instead (a function calling studylib.make "
+            "or gymnasium.make, as gymnasium's AsyncVectorEnv and SB3's SubprocVecEnv take, or the EnvSettings), "
+            "and carry the physical state with get_state() and set_state()")
+
     def __repr__(self) -> str:
         variant = "".join(f"{k}={v}, " for k, v in self.sim.variant(self.params).items())
         return (f"{type(self).__name__}({variant}num_envs={self.num_envs}, state_factor={self.state_factor}, "
