@@ -57,6 +57,18 @@ def test_the_n2_id_is_v5s_shape_and_threshold():
     assert np.all(ours.action_space.low == theirs.action_space.low)
 
 
+@pytest.mark.parametrize("env_id", ["studylib/CartPole-v1", "studylib/InvertedDoublePendulum-v5", "studylib/Chain-v0"])
+def test_every_id_names_gymnasiums_class_among_its_direct_bases(env_id):
+    """skrl's ``wrap_env`` (wrapper "auto") tells an env's API from its class's direct bases and
+    its ``unwrapped``'s, and refuses the env where none is gymnasium's: each id's vector env and
+    single env say gymnasium's among theirs."""
+    envs, env = gymnasium.make_vec(env_id, num_envs=2), gymnasium.make(env_id)
+    for cls in (type(envs), type(envs.unwrapped), type(env.unwrapped)):
+        assert any(base.__module__.startswith("gymnasium.") for base in cls.__bases__), cls.__bases__
+    envs.close()
+    env.close()
+
+
 def test_vector_wrappers_run_as_gymnasiums_do():
     """NEXT_STEP (the default) under gymnasium's observation and statistics wrappers; SAME_STEP's
     info carries the final observations as SyncVectorEnv's."""

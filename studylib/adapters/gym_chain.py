@@ -107,7 +107,9 @@ class ChainRenderer:
             self._env = None
 
 
-class StudylibChainVectorEnv(StudylibVectorEnv):
+# gymnasium's VectorEnv again among the direct bases (already StudylibVectorEnv's): skrl's
+# wrap_env tells gymnasium's API from an env's direct bases alone, and refuses the env otherwise.
+class StudylibChainVectorEnv(StudylibVectorEnv, gymnasium.vector.VectorEnv):
     """``num_envs`` n-link chains of implementation ``impl`` (``links``: n, 1 to 32)."""
 
     metadata = {**StudylibVectorEnv.metadata, "render_fps": 20}  # an environment step is v5's 0.05 s
