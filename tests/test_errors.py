@@ -1,9 +1,15 @@
 """Bad input raises one clear error, before anything big is allocated."""
 
+import copy
+import functools
+import pickle
+
+import gymnasium
 import numpy as np
 import pytest
 
 import studylib
+import studylib.gym_vector  # noqa: F401 (registers the ids)
 from studylib.errors import ConfigError, DeviceUnavailableError, InsufficientMemoryError
 
 
@@ -109,14 +115,6 @@ def test_an_environment_is_not_pickled_or_copied_and_the_error_says_what_travels
     gymnasium's single and vector envs, and copy.copy of them, raise pickle's TypeError with one
     sentence naming what to pass instead; that advice works: a pickled factory makes environments
     that step. (copy.copy of a wrapper is shallow: it shares the environments, as for any object.)"""
-    import copy
-    import functools
-    import pickle
-
-    import gymnasium
-
-    import studylib.gym_vector  # noqa: F401 (registers the ids)
-
     env_id = "studylib/CartPole-v1" if sim == "cartpole" else "studylib/Chain-v0"
     made = [studylib.make(impl, 4, sim=sim), gymnasium.make(env_id, impl=impl),
             gymnasium.make_vec(env_id, num_envs=2, impl=impl)]
