@@ -77,6 +77,37 @@ def test_bad_input_steps_nothing():
         _make("jax", render_mode="ansi")  # rgb_array and human render (tests/test_clients.py)
 
 
+@pytest.mark.parametrize("impl", ["gym", "cpp", "fused"])
+def test_state_is_read_and_set_as_gymnasiums_cartpole_state(impl):
+    """``env.unwrapped.state``, as people use gymnasium's CartPoleEnv's: set to the same states
+    (one a hair inside the angle threshold, one outside the position one), both envs step the same
+    actions to the same states (float32 rounding); read back after a terminating step, it is the
+    terminal CartPole. Anything but four finite floats is refused, nothing set."""
+    ours, theirs = _make(impl), gymnasium.make("CartPole-v1")
+    ours.reset(seed=1), theirs.reset(seed=1)
+    np.testing.assert_allclose(ours.unwrapped.state, theirs.unwrapped.state, rtol=1e-6)
+    ended = []
+    for start in ([0.1, -0.2, 0.2094, 0.5], [-0.3, 1.5, -0.05, -0.8], [2.41, 0.0, 0.0, 0.0]):
+        theirs.reset()  # (gymnasium counts steps past a termination until a reset)
+        ours.unwrapped.state = np.array(start)
+        theirs.unwrapped.state = np.array(start)
+        for action in (1, 0, 0, 1):
+            o, t = ours.step(action), theirs.step(action)
+            np.testing.assert_allclose(o[0], t[0], rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(ours.unwrapped.state, theirs.unwrapped.state, rtol=1e-5, atol=1e-6)
+            assert o[1:3] == t[1:3]
+            if t[2]:  # terminated: the state read back is the terminal one (what gymnasium's holds)
+                break
+        ended.append(t[2])
+    assert ended == [True, False, True]
+    assert ours.unwrapped.state.dtype == np.float64
+    before = ours.unwrapped.env.get_state()
+    for bad in ([0.0, 0.0, 0.0], [0.0, np.nan, 0.0, 0.0], "upright"):
+        with pytest.raises(studylib.ConfigError, match="state must be 4 finite floats"):
+            ours.unwrapped.state = bad
+    np.testing.assert_array_equal(ours.unwrapped.env.get_state(), before)
+
+
 @pytest.mark.parametrize("impl", ["gym", "jax"])
 def test_gymnasiums_sync_vector_env_of_ours(impl):
     """vectorization_mode="sync" builds gymnasium's SyncVectorEnv of our single envs: seeded alike,

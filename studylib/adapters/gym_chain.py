@@ -37,7 +37,8 @@ from ..errors import ConfigError
 from ..sims.chain import ChainParams, dynamics
 from ..sims.chain.model import MAX_EPISODE_STEPS
 from ..sims.chain.episode import RESET_NOISE
-from .gym_vector import RendersItsObservation, StudylibVectorEnv, check_render_mode
+from .gym_vector import StudylibVectorEnv
+from .rendering import RendersItsObservation, check_render_mode
 
 DOUBLE_PENDULUM_ID = "studylib/InvertedDoublePendulum-v5"
 CHAIN_ID = "studylib/Chain-v0"

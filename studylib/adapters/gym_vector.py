@@ -66,6 +66,7 @@ from ..sims.cartpole import CARTPOLE_V1, RESET_HIGH, RESET_LOW, STATE_SIZE
 from ..errors import ConfigError
 from ..envs.registry import make
 from ..settings import MAX_SEED, check_seed, positive_int
+from .rendering import CartPoleRenderer, RendersItsObservation, check_render_mode
 
 ENV_ID = "studylib/CartPole-v1"
 # The implementation's time limit under the single env, whose time limit is gymnasium's TimeLimit
@@ -327,7 +328,7 @@ class StudylibVectorEnv(VectorEnv):
 
     def _new_renderer(self):
         """What draws one env's frame from its observation (``frame(obs)``, ``close()``)."""
-        return _Renderer(self.render_mode)
+        return CartPoleRenderer(self.render_mode)
 
     def close_extras(self, **kwargs):
         if self._renderer is not None:
@@ -335,29 +336,6 @@ class StudylibVectorEnv(VectorEnv):
         self.__dict__.pop("step", None)  # the thin path's, bound to the closed env's buffers
         self._stepper = None
         self.env = None
-
-
-class RendersItsObservation:
-    """A single env's ``render`` (its ``self._obs`` drawn by the renderer ``_new_renderer()`` makes at
-    the first frame; None and gymnasium's warning, naming ``render_id``, without a render mode)."""
-
-    render_id: str
-    _renderer = None
-
-    def render(self):
-        if self.render_mode is None:
-            gymnasium.logger.warn("You are calling render method without specifying any render mode. "
-                                  "You can specify the render_mode at initialization, "
-                                  f'e.g. gymnasium.make("{self.render_id}", render_mode="rgb_array")')
-            return None
-        if self._renderer is None:
-            self._renderer = self._new_renderer()
-        return self._renderer.frame(self._obs)
-
-    def close(self):
-        if self._renderer is not None:
-            self._renderer.close()
-            self._renderer = None
 
 
 class StudylibCartPoleEnv(RendersItsObservation, gymnasium.Env):
@@ -368,7 +346,8 @@ class StudylibCartPoleEnv(RendersItsObservation, gymnasium.Env):
     gymnasium's CartPole-v1's very first state, and ``options`` may set "low"/"high"), the time
     limit is the ``TimeLimit`` wrapper ``make`` adds (the implementation runs without one), and
     the step that terminates returns the terminal observation. Stepping on after that is refused:
-    the implementation has already started its next episode.
+    the implementation has already started its next episode (setting ``state`` first steps on from
+    it). ``state`` reads and sets the CartPole as gymnasium's ``CartPoleEnv.state`` does.
 
     Rendering as gymnasium's CartPole-v1, by its own renderer (needs pygame, as it does): "rgb_array"
     frames of the current observation, (400, 600, 3) uint8; "human" draws them in a window.
@@ -413,28 +392,28 @@ class StudylibCartPoleEnv(RendersItsObservation, gymnasium.Env):
         return self._obs.copy(), float(reward[0]), self._ended, False, {}
 
     def _new_renderer(self):
-        return _Renderer(self.render_mode)
+        return CartPoleRenderer(self.render_mode)
 
+    @property
+    def state(self) -> np.ndarray:
+        """The CartPole (x, x_dot, theta, theta_dot) as gymnasium's ``CartPoleEnv.state``, float64: the
+        current one, or the terminal one after the step that terminated. A copy: assign a whole
+        array to set it (``env.unwrapped.state = ...``, as people set gymnasium's)."""
+        return (self._obs if self._ended else self.env.get_state()[0, :STATE_SIZE]).astype(np.float64)
 
-def check_render_mode(render_mode, supported) -> None:
-    if render_mode is not None and render_mode not in supported:
-        raise ConfigError(f"render_mode {render_mode!r} is not supported; valid: None, {', '.join(map(repr, supported))}")
-
-
-class _Renderer:
-    """gymnasium's CartPole-v1 renderer (``CartPoleEnv.render``) drawing the observations we give it."""
-
-    def __init__(self, render_mode: str):
-        from gymnasium.envs.classic_control.cartpole import CartPoleEnv
-
-        self._env = CartPoleEnv(render_mode=render_mode)
-
-    def frame(self, obs):
-        self._env.state = np.asarray(obs, dtype=np.float64)
-        return self._env.render()
-
-    def close(self) -> None:
-        self._env.close()
+    @state.setter
+    def state(self, value) -> None:
+        """Step on from this CartPole (four finite floats; the carried floats of S > 1 stay)."""
+        try:
+            value = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError):
+            value = None
+        if value is None or value.shape != (STATE_SIZE,) or not np.all(np.isfinite(value)):
+            raise ConfigError(f"state must be {STATE_SIZE} finite floats (x, x_dot, theta, theta_dot), got {value!r}")
+        row = self.env.get_state().astype(np.float64)
+        row[0, :STATE_SIZE] = value
+        self.env.set_state(row)
+        self._obs, self._ended = value.astype(np.float32), False
 
 
 def register() -> None:

@@ -27,8 +27,6 @@ by transition but not in their reset draws.
 
 from __future__ import annotations
 
-from functools import partial
-
 import jax
 import jax.numpy as jnp
 from flax import struct
