@@ -57,7 +57,14 @@ def test_the_n2_id_is_v5s_shape_and_threshold():
     assert np.all(ours.action_space.low == theirs.action_space.low)
 
 
-@pytest.mark.parametrize("env_id", ["studylib/CartPole-v1", "studylib/InvertedDoublePendulum-v5", "studylib/Chain-v0"])
+STUDYLIB_IDS = sorted(env_id for env_id in gymnasium.registry if env_id.startswith("studylib/"))
+
+
+def test_the_registered_ids_are_the_three_documented():
+    assert STUDYLIB_IDS == ["studylib/CartPole-v1", "studylib/Chain-v0", "studylib/InvertedDoublePendulum-v5"]
+
+
+@pytest.mark.parametrize("env_id", STUDYLIB_IDS)  # every id registered, a new simulator's too
 def test_every_id_names_gymnasiums_class_among_its_direct_bases(env_id):
     """skrl's ``wrap_env`` (wrapper "auto") tells an env's API from its class's direct bases and
     its ``unwrapped``'s, and refuses the env where none is gymnasium's: each id's vector env and

@@ -371,10 +371,7 @@ class StudylibCartPoleEnv(RendersItsObservation, gymnasium.Env):
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         low, high = maybe_parse_reset_bounds(options, RESET_LOW, RESET_HIGH)
-        state = _draw_rows(self.np_random, (self.env.row_len,), low, high)
-        self.env.set_state(state[None])
-        self._ended = False
-        self._obs = state[:STATE_SIZE].astype(np.float32)
+        self._start_from(_draw_rows(self.np_random, (self.env.row_len,), low, high))
         if self.render_mode == "human":  # as gymnasium's CartPoleEnv: a human-mode frame per call
             self.render()
         return self._obs.copy(), {}
@@ -410,10 +407,14 @@ class StudylibCartPoleEnv(RendersItsObservation, gymnasium.Env):
             value = None
         if value is None or value.shape != (STATE_SIZE,) or not np.all(np.isfinite(value)):
             raise ConfigError(f"state must be {STATE_SIZE} finite floats (x, x_dot, theta, theta_dot), got {value!r}")
-        row = self.env.get_state().astype(np.float64)
-        row[0, :STATE_SIZE] = value
-        self.env.set_state(row)
-        self._obs, self._ended = value.astype(np.float32), False
+        row = self.env.get_state()[0].astype(np.float64)
+        row[:STATE_SIZE] = value
+        self._start_from(row)
+
+    def _start_from(self, row: np.ndarray) -> None:
+        """The implementation's one environment at ``row`` (R floats), stepping from it: reset and ``state``."""
+        self.env.set_state(row[None])
+        self._obs, self._ended = row[:STATE_SIZE].astype(np.float32), False
 
 
 def register() -> None:
