@@ -4,6 +4,7 @@ functions inside jit and vmap."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -23,6 +24,7 @@ import studylib
 import studylib.gym_vector  # noqa: F401  (registers the ids)
 import studylib.adapters.jax_chain as jax_chain
 from studylib.errors import ConfigError
+from tests.conftest import IMPL_PARAMS
 
 USING = Path(__file__).resolve().parents[1] / "book" / "using.md"
 
@@ -73,6 +75,54 @@ def test_every_id_names_gymnasiums_class_among_its_direct_bases(env_id):
     for cls in (type(envs), type(envs.unwrapped), type(env.unwrapped)):
         assert any(base.__module__.startswith("gymnasium.") for base in cls.__bases__), cls.__bases__
     envs.close()
+    env.close()
+
+
+@functools.cache
+def v5_transitions(count=200):
+    """gymnasium's own InvertedDoublePendulum-v5 from ``count`` states off the slider limit (|x| <
+    0.3, hinges in ±0.6, qvel in ±1) under controls in ±1: (qpos, qvel, ctrl, observations,
+    rewards, terminated, next states, tip heights), each after set_state, as a comparison is written."""
+    v5 = gymnasium.make("InvertedDoublePendulum-v5").unwrapped
+    v5.reset(seed=1)
+    rng = np.random.default_rng(3)
+    qpos = np.stack((rng.uniform(-0.3, 0.3, count), rng.uniform(-0.6, 0.6, count), rng.uniform(-0.6, 0.6, count)), 1)
+    qvel, ctrl = rng.uniform(-1, 1, (count, 3)), rng.uniform(-1, 1, count)
+    out = []
+    for i in range(count):
+        v5.set_state(qpos[i], qvel[i])
+        obs, reward, terminated, _, _ = v5.step(ctrl[i:i + 1])
+        out.append((obs, reward, terminated, v5.state_vector(), v5.data.site_xpos[0][2]))
+    v5.close()
+    return (qpos, qvel, ctrl, *(np.array(column) for column in zip(*out)))
+
+
+# torch-compile's chain step is torch's (test_chain_envs.py compares them); compiling it costs 45-70 s here
+@pytest.mark.parametrize("impl", [p for p in IMPL_PARAMS if p.values[0] != "torch-compile"])
+def test_the_n2_id_steps_as_gymnasiums_v5_from_the_same_states(impl):
+    """Code written for gymnasium's MujocoEnv (``unwrapped.set_state(qpos, qvel)``, ``step``,
+    ``state_vector()``, ``dt``) runs on the id and gives v5's transitions: observation, reward and
+    next state within float32 rounding (measured, 200 states: at most 1.7e-6 relative, the gym
+    implementation 1.1e-7), the same terminations (40 of 200 here)."""
+    qpos, qvel, ctrl, obs, reward, terminated, state, y = v5_transitions()
+    env = gymnasium.make("studylib/InvertedDoublePendulum-v5", impl=impl).unwrapped
+    assert env.dt == pytest.approx(0.05)
+    for i in range(len(ctrl)):
+        env.set_state(qpos[i], qvel[i])
+        o, r, t, tr, _ = env.step(np.array([ctrl[i]], np.float32))
+        assert abs(y[i] - 1.0) < 1e-4 or t == terminated[i], (i, y[i])
+        np.testing.assert_allclose(o, obs[i], rtol=2e-5, atol=2e-5)
+        assert r == pytest.approx(reward[i], rel=5e-6, abs=5e-6) and not tr
+        if t:
+            with pytest.raises(ConfigError, match="terminated"):
+                env.state_vector()
+        else:
+            np.testing.assert_allclose(env.state_vector(), state[i], rtol=2e-5, atol=2e-5)
+    assert 0 < terminated.sum() < len(ctrl)
+    with pytest.raises(ConfigError, match="3 finite floats each"):
+        env.set_state(qpos[0], np.append(qvel[0], 0.0))
+    with pytest.raises(ConfigError, match="finite"):
+        env.set_state(np.full(3, np.nan), qvel[0])
     env.close()
 
 

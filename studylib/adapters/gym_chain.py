@@ -147,7 +147,9 @@ class StudylibChainEnv(RendersItsObservation, gymnasium.Env):
     gymnasium's InvertedDoublePendulum-v5: ``reset`` draws from ``self.np_random`` (v5's
     distribution), the time limit is the ``TimeLimit`` wrapper ``make`` adds, the step that
     terminates returns the terminal observation; stepping on after it is refused (the
-    implementation has started its next episode). ``render_mode="rgb_array"``: ``ChainRenderer``'s
+    implementation has started its next episode). ``set_state(qpos, qvel)``, ``state_vector()`` and
+    ``dt`` are ``MujocoEnv``'s, so code that compares transitions with gymnasium's v5 from the same
+    states runs unchanged on ``env.unwrapped``. ``render_mode="rgb_array"``: ``ChainRenderer``'s
     frame of the current observation, (480, 480, 3) uint8 (MujocoEnv's default size)."""
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
@@ -165,18 +167,48 @@ class StudylibChainEnv(RendersItsObservation, gymnasium.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        state = draw_chain_rows(self.np_random, 1, self.params)
-        self.env.set_state(state)
-        self._ended = False
-        self._obs = dynamics.observation(state, self.params)[0].astype(np.float32)
+        self._start_from(draw_chain_rows(self.np_random, 1, self.params))
         return self._obs.copy(), {}
+
+    @property
+    def dt(self) -> float:
+        """Simulated seconds per step, as ``MujocoEnv.dt`` (timestep × frame_skip: v5's 0.05 s)."""
+        return self.params.timestep * self.params.frame_skip
+
+    def set_state(self, qpos, qvel) -> None:
+        """As gymnasium's ``MujocoEnv.set_state``: the chain at ``qpos`` (cart x, then the n hinge
+        angles) and ``qvel`` (n + 1 each, finite), stepping on from there (an episode that had
+        terminated goes on from the new state; the time limit's count is the ``TimeLimit``
+        wrapper's, which this does not touch, as in gymnasium)."""
+        n1 = self.params.links + 1
+        qpos, qvel = (np.asarray(v, dtype=np.float64).reshape(-1) for v in (qpos, qvel))
+        if qpos.shape != (n1,) or qvel.shape != (n1,) or not (np.isfinite(qpos).all() and np.isfinite(qvel).all()):
+            raise ConfigError(f"set_state takes qpos and qvel of {n1} finite floats each (links = {n1 - 1}), "
+                              f"got shapes {qpos.shape} and {qvel.shape}")
+        self._start_from(np.concatenate([qpos, qvel])[None])
+
+    def state_vector(self) -> np.ndarray:
+        """As gymnasium's ``MujocoEnv.state_vector``: (qpos, qvel), 2n + 2 floats (float64; the
+        implementation's own precision). After the step that terminated, the implementation has
+        begun its next episode and the terminal state is gone (its observation is what that step
+        returned): a ConfigError, as stepping on is."""
+        if self._ended:
+            raise ConfigError("the episode has terminated (or reset() was never called): its state is gone, "
+                              "call reset() or set_state() first")
+        return self.env.get_state()[0].astype(np.float64)
+
+    def _start_from(self, rows: np.ndarray) -> None:
+        """The implementation's one environment at state ``rows`` (1, 2n + 2), stepping from it: reset and set_state."""
+        self.env.set_state(rows)
+        self._ended = False
+        self._obs = dynamics.observation(rows, self.params)[0].astype(np.float32)
 
     def step(self, action):
         action = np.asarray(action, dtype=np.float32).reshape(-1)
         if action.shape != (1,) or not self.action_space.contains(action):
             raise ConfigError(f"action must be one float in [-1, 1] (Box(-1, 1, (1,))), got {action!r}")
         if self._ended:
-            raise ConfigError("the episode has terminated (or reset() was never called): call reset() first")
+            raise ConfigError("the episode has terminated (or reset() was never called): call reset() (or set_state()) first")
         _, reward, terminated, _ = self.env.step(action)
         self._ended = bool(terminated[0])
         self._obs = self.env.final_obs()[0].copy()
