@@ -123,6 +123,8 @@ def test_the_n2_id_steps_as_gymnasiums_v5_from_the_same_states(impl):
         env.set_state(qpos[0], np.append(qvel[0], 0.0))
     with pytest.raises(ConfigError, match="finite"):
         env.set_state(np.full(3, np.nan), qvel[0])
+    with pytest.raises(ConfigError, match="3 finite floats each"):
+        env.set_state("upright", qvel[0])
     env.close()
 
 

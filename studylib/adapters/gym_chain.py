@@ -181,10 +181,13 @@ class StudylibChainEnv(RendersItsObservation, gymnasium.Env):
         terminated goes on from the new state; the time limit's count is the ``TimeLimit``
         wrapper's, which this does not touch, as in gymnasium)."""
         n1 = self.params.links + 1
-        qpos, qvel = (np.asarray(v, dtype=np.float64).reshape(-1) for v in (qpos, qvel))
+        wanted = f"set_state takes qpos and qvel of {n1} finite floats each (links = {n1 - 1})"
+        try:
+            qpos, qvel = (np.asarray(v, dtype=np.float64).reshape(-1) for v in (qpos, qvel))
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"{wanted}: {e}") from None
         if qpos.shape != (n1,) or qvel.shape != (n1,) or not (np.isfinite(qpos).all() and np.isfinite(qvel).all()):
-            raise ConfigError(f"set_state takes qpos and qvel of {n1} finite floats each (links = {n1 - 1}), "
-                              f"got shapes {qpos.shape} and {qvel.shape}")
+            raise ConfigError(f"{wanted}, got shapes {qpos.shape} and {qvel.shape}")
         self._start_from(np.concatenate([qpos, qvel])[None])
 
     def state_vector(self) -> np.ndarray:
