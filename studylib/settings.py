@@ -131,7 +131,8 @@ class EnvSettings:
         record = sims.sim(self.sim)
         for knob in sims.KNOBS:
             if knob not in record.knobs and getattr(self, knob) != 1:
-                raise ConfigError(f"simulator {record.name!r} takes no {knob} (its knobs: {', '.join(record.knobs)})")
+                has = f"its knobs: {', '.join(record.knobs)}" if record.knobs else "it has neither S nor C"
+                raise ConfigError(f"simulator {record.name!r} takes no {knob} ({has})")
         params = record.default_params if self.params is None else self.params
         if not isinstance(params, record.params_type):
             raise ConfigError(f"params must be a {record.params_type.__name__}, got {type(params).__name__}")

@@ -237,5 +237,5 @@ def test_a_chain_point_is_measured_and_keyed_by_its_links():
     assert (row["sim"], row["links"], row["impl"], row["device"]) == ("chain", 3, "torch", "cpu")
     assert row["samples_per_s"] > 0 and row["episodes_finished"] > 0
     assert point_key(row) == point_key(a.flat())
-    with pytest.raises(ConfigError, match="takes no state_factor"):
+    with pytest.raises(ConfigError, match=r"takes no state_factor \(it has neither S nor C\)$"):
         MeasurePoint.of("torch", 8, 1, sim="chain", policy="none", state_factor=2)
