@@ -131,12 +131,15 @@ def test_data_check_lists_snapshots_and_fails_on_a_stale_one(tmp_path, monkeypat
     assert code == 1 and "amd-epyc_2c_nogpu: STALE" in text and "identity incomplete" in text
 
 
-def test_data_check_from_the_command_line(tmp_path):
+def test_data_check_from_the_command_line(tmp_path, capsys):
     from studylib.__main__ import main
 
     assert main(["data", "check", "--data-dir", str(tmp_path / "absent")]) == 2
     assert main(["data", "frobnicate"]) == 2
     assert main(["data", "check", "--data-dir", str(tmp_path)]) == 0  # an empty folder: nothing stale
+    capsys.readouterr()
+    assert main(["data", "check", "--machine", "x"]) == 2  # one line, as every other command's bad input
+    assert capsys.readouterr().err == "error: python -m studylib data: unrecognized arguments: --machine x\n"
 
 
 def test_data_check_judges_the_committed_snapshot_not_the_local_copy(repo_with_snapshot, monkeypatch):

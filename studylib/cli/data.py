@@ -11,12 +11,12 @@ no snapshot serves is not an error: a build measures it).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections import defaultdict
 
 from ..errors import StudyError
+from .options import EXIT_USAGE, OneLineParser, UsageError
 
 
 def unmeasured(preset: str, data_dir) -> tuple[dict, dict]:
@@ -72,16 +72,19 @@ def main(argv=None, out=None) -> int:
     from ..harness.data.snapshots import snapshots
 
     out = out or sys.stdout
-    parser = argparse.ArgumentParser(prog="python -m studylib data", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command")
+    parser = OneLineParser(prog="python -m studylib data", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", parser_class=OneLineParser)
     check = sub.add_parser("check", help="list the machine snapshots, the rows today's code would not reuse, "
                                          "and whether a snapshot serves this machine")
     check.add_argument("--data-dir", default=None,
                        help="data folder (default: $STUDYLIB_DATA_DIR, else the repository's data/)")
     try:
         args = parser.parse_args(argv)
-    except SystemExit as e:
-        return e.code if isinstance(e.code, int) else 2
+    except SystemExit as e:  # --help
+        return e.code if isinstance(e.code, int) else 0
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
     if args.command != "check":
         print("python -m studylib data: choose a command: check", file=sys.stderr)
         return 2
