@@ -148,6 +148,21 @@ def test_vector_wrappers_run_as_gymnasiums_do():
     assert "final_obs" in info and info["final_obs"][np.flatnonzero(terminated | truncated)[0]].shape == (9,)
 
 
+@pytest.mark.parametrize("env_id", STUDYLIB_IDS)
+def test_sb3s_env_checker_passes_every_id_without_a_warning(env_id):
+    """Stable-Baselines3's own ``check_env`` (what its users run before training), warnings as
+    errors: the spaces, dtypes, reset and step signatures SB3 expects, for every registered id."""
+    import warnings
+
+    from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+    env = gymnasium.make(env_id, impl="cpp")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sb3_check_env(env, warn=True, skip_render_check=True)
+    env.close()
+
+
 def test_sb3_makes_the_id_and_learns_a_few_steps():
     from stable_baselines3 import PPO
 
