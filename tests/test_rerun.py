@@ -60,6 +60,11 @@ def test_refusal_exits_2_and_writes_nothing(capsys, monkeypatch):
     assert rerun.main(["rerun", "vectorization", "-p", "nosuch", "3", "--no-build"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "its parameters: preset, num_envs" in err
+    # argparse's refusals too: one line, exit status 2 (no usage block), as python -m studylib's
+    for argv in (["rerun", "nosuch"], ["rerun"], ["rerun", "vectorization", "-p", "num_envs"], ["frob"]):
+        assert rerun.main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith("error: python -m studylib.book") and err.count("\n") == 1, (argv, err)
     assert {p.name: p.read_bytes() for p in BOOK.glob("*.md")} == before
 
 

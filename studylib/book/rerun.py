@@ -114,11 +114,11 @@ def _literal(v: str):
 
 
 def build_parser():
-    import argparse
+    from ..cli.options import OneLineParser
 
-    ap = argparse.ArgumentParser(prog="python -m studylib.book",
-                                 description="Rerun one chapter of the book with new parameters (papermill), then rebuild.")
-    sub = ap.add_subparsers(dest="cmd", required=True)
+    ap = OneLineParser(prog="python -m studylib.book",
+                       description="Rerun one chapter of the book with new parameters (papermill), then rebuild.")
+    sub = ap.add_subparsers(dest="cmd", required=True, parser_class=OneLineParser)
     r = sub.add_parser("rerun", help="papermill one chapter with parameters, keep them in the chapter, rebuild the book")
     r.add_argument("chapter", choices=rerunnable_chapters())
     r.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
@@ -130,8 +130,8 @@ def build_parser():
 
 def main(argv=None) -> int:
     """The command line; exit status 0, or 2 with one line on stderr for parameters refused."""
-    a = build_parser().parse_args(argv)
     try:
+        a = build_parser().parse_args(argv)
         rerun(a.chapter, {k: _literal(v) for k, v in a.parameter}, build=not a.no_build, reset=a.reset)
     except StudyError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -19,24 +19,14 @@ import argparse
 import json
 import sys
 
+from ..cli.options import EXIT_USAGE, OneLineParser, UsageError
 from ..errors import StudyError
 from .chain.settings import CHAIN_TRAINERS
 from .settings import COLLECTORS, PEER_TRAINERS, TRAINERS, collector_spec
 
-EXIT_USAGE = 2
-
-
-class _UsageError(StudyError):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line instead of argparse's usage block
-        raise _UsageError(f"{self.prog}: {message}")
-
 
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m studylib.train", description="PPO on CartPole-v1 with one collector, until solved.")
+    p = OneLineParser(prog="python -m studylib.train", description="PPO on CartPole-v1 with one collector, until solved.")
     p.add_argument("--collector", required=True, metavar="NAME",
                    help=f"one of {', '.join(COLLECTORS)} (jax: the fully jitted JAX PPO); peers: {', '.join(PEER_TRAINERS)}")
     p.add_argument("--num-envs", type=int, default=None, metavar="N", help="environments per update (default: the settings')")
@@ -66,9 +56,9 @@ def _preflight(args):
             check_save_path(args.save)
         return run
     if args.links is not None:
-        raise _UsageError("--links is the chain's: give it with --sim chain")
+        raise UsageError("--links is the chain's: give it with --sim chain")
     if args.collector not in TRAINERS:
-        raise _UsageError(f"unknown collector {args.collector!r}; valid: {', '.join(COLLECTORS)} "
+        raise UsageError(f"unknown collector {args.collector!r}; valid: {', '.join(COLLECTORS)} "
                           f"(peers: {', '.join(PEER_TRAINERS)})")
     run = TrainRun(args.collector, args.num_envs, seed=args.seed, max_seconds=args.max_seconds)
     if not run.is_peer and collector_spec(run.collector).gpu_only:
