@@ -140,6 +140,7 @@ def test_data_check_from_the_command_line(tmp_path, capsys):
     capsys.readouterr()
     assert main(["data", "check", "--machine", "x"]) == 2  # one line, as every other command's bad input
     assert capsys.readouterr().err == "error: python -m studylib data: unrecognized arguments: --machine x\n"
+    assert main(["data"]) == 2 and capsys.readouterr().err == "error: python -m studylib data: choose a command: check\n"
 
 
 def test_data_check_judges_the_committed_snapshot_not_the_local_copy(repo_with_snapshot, monkeypatch):

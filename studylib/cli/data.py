@@ -86,8 +86,8 @@ def main(argv=None, out=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
     if args.command != "check":
-        print("python -m studylib data: choose a command: check", file=sys.stderr)
-        return 2
+        print("error: python -m studylib data: choose a command: check", file=sys.stderr)
+        return EXIT_USAGE
     root = resolve_data_dir(args.data_dir)
     if not root.is_dir():
         print(f"error: no data folder {str(root)!r}", file=sys.stderr)
