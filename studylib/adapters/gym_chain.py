@@ -167,7 +167,7 @@ class StudylibChainEnv(RendersItsObservation, gymnasium.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        self._start_from(draw_chain_rows(self.np_random, 1, self.params))
+        self._start_from(draw_chain_rows(self.np_random, 1, self.params)[0])
         return self._obs.copy(), {}
 
     @property
@@ -188,7 +188,7 @@ class StudylibChainEnv(RendersItsObservation, gymnasium.Env):
             raise ConfigError(f"{wanted}: {e}") from None
         if qpos.shape != (n1,) or qvel.shape != (n1,) or not (np.isfinite(qpos).all() and np.isfinite(qvel).all()):
             raise ConfigError(f"{wanted}, got shapes {qpos.shape} and {qvel.shape}")
-        self._start_from(np.concatenate([qpos, qvel])[None])
+        self._start_from(np.concatenate([qpos, qvel]))
 
     def state_vector(self) -> np.ndarray:
         """As gymnasium's ``MujocoEnv.state_vector``: (qpos, qvel), 2n + 2 floats (float64; the
@@ -200,11 +200,11 @@ class StudylibChainEnv(RendersItsObservation, gymnasium.Env):
                               "call reset() or set_state() first")
         return self.env.get_state()[0].astype(np.float64)
 
-    def _start_from(self, rows: np.ndarray) -> None:
-        """The implementation's one environment at state ``rows`` (1, 2n + 2), stepping from it: reset and set_state."""
-        self.env.set_state(rows)
-        self._ended = False
-        self._obs = dynamics.observation(rows, self.params)[0].astype(np.float32)
+    def _start_from(self, row: np.ndarray) -> None:
+        """The implementation's one environment at ``row`` (2n + 2 floats), stepping from it: reset and set_state
+        (as the CartPole single env's)."""
+        self.env.set_state(row[None])
+        self._obs, self._ended = dynamics.observation(row, self.params).astype(np.float32), False
 
     def step(self, action):
         action = np.asarray(action, dtype=np.float32).reshape(-1)
