@@ -25,6 +25,7 @@ import studylib.gym_vector  # noqa: F401  (registers the ids)
 import studylib.adapters.jax_chain as jax_chain
 from studylib.errors import ConfigError
 from tests.conftest import IMPL_PARAMS
+from tests.test_chain_conformance import v5_off_limit_inputs
 
 USING = Path(__file__).resolve().parents[1] / "book" / "using.md"
 
@@ -80,14 +81,12 @@ def test_every_id_names_gymnasiums_class_among_its_direct_bases(env_id):
 
 @functools.cache
 def v5_transitions(count=200):
-    """gymnasium's own InvertedDoublePendulum-v5 from ``count`` states off the slider limit (|x| <
-    0.3, hinges in ±0.6, qvel in ±1) under controls in ±1: (qpos, qvel, ctrl, observations,
-    rewards, terminated, next states, tip heights), each after set_state, as a comparison is written."""
+    """gymnasium's own InvertedDoublePendulum-v5 from ``count`` states off the slider limit (the
+    conformance test's ``v5_off_limit_inputs``): (qpos, qvel, ctrl, observations, rewards,
+    terminated, next states, tip heights), each after set_state, as a comparison is written."""
     v5 = gymnasium.make("InvertedDoublePendulum-v5").unwrapped
     v5.reset(seed=1)
-    rng = np.random.default_rng(3)
-    qpos = np.stack((rng.uniform(-0.3, 0.3, count), rng.uniform(-0.6, 0.6, count), rng.uniform(-0.6, 0.6, count)), 1)
-    qvel, ctrl = rng.uniform(-1, 1, (count, 3)), rng.uniform(-1, 1, count)
+    qpos, qvel, ctrl = v5_off_limit_inputs(count)
     out = []
     for i in range(count):
         v5.set_state(qpos[i], qvel[i])

@@ -113,6 +113,14 @@ def test_timestep_and_frame_skip_are_the_rules(n):
     assert env.model.opt.integrator == mujoco.mjtIntegrator.mjINT_RK4 and env.model.nq == n + 1
 
 
+def v5_off_limit_inputs(count: int, seed: int = 3):
+    """(qpos, qvel, ctrl) of ``count`` transitions of the two-link chain that keep the cart off v5's
+    slider limit: x in ±0.3, the hinges in ±0.6, qvel in ±1, controls in ±1."""
+    rng = np.random.default_rng(seed)
+    qpos = np.stack((rng.uniform(-0.3, 0.3, count), rng.uniform(-0.6, 0.6, count), rng.uniform(-0.6, 0.6, count)), 1)
+    return qpos, rng.uniform(-1, 1, (count, 3)), rng.uniform(-1, 1, count)
+
+
 def test_at_two_links_the_step_is_gymnasiums_inverted_double_pendulum_v5():
     """gymnasium's own InvertedDoublePendulum-v5 (its file, its slider limit in) and ChainMujocoEnv(2)
     from the same states, the cart kept off the limit (|x| < 0.3 and its next |x| < 0.99, so v5's
@@ -121,11 +129,8 @@ def test_at_two_links_the_step_is_gymnasiums_inverted_double_pendulum_v5():
     v5 = gymnasium.make("InvertedDoublePendulum-v5").unwrapped
     ours = ChainMujocoEnv(links=2)
     v5.reset(seed=1), ours.reset(seed=1)
-    rng = np.random.default_rng(3)
     count = 300
-    qpos = np.stack((rng.uniform(-0.3, 0.3, count), rng.uniform(-0.6, 0.6, count), rng.uniform(-0.6, 0.6, count)), 1)
-    qvel = rng.uniform(-1, 1, (count, 3))
-    ctrl = rng.uniform(-1, 1, count)
+    qpos, qvel, ctrl = v5_off_limit_inputs(count)
     terminated = 0
     for i in range(count):
         results = []
