@@ -59,9 +59,10 @@ def test_time_limit_and_reset_options():
 
 
 def test_bad_input_steps_nothing():
-    env = _make("jax")
-    with pytest.raises(studylib.ConfigError, match="call reset"):
+    env = _make("jax", render_mode="rgb_array")
+    with pytest.raises(studylib.ConfigError, match="reset\\(\\) was never called"):
         env.unwrapped.step(0)  # before any reset (gymnasium's OrderEnforcing also refuses)
+    assert env.unwrapped.render() is None  # nothing to draw yet, as gymnasium's CartPole-v1
     env.reset(seed=0)
     state = env.unwrapped.env.get_state()
     for action in (2, 0.5, -1, np.array([0, 1]), "left"):
@@ -71,7 +72,7 @@ def test_bad_input_steps_nothing():
     env.unwrapped.env.set_state(np.array([[2.399, 1.0, 0.0, 0.0]]))
     obs, reward, terminated, truncated, _ = env.step(1)
     assert terminated and obs[0] > 2.4 and reward == 1.0  # the terminal observation
-    with pytest.raises(studylib.ConfigError, match="terminated"):
+    with pytest.raises(studylib.ConfigError, match=r"terminated .* call reset\(\) \(or set state\) before step"):
         env.step(1)  # the implementation already started its next episode: refused
     with pytest.raises(studylib.ConfigError, match="render_mode"):
         _make("jax", render_mode="ansi")  # rgb_array and human render (tests/test_clients.py)
@@ -84,6 +85,7 @@ def test_state_is_read_and_set_as_gymnasiums_cartpole_state(impl):
     actions to the same states (float32 rounding); read back after a terminating step, it is the
     terminal CartPole. Anything but four finite floats is refused, nothing set."""
     ours, theirs = _make(impl), gymnasium.make("CartPole-v1")
+    assert ours.unwrapped.state is None and theirs.unwrapped.state is None  # before the first reset
     ours.reset(seed=1), theirs.reset(seed=1)
     np.testing.assert_allclose(ours.unwrapped.state, theirs.unwrapped.state, rtol=1e-6)
     ended = []

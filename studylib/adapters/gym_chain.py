@@ -38,7 +38,8 @@ from ..sims.chain import ChainParams, dynamics
 from ..sims.chain.model import MAX_EPISODE_STEPS
 from ..sims.chain.episode import RESET_NOISE
 from .gym_vector import StudylibVectorEnv
-from .rendering import RendersItsObservation, check_render_mode
+from .gym_single import OneEnvOfAnImplementation
+from .rendering import check_render_mode
 
 DOUBLE_PENDULUM_ID = "studylib/InvertedDoublePendulum-v5"
 CHAIN_ID = "studylib/Chain-v0"
@@ -142,18 +143,21 @@ class StudylibChainVectorEnv(StudylibVectorEnv, gymnasium.vector.VectorEnv):
         return ChainRenderer(self._chain, self.render_mode)
 
 
-class StudylibChainEnv(RendersItsObservation, gymnasium.Env):
+# gymnasium's Env again among the direct bases (already OneEnvOfAnImplementation's): skrl's
+# wrap_env tells gymnasium's API from an env's direct bases alone.
+class StudylibChainEnv(OneEnvOfAnImplementation, gymnasium.Env):
     """One n-link chain: implementation ``impl`` with ``num_envs=1``, for ``gymnasium.make``. As
     gymnasium's InvertedDoublePendulum-v5: ``reset`` draws from ``self.np_random`` (v5's
     distribution), the time limit is the ``TimeLimit`` wrapper ``make`` adds, the step that
-    terminates returns the terminal observation; stepping on after it is refused (the
-    implementation has started its next episode). ``set_state(qpos, qvel)``, ``state_vector()`` and
-    ``dt`` are ``MujocoEnv``'s, so code that compares transitions with gymnasium's v5 from the same
-    states runs unchanged on ``env.unwrapped``. ``render_mode="rgb_array"``: ``ChainRenderer``'s
-    frame of the current observation, (480, 480, 3) uint8 (MujocoEnv's default size)."""
+    terminates returns the terminal observation; stepping on after it is refused (gym_single.py).
+    ``set_state(qpos, qvel)``, ``state_vector()`` and ``dt`` are ``MujocoEnv``'s, so code that
+    compares transitions with gymnasium's v5 from the same states runs unchanged on
+    ``env.unwrapped``. ``render_mode="rgb_array"``: ``ChainRenderer``'s frame of the current
+    observation, (480, 480, 3) uint8 (MujocoEnv's default size)."""
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
     render_id = CHAIN_ID
+    restart = "reset() or set_state()"
 
     def __init__(self, impl: str = "cpp", *, links: int = 2, device=None, render_mode: str | None = None):
         check_render_mode(render_mode, self.metadata["render_modes"])
@@ -162,13 +166,17 @@ class StudylibChainEnv(RendersItsObservation, gymnasium.Env):
         self.env = make(impl, 1, device=device, sim="chain", params=self.params)
         self.render_mode = render_mode
         self.observation_space, self.action_space = chain_spaces(self.params)
-        self._obs = np.zeros(self.params.observation_size, np.float32)  # what render() draws
-        self._ended = True  # until the first reset
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         self._start_from(draw_chain_rows(self.np_random, 1, self.params)[0])
         return self._obs.copy(), {}
+
+    def step(self, action):
+        action = np.asarray(action, dtype=np.float32).reshape(-1)
+        if action.shape != (1,) or not self.action_space.contains(action):
+            raise ConfigError(f"action must be one float in [-1, 1] (Box(-1, 1, (1,))), got {action!r}")
+        return self._step_one(action)
 
     @property
     def dt(self) -> float:
@@ -192,30 +200,13 @@ class StudylibChainEnv(RendersItsObservation, gymnasium.Env):
 
     def state_vector(self) -> np.ndarray:
         """As gymnasium's ``MujocoEnv.state_vector``: (qpos, qvel), 2n + 2 floats (float64; the
-        implementation's own precision). After the step that terminated, the implementation has
-        begun its next episode and the terminal state is gone (its observation is what that step
-        returned): a ConfigError, as stepping on is."""
-        if self._ended:
-            raise ConfigError("the episode has terminated (or reset() was never called): its state is gone, "
-                              "call reset() or set_state() first")
+        implementation's own precision). After the step that terminated, the terminal state is
+        gone (its observation is what that step returned): a ConfigError, as stepping on is."""
+        self._refuse_unless_running("state_vector()")
         return self.env.get_state()[0].astype(np.float64)
 
-    def _start_from(self, row: np.ndarray) -> None:
-        """The implementation's one environment at ``row`` (2n + 2 floats), stepping from it: reset and set_state
-        (as the CartPole single env's)."""
-        self.env.set_state(row[None])
-        self._obs, self._ended = dynamics.observation(row, self.params).astype(np.float32), False
-
-    def step(self, action):
-        action = np.asarray(action, dtype=np.float32).reshape(-1)
-        if action.shape != (1,) or not self.action_space.contains(action):
-            raise ConfigError(f"action must be one float in [-1, 1] (Box(-1, 1, (1,))), got {action!r}")
-        if self._ended:
-            raise ConfigError("the episode has terminated (or reset() was never called): call reset() (or set_state()) first")
-        _, reward, terminated, _ = self.env.step(action)
-        self._ended = bool(terminated[0])
-        self._obs = self.env.final_obs()[0].copy()
-        return self._obs.copy(), float(reward[0]), self._ended, False, {}
+    def _observe(self, row: np.ndarray) -> np.ndarray:
+        return dynamics.observation(row, self.params).astype(np.float32)
 
     def _new_renderer(self):
         return ChainRenderer(self.params, self.render_mode)

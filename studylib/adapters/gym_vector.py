@@ -66,7 +66,8 @@ from ..sims.cartpole import CARTPOLE_V1, RESET_HIGH, RESET_LOW, STATE_SIZE
 from ..errors import ConfigError
 from ..envs.registry import make
 from ..settings import MAX_SEED, check_seed, positive_int
-from .rendering import CartPoleRenderer, RendersItsObservation, check_render_mode
+from .gym_single import OneEnvOfAnImplementation
+from .rendering import CartPoleRenderer, check_render_mode
 
 ENV_ID = "studylib/CartPole-v1"
 # The implementation's time limit under the single env, whose time limit is gymnasium's TimeLimit
@@ -338,16 +339,18 @@ class StudylibVectorEnv(VectorEnv):
         self.env = None
 
 
-class StudylibCartPoleEnv(RendersItsObservation, gymnasium.Env):
+# gymnasium's Env again among the direct bases (already OneEnvOfAnImplementation's): skrl's
+# wrap_env tells gymnasium's API from an env's direct bases alone.
+class StudylibCartPoleEnv(OneEnvOfAnImplementation, gymnasium.Env):
     """One CartPole-v1 environment: implementation ``impl`` with ``num_envs=1``, for
     ``gymnasium.make`` (``check_env``, single-env wrappers, ``SyncVectorEnv``).
 
     As gymnasium's CartPoleEnv: ``reset`` draws the state from ``self.np_random`` (so a seed gives
     gymnasium's CartPole-v1's very first state, and ``options`` may set "low"/"high"), the time
     limit is the ``TimeLimit`` wrapper ``make`` adds (the implementation runs without one), and
-    the step that terminates returns the terminal observation. Stepping on after that is refused:
-    the implementation has already started its next episode (setting ``state`` first steps on from
-    it). ``state`` reads and sets the CartPole as gymnasium's ``CartPoleEnv.state`` does.
+    the step that terminates returns the terminal observation. Stepping on after that is refused
+    (gym_single.py; setting ``state`` first steps on from it). ``state`` reads and sets the CartPole
+    as gymnasium's ``CartPoleEnv.state`` does (None before the first reset, as there).
 
     Rendering as gymnasium's CartPole-v1, by its own renderer (needs pygame, as it does): "rgb_array"
     frames of the current observation, (400, 600, 3) uint8; "human" draws them in a window.
@@ -355,6 +358,7 @@ class StudylibCartPoleEnv(RendersItsObservation, gymnasium.Env):
 
     metadata = {"render_modes": ["human", "rgb_array"], "render_fps": 50}
     render_id = ENV_ID
+    restart = "reset() (or set state)"
 
     def __init__(self, impl: str = "cpp", *, device=None, state_factor: int = 1, compute_factor: int = 1,
                  render_mode: str | None = None):
@@ -363,10 +367,8 @@ class StudylibCartPoleEnv(RendersItsObservation, gymnasium.Env):
         self.env = make(impl, 1, device=device, state_factor=state_factor, compute_factor=compute_factor,
                         params=dataclasses.replace(CARTPOLE_V1, max_episode_steps=NO_TIME_LIMIT))
         self.render_mode = render_mode
-        self._obs = np.zeros(STATE_SIZE, np.float32)  # what render() draws
         self.observation_space = observation_space()
         self.action_space = spaces.Discrete(2)
-        self._ended = True  # until the first reset
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
@@ -379,23 +381,22 @@ class StudylibCartPoleEnv(RendersItsObservation, gymnasium.Env):
     def step(self, action):
         if not self.action_space.contains(action):
             raise ConfigError(f"action must be 0 (push left) or 1 (push right), got {action!r}")
-        if self._ended:
-            raise ConfigError("the episode has terminated (or reset() was never called): call reset() first")
-        _, reward, terminated, _ = self.env.step(np.array([action]))
-        self._ended = bool(terminated[0])
-        self._obs = self.env.final_obs()[0]
-        if self.render_mode == "human":
-            self.render()
-        return self._obs.copy(), float(reward[0]), self._ended, False, {}
+        return self._step_one(np.array([action]))
+
+    def _observe(self, row: np.ndarray) -> np.ndarray:
+        return row[:STATE_SIZE].astype(np.float32)
 
     def _new_renderer(self):
         return CartPoleRenderer(self.render_mode)
 
     @property
-    def state(self) -> np.ndarray:
+    def state(self) -> np.ndarray | None:
         """The CartPole (x, x_dot, theta, theta_dot) as gymnasium's ``CartPoleEnv.state``, float64: the
-        current one, or the terminal one after the step that terminated. A copy: assign a whole
-        array to set it (``env.unwrapped.state = ...``, as people set gymnasium's)."""
+        current one, or the terminal one after the step that terminated; None before the first
+        reset. A copy: assign a whole array to set it (``env.unwrapped.state = ...``, as people set
+        gymnasium's)."""
+        if self._obs is None:
+            return None
         return (self._obs if self._ended else self.env.get_state()[0, :STATE_SIZE]).astype(np.float64)
 
     @state.setter
@@ -410,11 +411,6 @@ class StudylibCartPoleEnv(RendersItsObservation, gymnasium.Env):
         row = self.env.get_state()[0].astype(np.float64)
         row[:STATE_SIZE] = value
         self._start_from(row)
-
-    def _start_from(self, row: np.ndarray) -> None:
-        """The implementation's one environment at ``row`` (R floats), stepping from it: reset and ``state``."""
-        self.env.set_state(row[None])
-        self._obs, self._ended = row[:STATE_SIZE].astype(np.float32), False
 
 
 def register() -> None:

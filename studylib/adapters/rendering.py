@@ -12,7 +12,8 @@ from ..errors import ConfigError
 
 class RendersItsObservation:
     """A single env's ``render`` (its ``self._obs`` drawn by the renderer ``_new_renderer()`` makes at
-    the first frame; None and gymnasium's warning, naming ``render_id``, without a render mode)."""
+    the first frame; None and gymnasium's warning, naming ``render_id``, without a render mode; None
+    before the first reset, as gymnasium's CartPole-v1 returns while its state is None)."""
 
     render_id: str
     _renderer = None
@@ -22,6 +23,8 @@ class RendersItsObservation:
             gymnasium.logger.warn("You are calling render method without specifying any render mode. "
                                   "You can specify the render_mode at initialization, "
                                   f'e.g. gymnasium.make("{self.render_id}", render_mode="rgb_array")')
+            return None
+        if self._obs is None:
             return None
         if self._renderer is None:
             self._renderer = self._new_renderer()
