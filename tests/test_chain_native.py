@@ -4,13 +4,14 @@ CPU build (chain_cpu: SIMD block loop and scalar path), the CUDA kernel built fo
 the CPU (chain_kernel_host), and the kernel compiled by NVRTC as CuPy compiles it (sm_80, sm_90: no
 spills, a register budget). The states and controls are tests/test_chain.py's (1000 random
 states per n, cart x in ±1, angles in ±0.5, velocities in ±2, controls in ±1). The episodes
-(observation, reward, termination, resets, the fused MLP policy) are tests/test_chain_native_episodes.py's."""
+(observation, reward, termination, resets, the fused MLP policy) are tests/test_chain_native_episodes.py's.
+The CPU build's speed is a benchmark's, not a test's: benchmarks/chain_fused.py prints it (cpp, no
+policy) beside fused with the MLP and MuJoCo's rollout."""
 
 from __future__ import annotations
 
 import ctypes
 import functools
-import time
 
 import numpy as np
 import pytest
@@ -339,26 +340,3 @@ def test_each_kernel_takes_the_struct_by_value():
         assert f"{entry}_param_0[{size}]" in params
         if mlp:
             assert f"{entry}_param_1[{ctypes.sizeof(nc.ChainTrajectoryArgs)}]" in params
-
-
-# ---- throughput (printed, not asserted) ----
-
-@pytest.mark.parametrize("n", (2, 8))
-def test_print_the_cpu_builds_throughput(n, capsys):
-    """Environment steps per second of the CPU build at N = 4096, K = 100 (policy "none"), best
-    of 3, and the GFLOP/s chain_flops(n) implies. Printed for the record; machines differ."""
-    p, num_envs, steps = _params(n), 4096, 100
-    states = np.zeros((num_envs, p.state_size), np.float32)
-    nc.rollout(states, 1, p)  # build and warm
-    best = min(_timed(lambda: nc.rollout(states, steps, p)) for _ in range(3))
-    rate = num_envs * steps / best
-    with capsys.disabled():
-        print(f"\nchain_cpu n={n}: {rate:.3e} env-steps/s, {rate * chain.chain_flops(n) / 1e9:.1f} GFLOP/s "
-              f"({chain.chain_flops(n)} flop/step), N={num_envs} K={steps}")
-    assert np.isfinite(rate) and rate > 0
-
-
-def _timed(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
