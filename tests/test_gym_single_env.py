@@ -130,3 +130,47 @@ def test_gymnasiums_sync_vector_env_of_ours(impl):
         np.testing.assert_array_equal(o_trunc, t_trunc)
         episodes += o_term.sum()
     assert episodes > 30
+
+
+@pytest.mark.parametrize("impl", ["cpp", "jax"])
+@pytest.mark.parametrize("env_id", ["studylib/CartPole-v1", "studylib/InvertedDoublePendulum-v5"])
+def test_a_single_env_copies_and_pickles_as_gymnasiums_do(env_id, impl):
+    """Planning code copies an env and steps the copy (gymnasium's CartPoleEnv deep-copies): a
+    deepcopy and a pickled one step on as the original does (the same transitions through a
+    termination and the time limit's truncation, whose count the wrapper copies), each apart from
+    the others, and draw the same next reset from the copied np_random."""
+    import copy
+    import pickle
+
+    import studylib.adapters.gym_chain  # noqa: F401 (registers the chain's ids)
+
+    fresh = copy.deepcopy(gymnasium.make(env_id, impl=impl))  # before any reset: nothing to step yet
+    assert fresh.unwrapped.render() is None
+    with pytest.raises(studylib.ConfigError, match="never called"):
+        fresh.unwrapped.step(fresh.action_space.sample())
+    env = gymnasium.make(env_id, impl=impl, max_episode_steps=25)
+    env.reset(seed=4)
+    env.action_space.seed(4)
+    for _ in range(10):
+        if any(env.step(env.action_space.sample())[2:4]):
+            env.reset()
+    copies = [copy.deepcopy(env), pickle.loads(pickle.dumps(env))]
+    before = [c.unwrapped.env.get_state().copy() for c in copies]
+    ends = 0
+    for _ in range(40):
+        action = env.action_space.sample()
+        mine = env.step(action)
+        for c, b in zip(copies, before):
+            np.testing.assert_array_equal(c.unwrapped.env.get_state(), b)  # the original's step moved no copy
+        theirs = [c.step(action) for c in copies]
+        for t in theirs:
+            np.testing.assert_array_equal(t[0], mine[0])
+            assert t[1:4] == mine[1:4]
+        before = [c.unwrapped.env.get_state().copy() for c in copies]
+        if mine[2] or mine[3]:
+            ends += 1
+            starts = [e.reset()[0] for e in (env, *copies)]
+            for s in starts[1:]:
+                np.testing.assert_array_equal(s, starts[0])
+            before = [c.unwrapped.env.get_state().copy() for c in copies]
+    assert ends >= 1

@@ -6,6 +6,11 @@ terminates.
 That step returns the terminal observation, as gymnasium's envs do; stepping on after it is refused,
 because the implementation has already begun its next episode (its autoreset) and the terminal
 state is gone. gymnasium calls stepping on undefined; a ConfigError says which call starts again.
+
+A single env copies (``copy.deepcopy``) and pickles, as gymnasium's CartPoleEnv does and as
+planning code (tree search from a copied env) expects: the copy is a new implementation env made
+from the same ``EnvSettings``, at the same state row, with the same ``np_random`` and episode
+status. (The vector envs do not: their state lives in buffers, devices and compiled programs.)
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import gymnasium
 import numpy as np
 
+from ..envs.registry import make_from
 from ..errors import ConfigError
 from .rendering import RendersItsObservation
 
@@ -51,3 +57,19 @@ class OneEnvOfAnImplementation(RendersItsObservation, gymnasium.Env):
         if self.render_mode == "human":  # as gymnasium's envs: a human-mode frame per call
             self.render()
         return self._obs.copy(), float(reward[0]), self._ended, False, {}
+
+    def __getstate__(self) -> dict:
+        """Everything but the implementation env (and a renderer), which travel as its settings and
+        its one state row (None before the first reset)."""
+        state = {k: v for k, v in self.__dict__.items() if k not in ("env", "_renderer")}
+        state["_settings"] = self.env.settings
+        state["_row"] = None if self._obs is None else np.array(self.env.get_state()[0])
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        state = dict(state)
+        settings, row = state.pop("_settings"), state.pop("_row")
+        self.__dict__.update(state)
+        self.env = make_from(settings)
+        if row is not None:
+            self.env.set_state(row[None])
