@@ -105,7 +105,12 @@ def test_the_n2_id_steps_as_gymnasiums_v5_from_the_same_states(impl):
     implementation 1.1e-7), the same terminations (40 of 200 here)."""
     qpos, qvel, ctrl, obs, reward, terminated, state, y = v5_transitions()
     env = gymnasium.make("studylib/InvertedDoublePendulum-v5", impl=impl).unwrapped
-    assert env.dt == pytest.approx(0.05)
+    v5 = gymnasium.make("InvertedDoublePendulum-v5").unwrapped
+    assert env.dt == pytest.approx(v5.dt) and env.frame_skip == v5.frame_skip
+    for ours, theirs in ((env.init_qpos, v5.init_qpos), (env.init_qvel, v5.init_qvel)):
+        np.testing.assert_array_equal(ours, theirs)
+        assert ours.dtype == theirs.dtype
+    v5.close()
     with pytest.raises(ConfigError, match=r"reset\(\) was never called: call reset\(\) before state_vector"):
         env.state_vector()
     for i in range(len(ctrl)):

@@ -150,10 +150,11 @@ class StudylibChainEnv(OneEnvOfAnImplementation, gymnasium.Env):
     gymnasium's InvertedDoublePendulum-v5: ``reset`` draws from ``self.np_random`` (v5's
     distribution), the time limit is the ``TimeLimit`` wrapper ``make`` adds, the step that
     terminates returns the terminal observation; stepping on after it is refused (gym_single.py).
-    ``set_state(qpos, qvel)``, ``state_vector()`` and ``dt`` are ``MujocoEnv``'s, so code that
-    compares transitions with gymnasium's v5 from the same states runs unchanged on
-    ``env.unwrapped``. ``render_mode="rgb_array"``: ``ChainRenderer``'s frame of the current
-    observation, (480, 480, 3) uint8 (MujocoEnv's default size)."""
+    ``set_state(qpos, qvel)``, ``state_vector()``, ``dt``, ``frame_skip``, ``init_qpos`` and
+    ``init_qvel`` are ``MujocoEnv``'s, so code that compares transitions with gymnasium's v5 from
+    the same states runs unchanged on ``env.unwrapped``. ``render_mode="rgb_array"``:
+    ``ChainRenderer``'s frame of the current observation, (480, 480, 3) uint8 (MujocoEnv's default
+    size)."""
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
     render_id = CHAIN_ID
@@ -182,6 +183,22 @@ class StudylibChainEnv(OneEnvOfAnImplementation, gymnasium.Env):
     def dt(self) -> float:
         """Simulated seconds per step, as ``MujocoEnv.dt`` (timestep × frame_skip: v5's 0.05 s)."""
         return self.params.timestep * self.params.frame_skip
+
+    @property
+    def frame_skip(self) -> int:
+        """Physics steps per environment step, as ``MujocoEnv.frame_skip`` (v5's 5)."""
+        return self.params.frame_skip
+
+    @property
+    def init_qpos(self) -> np.ndarray:
+        """The chain upright on the cart at x = 0, as ``MujocoEnv.init_qpos``: n + 1 zeros (float64),
+        the centre of reset's draw."""
+        return np.zeros(self.params.links + 1)
+
+    @property
+    def init_qvel(self) -> np.ndarray:
+        """At rest, as ``MujocoEnv.init_qvel``: n + 1 zeros (float64)."""
+        return np.zeros(self.params.links + 1)
 
     def set_state(self, qpos, qvel) -> None:
         """As gymnasium's ``MujocoEnv.set_state``: the chain at ``qpos`` (cart x, then the n hinge
