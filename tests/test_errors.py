@@ -112,12 +112,12 @@ def test_cpp_is_cpu_only():
                                            ("chain", "torch"), ("chain", "fused")])  # VectorEnv's subclasses, one of each kind
 def test_an_environment_is_not_pickled_or_copied_and_the_error_says_what_travels_instead(impl, sim):
     """Pickling (multiprocessing, Ray) and deepcopy of the environments, directly or inside
-    gymnasium's single and vector envs, and copy.copy of them, raise pickle's TypeError with one
-    sentence naming what to pass instead; that advice works: a pickled factory makes environments
-    that step. (copy.copy of a wrapper is shallow: it shares the environments, as for any object.)"""
+    gymnasium's vector envs, and copy.copy of them, raise pickle's TypeError with one sentence
+    naming what to pass instead; that advice works: a pickled factory makes environments that
+    step. (copy.copy of a wrapper is shallow: it shares the environments, as for any object. The
+    single env of ``gymnasium.make`` copies and pickles: tests/test_gym_single_env.py.)"""
     env_id = "studylib/CartPole-v1" if sim == "cartpole" else "studylib/Chain-v0"
-    made = [studylib.make(impl, 4, sim=sim), gymnasium.make(env_id, impl=impl),
-            gymnasium.make_vec(env_id, num_envs=2, impl=impl)]
+    made = [studylib.make(impl, 4, sim=sim), gymnasium.make_vec(env_id, num_envs=2, impl=impl)]
     for env, copier in [(env, copier) for env in made for copier in (pickle.dumps, copy.deepcopy)] + [(made[0], copy.copy)]:
         with pytest.raises(TypeError, match=f"studylib's {impl} environments cannot be pickled or copied .* "
                                             "pass what makes them instead"):
