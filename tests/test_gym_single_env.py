@@ -155,9 +155,9 @@ def test_a_single_env_copies_and_pickles_as_gymnasiums_do(env_id, impl):
         if any(env.step(env.action_space.sample())[2:4]):
             env.reset()
     copies = [copy.deepcopy(env), pickle.loads(pickle.dumps(env))]
-    before = [c.unwrapped.env.get_state().copy() for c in copies]
     ends = 0
     for _ in range(40):
+        before = [c.unwrapped.env.get_state().copy() for c in copies]
         action = env.action_space.sample()
         mine = env.step(action)
         for c, b in zip(copies, before):
@@ -166,11 +166,9 @@ def test_a_single_env_copies_and_pickles_as_gymnasiums_do(env_id, impl):
         for t in theirs:
             np.testing.assert_array_equal(t[0], mine[0])
             assert t[1:4] == mine[1:4]
-        before = [c.unwrapped.env.get_state().copy() for c in copies]
         if mine[2] or mine[3]:
             ends += 1
             starts = [e.reset()[0] for e in (env, *copies)]
             for s in starts[1:]:
                 np.testing.assert_array_equal(s, starts[0])
-            before = [c.unwrapped.env.get_state().copy() for c in copies]
     assert ends >= 1
