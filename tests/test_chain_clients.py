@@ -83,15 +83,17 @@ def test_every_id_names_gymnasiums_class_among_its_direct_bases(env_id):
 def v5_transitions(count=200):
     """gymnasium's own InvertedDoublePendulum-v5 from ``count`` states off the slider limit (the
     conformance test's ``v5_off_limit_inputs``): (qpos, qvel, ctrl, observations, rewards,
-    terminated, next states, tip heights), each after set_state, as a comparison is written."""
+    terminated, next states, tip heights, info's three reward terms), each after set_state, as a
+    comparison is written."""
     v5 = gymnasium.make("InvertedDoublePendulum-v5").unwrapped
     v5.reset(seed=1)
     qpos, qvel, ctrl = v5_off_limit_inputs(count)
     out = []
     for i in range(count):
         v5.set_state(qpos[i], qvel[i])
-        obs, reward, terminated, _, _ = v5.step(ctrl[i:i + 1])
-        out.append((obs, reward, terminated, v5.state_vector(), v5.data.site_xpos[0][2]))
+        obs, reward, terminated, _, info = v5.step(ctrl[i:i + 1])
+        terms = [info[k] for k in ("reward_survive", "distance_penalty", "velocity_penalty")]
+        out.append((obs, reward, terminated, v5.state_vector(), v5.data.site_xpos[0][2], terms))
     v5.close()
     return (qpos, qvel, ctrl, *(np.array(column) for column in zip(*out)))
 
@@ -102,8 +104,9 @@ def test_the_n2_id_steps_as_gymnasiums_v5_from_the_same_states(impl):
     """Code written for gymnasium's MujocoEnv (``unwrapped.set_state(qpos, qvel)``, ``step``,
     ``state_vector()``, ``dt``) runs on the id and gives v5's transitions: observation, reward and
     next state within float32 rounding (measured, 200 states: at most 1.7e-6 relative, the gym
-    implementation 1.1e-7), the same terminations (40 of 200 here)."""
-    qpos, qvel, ctrl, obs, reward, terminated, state, y = v5_transitions()
+    implementation 1.1e-7), the same terminations (40 of 200 here), and v5's info: its three reward
+    terms, summing to the reward."""
+    qpos, qvel, ctrl, obs, reward, terminated, state, y, terms = v5_transitions()
     env = gymnasium.make("studylib/InvertedDoublePendulum-v5", impl=impl).unwrapped
     v5 = gymnasium.make("InvertedDoublePendulum-v5").unwrapped
     assert env.dt == pytest.approx(v5.dt) and env.frame_skip == v5.frame_skip
@@ -115,10 +118,14 @@ def test_the_n2_id_steps_as_gymnasiums_v5_from_the_same_states(impl):
         env.state_vector()
     for i in range(len(ctrl)):
         env.set_state(qpos[i], qvel[i])
-        o, r, t, tr, _ = env.step(np.array([ctrl[i]], np.float32))
+        o, r, t, tr, info = env.step(np.array([ctrl[i]], np.float32))
         assert abs(y[i] - 1.0) < 1e-4 or t == terminated[i], (i, y[i])
         np.testing.assert_allclose(o, obs[i], rtol=2e-5, atol=2e-5)
         assert r == pytest.approx(reward[i], rel=5e-6, abs=5e-6) and not tr
+        assert list(info) == ["reward_survive", "distance_penalty", "velocity_penalty"]
+        assert sum(info.values()) == pytest.approx(r, abs=1e-9)
+        if t == terminated[i]:
+            np.testing.assert_allclose(list(info.values()), terms[i], rtol=1e-4, atol=1e-4)
         if t:
             with pytest.raises(ConfigError, match=r"terminated .* call reset\(\) or set_state\(\) before state_vector"):
                 env.state_vector()

@@ -225,6 +225,23 @@ class StudylibChainEnv(OneEnvOfAnImplementation, gymnasium.Env):
     def _observe(self, row: np.ndarray) -> np.ndarray:
         return dynamics.observation(row, self.params).astype(np.float32)
 
+    def _step_info(self, reward: float) -> dict:
+        """v5's info, its reward terms (``_get_rew``'s ``reward_info``): ``reward_survive`` (the alive
+        bonus, 0 on the step that terminates), ``distance_penalty`` (minus ``dynamics.distance_penalty``
+        of the tip of the returned observation's state) and ``velocity_penalty`` (the rest of the
+        reward), so that the three sum to the reward, as v5's do. The implementations return the
+        reward alone, and after the terminating step the state is gone: the tip comes from the
+        observation's cart position and angles, at the new state, where v5 reads it at MuJoCo's last
+        RK4 stage, about 1e-5 m away (``dynamics.env_step``); that difference falls in the velocity
+        term. float64 floats, as v5's."""
+        n = self.params.links
+        obs = self._obs.astype(np.float64)
+        qpos = np.concatenate([obs[:1], np.arctan2(obs[1:n + 1], obs[n + 1:2 * n + 1])])
+        survive = 0.0 if self._ended else self.params.healthy_reward
+        distance = -float(dynamics.distance_penalty(*dynamics.tip(qpos, self.params), self.params))
+        return {"reward_survive": survive, "distance_penalty": distance,
+                "velocity_penalty": reward - survive - distance}
+
     def _new_renderer(self):
         return ChainRenderer(self.params, self.render_mode)
 

@@ -35,6 +35,11 @@ class OneEnvOfAnImplementation(RendersItsObservation, gymnasium.Env):
     def _observe(self, row: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
+    def _step_info(self, reward: float) -> dict:
+        """The info dict of a step that returned ``reward`` and left ``self._obs``, ``self._ended``:
+        none by default (gymnasium's CartPole-v1 returns {})."""
+        return {}
+
     def _start_from(self, row: np.ndarray) -> None:
         """The implementation's one environment at ``row`` (one state row), stepping from it."""
         self.env.set_state(row[None])
@@ -56,7 +61,7 @@ class OneEnvOfAnImplementation(RendersItsObservation, gymnasium.Env):
         self._obs = self.env.final_obs()[0].copy()
         if self.render_mode == "human":  # as gymnasium's envs: a human-mode frame per call
             self.render()
-        return self._obs.copy(), float(reward[0]), self._ended, False, {}
+        return self._obs.copy(), float(reward[0]), self._ended, False, self._step_info(float(reward[0]))
 
     def __getstate__(self) -> dict:
         """Everything but the implementation env (and a renderer), which travel as its settings and

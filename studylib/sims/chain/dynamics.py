@@ -227,11 +227,16 @@ def reward(x, y, qvel, terminated, p: ChainParams = INVERTED_DOUBLE_PENDULUM, xp
     that penalty 0.16 n², more than the alive bonus 10 from n = 8 on: a policy there would gain by
     ending its episode.) Every hinge but the first is weighted as v5's second:
     1e-3 θ̇_1² + 5e-3 Σ_{k>=2} θ̇_k² (n = 1: 1e-3 θ̇_1²). Both reproduce v5 at n = 2."""
-    dist = 0.01 * x**2 + (y - (p.length + TARGET_ABOVE_TIP)) ** 2
     vel = 1e-3 * qvel[..., 1] ** 2
     for k in range(2, p.links + 1):
         vel = vel + 5e-3 * qvel[..., k] ** 2
-    return xp.where(terminated, 0.0, p.healthy_reward) - dist - vel  # the alive bonus only while healthy
+    # the alive bonus only while healthy
+    return xp.where(terminated, 0.0, p.healthy_reward) - distance_penalty(x, y, p) - vel
+
+
+def distance_penalty(x, y, p: ChainParams = INVERTED_DOUBLE_PENDULUM):
+    """v5's ``dist_penalty`` of the tip at (x, y), its height target generalized (``reward``)."""
+    return 0.01 * x**2 + (y - (p.length + TARGET_ABOVE_TIP)) ** 2
 
 
 def env_step(state, ctrl, p: ChainParams = INVERTED_DOUBLE_PENDULUM, xp=np):
