@@ -2,7 +2,7 @@
 and the built pages' Altair charts really render in headless Chromium (offline).
 
 The build runs at the ``tiny`` preset and measures into a temporary folder: the committed
-``data/`` and the main ``_build/`` are never touched. Time on 2 cores: 2.5-3 min for the build
+``data/`` and the main ``_build/`` are never touched. Time on 2 cores: about 2 min for the build
 (every chapter measuring or training at its tiny size, but for the cost-model calibration, which
 the suite measures once), seconds for the browser checks.
 """
