@@ -200,6 +200,10 @@ import json, numpy as np, gymnasium, studylib.gym_vector
 from gymnasium.envs.mujoco.inverted_double_pendulum_v5 import DEFAULT_CAMERA_CONFIG
 ours = gymnasium.make("studylib/InvertedDoublePendulum-v5", impl="cpp", render_mode="rgb_array")
 theirs = gymnasium.make("InvertedDoublePendulum-v5", render_mode="rgb_array", default_camera_config=DEFAULT_CAMERA_CONFIG)
+initial_pose = ours.unwrapped.render()  # before any reset
+theirs.reset(seed=4)
+theirs.unwrapped.set_state(np.zeros(3), np.zeros(3))
+before_reset = float(np.mean(initial_pose != theirs.unwrapped.render()))
 ours.reset(seed=4), theirs.reset(seed=4)
 differ, first = [], None
 for action in (0.5, 0.5, -1.0):
@@ -212,7 +216,7 @@ after = ours.render()
 vector = gymnasium.make_vec("studylib/Chain-v0", num_envs=2, impl="jax", links=3, render_mode="rgb_array")
 vector.reset(seed=0)
 frames = vector.render()
-print(json.dumps({"shape": list(first.shape), "dtype": str(first.dtype), "differ": differ,
+print(json.dumps({"shape": list(first.shape), "dtype": str(first.dtype), "differ": differ, "before_reset": before_reset,
                   "same_after_close": float(np.mean(after != frame)), "moved": float(np.mean(first != frame)),
                   "vector": [list(f.shape) for f in frames], "vector_std": [float(f.std()) for f in frames]}))
 """
@@ -227,14 +231,17 @@ def _child(script: str, **env_vars) -> subprocess.CompletedProcess:
 def test_rgb_array_frames_are_mujocos_as_gymnasiums_v5_draws_them():
     """v5's own frames, through the same MujocoEnv renderer with the camera v5's module declares
     (its DEFAULT_CAMERA_CONFIG, which gymnasium's v5 defines and the chain passes): the same picture
-    within the float32 physics' rounding (measured: under 0.03% of the values differ)."""
+    within the float32 physics' rounding (measured: under 0.03% of the values differ). Before the
+    first reset (``env.unwrapped.render()``: ``make``'s OrderEnforcing refuses), ours draws the
+    initial pose, v5's frame of ``set_state(init_qpos, init_qvel)``; v5's own frame there is black,
+    its kinematics not yet computed."""
     r = _child(FRAMES, MUJOCO_GL="egl")
     if r.returncode != 0 and "egl" in r.stderr.lower():  # EGL missing, or no device to make a context on
         pytest.skip(f"no EGL OpenGL context on this machine: {r.stderr.strip().splitlines()[-1]}")
     assert r.returncode == 0, r.stderr[-3000:]
     got = json.loads(r.stdout.strip().splitlines()[-1])
     assert got["shape"] == [480, 480, 3] and got["dtype"] == "uint8"
-    assert max(got["differ"]) < 2e-3, got["differ"]
+    assert max(got["differ"]) < 2e-3 and got["before_reset"] == 0.0, got
     assert got["moved"] > 1e-3  # the frames show the chain moving, not one still picture
     assert got["same_after_close"] == 0.0
     assert got["vector"] == [[480, 480, 3]] * 2 and min(got["vector_std"]) > 1.0

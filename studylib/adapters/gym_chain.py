@@ -245,6 +245,12 @@ class StudylibChainEnv(OneEnvOfAnImplementation, gymnasium.Env):
     def _new_renderer(self):
         return ChainRenderer(self.params, self.render_mode)
 
+    def _obs_before_reset(self):
+        """What ``render()`` draws before the first reset: the initial pose (``init_qpos``, at rest),
+        the frame a MujocoEnv draws after ``set_state(init_qpos, init_qvel)``. (gymnasium's v5 draws
+        a black frame there: its kinematics are computed at the first reset.)"""
+        return self._observe(np.concatenate([self.init_qpos, self.init_qvel]))
+
 
 def register() -> None:
     """Register both ids with gymnasium (done once, on importing this module), with v5's time

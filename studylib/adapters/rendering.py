@@ -12,11 +12,15 @@ from ..errors import ConfigError
 
 class RendersItsObservation:
     """A single env's ``render`` (its ``self._obs`` drawn by the renderer ``_new_renderer()`` makes at
-    the first frame; None and gymnasium's warning, naming ``render_id``, without a render mode; None
-    before the first reset, as gymnasium's CartPole-v1 returns while its state is None)."""
+    the first frame; None and gymnasium's warning, naming ``render_id``, without a render mode;
+    before the first reset, the frame of ``_obs_before_reset()``: None as gymnasium's CartPole-v1
+    returns while its state is None, or the chain's initial pose)."""
 
     render_id: str
     _renderer = None
+
+    def _obs_before_reset(self):
+        return None
 
     def render(self):
         if self.render_mode is None:
@@ -24,11 +28,12 @@ class RendersItsObservation:
                                   "You can specify the render_mode at initialization, "
                                   f'e.g. gymnasium.make("{self.render_id}", render_mode="rgb_array")')
             return None
-        if self._obs is None:
+        obs = self._obs_before_reset() if self._obs is None else self._obs
+        if obs is None:
             return None
         if self._renderer is None:
             self._renderer = self._new_renderer()
-        return self._renderer.frame(self._obs)
+        return self._renderer.frame(obs)
 
     def close(self):
         if self._renderer is not None:
