@@ -78,12 +78,11 @@ class ChainRenderer:
     asks for "rgb_array") costs nothing until something renders."""
 
     def __init__(self, p: ChainParams, render_mode: str):
-        self._links, self._render_mode, self._env = p.links, render_mode, None
+        self._params, self._render_mode, self._env = p, render_mode, None
 
     def frame(self, obs):
-        n = self._links
-        obs = np.asarray(obs, dtype=np.float64)
-        qpos = np.concatenate([obs[:1], np.arctan2(obs[1:n + 1], obs[n + 1:2 * n + 1])])
+        n = self._params.links
+        qpos = dynamics.observed_qpos(np.asarray(obs, dtype=np.float64), self._params)
         if self._env is None:
             from ..sims.chain.mujoco_env import ChainMujocoEnv  # needs mujoco, as gymnasium's v5 does
 
@@ -234,9 +233,7 @@ class StudylibChainEnv(OneEnvOfAnImplementation, gymnasium.Env):
         observation's cart position and angles, at the new state, where v5 reads it at MuJoCo's last
         RK4 stage, about 1e-5 m away (``dynamics.env_step``); that difference falls in the velocity
         term. float64 floats, as v5's."""
-        n = self.params.links
-        obs = self._obs.astype(np.float64)
-        qpos = np.concatenate([obs[:1], np.arctan2(obs[1:n + 1], obs[n + 1:2 * n + 1])])
+        qpos = dynamics.observed_qpos(self._obs.astype(np.float64), self.params)
         survive = 0.0 if self._ended else self.params.healthy_reward
         distance = -float(dynamics.distance_penalty(*dynamics.tip(qpos, self.params), self.params))
         return {"reward_survive": survive, "distance_penalty": distance,

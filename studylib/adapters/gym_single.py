@@ -56,12 +56,12 @@ class OneEnvOfAnImplementation(RendersItsObservation, gymnasium.Env):
         """gymnasium's five-tuple for one step of the implementation with ``actions`` (a batch of one,
         checked by the sibling)."""
         self._refuse_unless_running("step()")
-        _, reward, terminated, _ = self.env.step(actions)
-        self._ended = bool(terminated[0])
+        _, rewards, terminated, _ = self.env.step(actions)
+        reward, self._ended = float(rewards[0]), bool(terminated[0])
         self._obs = self.env.final_obs()[0].copy()
         if self.render_mode == "human":  # as gymnasium's envs: a human-mode frame per call
             self.render()
-        return self._obs.copy(), float(reward[0]), self._ended, False, self._step_info(float(reward[0]))
+        return self._obs.copy(), reward, self._ended, False, self._step_info(reward)
 
     def __getstate__(self) -> dict:
         """Everything but the implementation env (and a renderer), which travel as its settings and

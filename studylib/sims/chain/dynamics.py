@@ -204,6 +204,13 @@ def observation(state, p: ChainParams = INVERTED_DOUBLE_PENDULUM, xp=np):
                            xp.clip(state[..., n1:2 * n1], -10.0, 10.0), xp.zeros_like(state[..., :1])), axis=-1)
 
 
+def observed_qpos(obs, p: ChainParams = INVERTED_DOUBLE_PENDULUM, xp=np):
+    """The positions an observation shows (``observation``'s first 2n + 1 entries): the cart's x and
+    each hinge angle as atan2(sin, cos), so wrapped to (-π, π]. n + 1 floats."""
+    n = p.links
+    return xp.concatenate((obs[..., :1], xp.arctan2(obs[..., 1:n + 1], obs[..., n + 1:2 * n + 1])), axis=-1)
+
+
 def is_terminated(y, p: ChainParams = INVERTED_DOUBLE_PENDULUM):
     """v5: ``terminated = bool(y <= 1)`` with y the tip's height, "The maximum standing height of
     the system is 1.2 m": 1 = 1.2 / 1.2. Generalized as y <= n L / 1.2: the same fraction of the
