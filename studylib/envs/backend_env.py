@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from . import footprint
 from ..arrays import TorchKind
 from .base import VectorCartPole, VectorEnv
 from ..errors import StudyError
@@ -128,8 +129,7 @@ class NativeChainEnv(VectorEnv):
 
     @classmethod
     def estimate_bytes(cls, num_envs, state_factor, params=None):
-        # the state, rewards, counters, flags, two observation buffers and the policy's activations
-        return num_envs * (4 * params.state_size + 8 * params.observation_size + 13 + 4 * 64 * 3)
+        return footprint.native_chain(num_envs, state_factor, params)
 
     def _resolve_device(self, device):
         return "cpu"

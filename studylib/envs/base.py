@@ -46,14 +46,6 @@ def checked_states(states, num_envs: int, row_len: int) -> np.ndarray:
     return states
 
 
-def array_rules_bytes(num_envs: int, params) -> int:
-    """Memory of the generic array implementations (TorchEnv, JaxEnv) for N environments of a
-    simulator with array-form rules: the state, ~20 (N,) temporaries per coordinate, the pairs'
-    (N,) terms, the policy's activations (a state of 8 floats where ``params`` names no size)."""
-    state = getattr(params, "state_size", 8)
-    return num_envs * 4 * (8 * state + 20 * state + state * state + 64 * 4)
-
-
 @dataclass(frozen=True)
 class RolloutResult:
     """What one ``rollout`` call did. ``episodes_finished`` doubles as a checksum of the work."""

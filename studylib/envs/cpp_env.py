@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from . import footprint
 from .. import native
 from ..native.backends import CpuLibraryBackend
 from .backend_env import BackendCartPole, NativeChainEnv
@@ -30,9 +31,7 @@ class CppCartPole(BackendCartPole):
 
     @classmethod
     def estimate_bytes(cls, num_envs, state_factor, params=None):
-        # float32 state + final observations + elapsed/episode counters + flags + the policy's
-        # activations (N x 64 x 3).
-        return num_envs * (16 * state_factor + 16 + 9 + 4 * 64 * 3)
+        return footprint.cpp_cartpole(num_envs, state_factor, params)
 
     def __init__(self, settings):
         super().__init__(settings)

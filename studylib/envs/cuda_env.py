@@ -12,6 +12,7 @@ are studylib/envs/backend_env.py's.
 
 from __future__ import annotations
 
+from . import footprint
 from .. import native
 from .base import VectorEnv
 from ..native.backends import CudaModuleBackend
@@ -25,8 +26,7 @@ class CudaCartPole(BackendCartPole):
 
     @classmethod
     def estimate_bytes(cls, num_envs, state_factor, params=None):
-        # Host-side staging only; device memory is checked by CUDA's allocator.
-        return num_envs * 64
+        return footprint.cuda_cartpole(num_envs, state_factor, params)
 
     def __init__(self, settings):
         super().__init__(settings)

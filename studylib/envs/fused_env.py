@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import torch
 
+from . import footprint
 from .. import native
 from ..native.backends import make_backend
 from ..policy import MLPWeights
@@ -41,9 +42,7 @@ class FusedCartPole(BackendCartPole):
 
     @classmethod
     def estimate_bytes(cls, num_envs, state_factor, params=None):
-        # float32 state + final observations + elapsed/episode counters + flags; no activations
-        # are ever stored.
-        return num_envs * (16 * state_factor + 16 + 9)
+        return footprint.fused_cartpole(num_envs, state_factor, params)
 
     def __init__(self, settings):
         super().__init__(settings)

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 
+from . import footprint
 from .base import VectorCartPole, VectorEnv
 from ..sims.cartpole import RESET_HIGH, RESET_LOW, STATE_SIZE, carry
 from ..episodes import end_of_step, hash_actions_numpy
@@ -31,8 +32,7 @@ class GymCartPole(VectorCartPole):
 
     @classmethod
     def estimate_bytes(cls, num_envs, state_factor, params=None):
-        # A CartPoleEnv with its spaces and RNG (a few KiB) and the carried floats (twice: a step's new array).
-        return num_envs * (8192 + 2 * 8 * 4 * state_factor)
+        return footprint.gym_cartpole(num_envs, state_factor, params)
 
     def _resolve_device(self, device):
         return resolve_torch_device(device)  # where the policy runs; simulation is always CPU
@@ -132,8 +132,7 @@ class GymChain(VectorEnv):
 
     @classmethod
     def estimate_bytes(cls, num_envs, state_factor, params=None):
-        # an MjModel and MjData per environment (tens of KiB at small n, growing with n^2)
-        return num_envs * (64 * 1024 + 512 * (params.links + 1) ** 2)
+        return footprint.gym_chain(num_envs, state_factor, params)
 
     def _resolve_device(self, device):
         return resolve_torch_device(device)  # where the policy runs; simulation is always CPU

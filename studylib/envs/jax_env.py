@@ -22,7 +22,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..arrays import JaxKind
-from .base import VectorCartPole, VectorEnv, array_rules_bytes, restart_rows
+from . import footprint
+from .base import VectorCartPole, VectorEnv, restart_rows
 from ..sims.cartpole import RESET_HIGH, RESET_LOW, STATE_SIZE
 from ..episodes import RESET_SALT, advance, hash4, hash_actions
 from ..devices import resolve_jax_device
@@ -78,9 +79,7 @@ class JaxCartPole(_OnJaxDevice, _JaxCarried, VectorCartPole):
 
     @classmethod
     def estimate_bytes(cls, num_envs, state_factor, params=None):
-        # The carry's state and its next value (and a copy XLA may make), the CartPole's
-        # temporaries, the policy's activations.
-        return num_envs * (4 * 4 * state_factor * 4 + 4 * 4 * 16 + 4 * 64 * 4 + 64)
+        return footprint.jax_cartpole(num_envs, state_factor, params)
 
     def __init__(self, settings):
         super().__init__(settings)
@@ -178,7 +177,7 @@ class JaxEnv(_OnJaxDevice, _JaxCarried, VectorEnv):
 
     @classmethod
     def estimate_bytes(cls, num_envs, state_factor, params=None):
-        return array_rules_bytes(num_envs, params)
+        return footprint.array_rules(num_envs, state_factor, params)
 
     def __init__(self, settings):
         super().__init__(settings)

@@ -12,6 +12,7 @@ from importlib import import_module
 from ..errors import ConfigError
 from ..implspec import IMPLEMENTATIONS, ImplSpec, register, spec, specs, unregister  # noqa: F401 (re-exported)
 from ..settings import EnvSettings, check_impl
+from . import footprint
 
 
 def implementation_class(impl: str, sim: str = "cartpole"):
@@ -19,6 +20,17 @@ def implementation_class(impl: str, sim: str = "cartpole"):
     a VectorEnv subclass: CartPole's class or, for another simulator, its sibling or the generic class)."""
     module, cls = spec(check_impl(impl)).factory_for(sim).split(":")
     return getattr(import_module(module, __package__ if module.startswith(".") else None), cls)
+
+
+def estimate_bytes(impl: str, sim: str, num_envs: int, state_factor: int, params=None) -> int:
+    """The memory N environments of ``impl`` for ``sim`` need (its class's ``estimate_bytes``),
+    computed without importing the implementation's module where ``footprint`` has its class's
+    formula: a request too large is then refused before torch or jax is imported."""
+    factory = spec(check_impl(impl)).factory_for(sim)
+    formula = footprint.BY_FACTORY.get(factory)
+    if formula is None:
+        return implementation_class(impl, sim).estimate_bytes(num_envs, state_factor, params)
+    return formula(num_envs, state_factor, params)
 
 
 def make_from(settings: EnvSettings):

@@ -17,7 +17,8 @@ import numpy as np
 import torch
 
 from ..arrays import TorchKind
-from .base import VectorCartPole, VectorEnv, array_rules_bytes, restart_rows
+from . import footprint
+from .base import VectorCartPole, VectorEnv, restart_rows
 from ..sims.cartpole import RESET_HIGH, RESET_LOW, STATE_SIZE
 from ..episodes import MASK32, advance, hash_actions
 from ..devices import resolve_torch_device
@@ -44,9 +45,7 @@ class TorchCartPole(_OnTorchDevice, VectorCartPole):
 
     @classmethod
     def estimate_bytes(cls, num_envs, state_factor, params=None):
-        # The state row, a step's new row and the sign-flipped carried floats (and one more row in
-        # flight), ~20 float32 temporaries of the CartPole's size, the policy's activations.
-        return num_envs * (4 * 4 * state_factor * 4 + 4 * 4 * 24 + 4 * 64 * 4 + 64)
+        return footprint.torch_cartpole(num_envs, state_factor, params)
 
     def __init__(self, settings):
         super().__init__(settings)
@@ -152,7 +151,7 @@ class TorchEnv(_OnTorchDevice, VectorEnv):
 
     @classmethod
     def estimate_bytes(cls, num_envs, state_factor, params=None):
-        return array_rules_bytes(num_envs, params)
+        return footprint.array_rules(num_envs, state_factor, params)
 
     def __init__(self, settings):
         super().__init__(settings)

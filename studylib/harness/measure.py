@@ -28,7 +28,7 @@ from ..devices import check_device_for, default_device
 from ..errors import check_fits_in_memory
 from ..implspec import spec
 from .peers import make_peer_from, peer_class
-from ..envs.registry import implementation_class, make_from
+from ..envs.registry import estimate_bytes, make_from
 from ..settings import POINT_KEYS, MeasurePoint
 from .data.provenance import cpu_model, gpu_name, machine_key, now_utc
 from .timing import TIMER, time_regions
@@ -40,9 +40,8 @@ def check_feasible(point: MeasurePoint) -> None:
     (InsufficientMemoryError). The point's values themselves were checked when it was built."""
     e = point.env
     check_device_for(e.impl, e.device)
-    cls = peer_class(e.impl) if e.is_peer else implementation_class(e.impl, e.sim)
-    needed = cls.estimate_bytes(e.num_envs, e.state_factor) if e.is_peer else \
-        cls.estimate_bytes(e.num_envs, e.state_factor, e.params)
+    needed = peer_class(e.impl).estimate_bytes(e.num_envs, e.state_factor) if e.is_peer else \
+        estimate_bytes(e.impl, e.sim, e.num_envs, e.state_factor, e.params)
     check_fits_in_memory(point.describe(), needed)
 
 
