@@ -77,7 +77,7 @@ print(sorted(m for m in ("torch", "jax", "cupy") if m in sys.modules))
 
 def test_a_request_too_large_is_refused_before_torch_or_jax_is_imported():
     pairs = [(i, s) for i, s in _pairs() if "cpu" in implspec.spec(i).devices]
-    proc = subprocess.run([sys.executable, "-c", _REFUSE.format(pairs=pairs)], capture_output=True, text=True, check=False,
-                          timeout=120)
+    proc = subprocess.run([sys.executable, "-c", _REFUSE.format(pairs=pairs)], capture_output=True, text=True,
+                          check=False, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:] + proc.stdout[-500:]
     assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout

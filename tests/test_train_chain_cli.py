@@ -4,6 +4,8 @@ a short run gives the JSON contract and a saved policy that the judge can read."
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -24,6 +26,23 @@ def test_bad_input_is_one_line(argv, message, capsys):
     assert main(["train", *argv]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and message in err, err
+
+
+# Bad input answered as the command line answers it; then which frameworks the process had imported.
+_REFUSE = """
+import sys
+from studylib.__main__ import main
+codes = [main(["train", *argv]) for argv in (["--sim", "chain", "--links", "99", "--collector", "fused"],
+                                              ["--sim", "chain", "--collector", "nope"], ["--collector", "nope"],
+                                              ["--collector", "cpp", "--num-envs", "0"])]
+print(codes, sorted(m for m in ("torch", "jax") if m in sys.modules))
+"""
+
+
+def test_bad_input_is_answered_before_torch_or_jax_is_imported():
+    """The checks need neither framework (their imports take seconds on 2 cores): none is imported."""
+    proc = subprocess.run([sys.executable, "-c", _REFUSE], capture_output=True, text=True, check=False, timeout=120)
+    assert proc.stdout.strip().splitlines()[-1] == "[2, 2, 2, 2] []", proc.stdout + proc.stderr[-2000:]
 
 
 def test_short_run_json_and_saved_policy(tmp_path, capsys):

@@ -44,8 +44,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _preflight(args):
-    """Every check that can fail, before training starts: settings, GPU, the --save path."""
-    from .cartpole.actor_critic import check_save_path
+    """Every check that can fail, before training starts: settings, GPU, the --save path (the
+    trainers' modules, which import torch and jax, are not imported for these)."""
     from .settings import TrainRun
 
     if args.sim == "chain":
@@ -53,7 +53,7 @@ def _preflight(args):
 
         run = chain_run(args)
         if args.save is not None:
-            check_save_path(args.save)
+            _check_save_path(args.save)
         return run
     if args.links is not None:
         raise UsageError("--links is the chain's: give it with --sim chain")
@@ -67,19 +67,25 @@ def _preflight(args):
         cpu = [c for c in COLLECTORS if "cpu" in collector_spec(c).devices]
         require_cuda(f"the {run.collector} collector runs on a GPU (use {', '.join(cpu)} here)")
     if args.save is not None:
-        check_save_path(args.save)
+        _check_save_path(args.save)
     return run
 
 
-def main(argv=None) -> int:
-    from . import train
-    from .progress import stderr_log
+def _check_save_path(path) -> None:
+    from .cartpole.actor_critic import check_save_path
 
+    check_save_path(path)
+
+
+def main(argv=None) -> int:
     try:
         args = _parser().parse_args(argv)
-        run = _preflight(args)
+        run = _preflight(args)  # before the trainers' imports (torch, jax): bad input answers at once
         if args.sim == "chain":
             return _main_chain(args, run)
+        from . import train
+        from .progress import stderr_log
+
         result = train(run, log=stderr_log)
         if args.save is not None:
             from .cartpole.actor_critic import save_npz
