@@ -105,7 +105,8 @@ def test_the_n2_id_steps_as_gymnasiums_v5_from_the_same_states(impl):
     ``state_vector()``, ``dt``) runs on the id and gives v5's transitions: observation, reward and
     next state within float32 rounding (measured, 200 states: at most 1.7e-6 relative, the gym
     implementation 1.1e-7), the same terminations (40 of 200 here), and v5's info: its three reward
-    terms, summing to the reward."""
+    terms, summing to the reward. After a terminating step ``state_vector()`` is the terminal state,
+    as v5's is, and stepping on is refused."""
     qpos, qvel, ctrl, obs, reward, terminated, state, y, terms = v5_transitions()
     env = gymnasium.make("studylib/InvertedDoublePendulum-v5", impl=impl).unwrapped
     v5 = gymnasium.make("InvertedDoublePendulum-v5").unwrapped
@@ -126,11 +127,10 @@ def test_the_n2_id_steps_as_gymnasiums_v5_from_the_same_states(impl):
         assert sum(info.values()) == pytest.approx(r, abs=1e-9)
         if t == terminated[i]:
             np.testing.assert_allclose(list(info.values()), terms[i], rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(env.state_vector(), state[i], rtol=2e-5, atol=2e-5)  # terminal ones too
         if t:
-            with pytest.raises(ConfigError, match=r"terminated .* call reset\(\) or set_state\(\) before state_vector"):
-                env.state_vector()
-        else:
-            np.testing.assert_allclose(env.state_vector(), state[i], rtol=2e-5, atol=2e-5)
+            with pytest.raises(ConfigError, match=r"terminated .* call reset\(\) or set_state\(\) before step"):
+                env.step(np.array([ctrl[i]], np.float32))
     assert 0 < terminated.sum() < len(ctrl)
     with pytest.raises(ConfigError, match="3 finite floats each"):
         env.set_state(qpos[0], np.append(qvel[0], 0.0))

@@ -176,6 +176,7 @@ class StudylibChainEnv(OneEnvOfAnImplementation, gymnasium.Env):
         action = np.asarray(action, dtype=np.float32).reshape(-1)
         if action.shape != (1,) or not self.action_space.contains(action):
             raise ConfigError(f"action must be one float in [-1, 1] (Box(-1, 1, (1,))), got {action!r}")
+        self._before = self.env.get_state()[0], action  # what the terminal state is stepped from (state_vector)
         return self._step_one(action)
 
     @property
@@ -216,8 +217,15 @@ class StudylibChainEnv(OneEnvOfAnImplementation, gymnasium.Env):
 
     def state_vector(self) -> np.ndarray:
         """As gymnasium's ``MujocoEnv.state_vector``: (qpos, qvel), 2n + 2 floats (float64; the
-        implementation's own precision). After the step that terminated, the terminal state is
-        gone (its observation is what that step returned): a ConfigError, as stepping on is."""
+        implementation's own precision). After the step that terminated, the terminal state, as
+        v5's: the implementation has begun its next episode by then (its same-step reset), so the
+        terminal state is the float64 reference's step (``dynamics.reference_step``, MuJoCo's
+        mj_step to about 1e-10) from the implementation's state before that step with its action,
+        which the implementation's own terminal state equals to float32 rounding, as its terminal
+        observation does."""
+        if self._obs is not None and self._ended:
+            row, action = self._before
+            return dynamics.reference_step(row[None], action, self.params)[0][0]
         self._refuse_unless_running("state_vector()")
         return self.env.get_state()[0].astype(np.float64)
 
