@@ -1,6 +1,6 @@
 """How much host memory N environments of each implementation class take (bytes, by formula): what
 every class's ``estimate_bytes`` returns and what a request is checked against before anything is
-allocated. Light on purpose (numpy and the simulators' records only): ``registry.estimate_bytes``
+allocated. Light on purpose (it imports nothing): ``registry.estimate_bytes``
 reads ``BY_FACTORY`` for the records' own classes, so that a request too large for this machine
 is refused before the implementation's module brings in torch or jax (1-2 s of imports on 2
 cores). A class registered from elsewhere, absent here, is imported and asked itself."""
