@@ -248,15 +248,18 @@ def test_rgb_array_frames_are_mujocos_as_gymnasiums_v5_draws_them():
 
 
 def test_rendering_without_an_opengl_platform_says_which_variable_to_set():
+    """Three frames, of two chains: each one a frame, or each one the same line (asking MuJoCo for
+    an OpenGL context a second time aborts the process, as it does for gymnasium's own v5)."""
     script = ("import gymnasium, numpy, studylib.gym_vector\n"
-              "env = gymnasium.make('studylib/Chain-v0', impl='cpp', links=2, render_mode='rgb_array')\n"
-              "env.reset(seed=0)\n"
-              "try:\n    print(env.render().shape)\n"
-              "except studylib.ConfigError as e:\n    print('ConfigError:', e)\n")
+              "envs = [gymnasium.make('studylib/Chain-v0', impl='cpp', links=n, render_mode='rgb_array') for n in (2, 3)]\n"
+              "for env in (envs[0], envs[0], envs[1]):\n"
+              "    env.reset(seed=0)\n"
+              "    try:\n        print(env.render().shape)\n"
+              "    except studylib.ConfigError as e:\n        print('ConfigError:', e)\n")
     r = _child(script)
     assert r.returncode == 0, r.stderr[-3000:]
-    out = r.stdout.strip().splitlines()[-1]
-    assert out == "(480, 480, 3)" or ("ConfigError" in out and "MUJOCO_GL=egl" in out), out
+    out = r.stdout.strip().splitlines()[-3:]
+    assert out == ["(480, 480, 3)"] * 3 or all("ConfigError" in o and "MUJOCO_GL=egl" in o for o in out), out
 
 
 def test_gymnax_shaped_functions_vmap_and_jit():

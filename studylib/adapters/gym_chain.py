@@ -77,10 +77,18 @@ class ChainRenderer:
     built at the first frame, so that making an env with a render mode (SB3's ``make_vec_env``
     asks for "rgb_array") costs nothing until something renders."""
 
+    # Set once MuJoCo has found no OpenGL platform in this process: every later frame (of any
+    # chain) is refused at once, as the first was, because asking MuJoCo again aborts the process
+    # (GLFW's second initialization: "__cxa_guard_acquire detected recursive initialization"; so
+    # does gymnasium's own v5 on its second render()).
+    _no_opengl: str | None = None
+
     def __init__(self, p: ChainParams, render_mode: str):
         self._params, self._render_mode, self._env = p, render_mode, None
 
     def frame(self, obs):
+        if ChainRenderer._no_opengl is not None:
+            raise ConfigError(ChainRenderer._no_opengl)
         n = self._params.links
         qpos = dynamics.observed_qpos(np.asarray(obs, dtype=np.float64), self._params)
         if self._env is None:
@@ -99,8 +107,9 @@ class ChainRenderer:
         except Exception as e:  # mujoco.FatalError: no OpenGL context
             if "OpenGL" not in str(e):
                 raise
-            raise ConfigError("MuJoCo has no OpenGL context to render the chain: on a machine without a display, "
-                              "set MUJOCO_GL=egl (or osmesa) before Python imports mujoco") from e
+            ChainRenderer._no_opengl = ("MuJoCo has no OpenGL context to render the chain: on a machine without a "
+                                        "display, set MUJOCO_GL=egl (or osmesa) before Python imports mujoco")
+            raise ConfigError(ChainRenderer._no_opengl) from e
 
     def close(self) -> None:
         if self._env is not None:
