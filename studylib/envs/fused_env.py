@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import torch
 
-from . import footprint
 from .. import native
 from ..native.backends import make_backend
 from ..policy import MLPWeights
 from ..settings import positive_int
+from . import footprint
 from .backend_env import BackendCartPole, NativeChainEnv
 
 _POLICY_CODES = {"mlp": native.POLICY_MLP, "none": native.POLICY_HASH}
