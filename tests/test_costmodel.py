@@ -262,6 +262,47 @@ def test_gymnasiums_mujoco_python_is_measured_apart_from_its_physics():
     assert 1e-7 < calibrate.gym_mujoco_python_s() < 1e-3
 
 
+def test_paired_timings_alternate_regions_grown_to_the_minimum(monkeypatch):
+    """The differences the calibration takes (gym_mujoco_python_s, xla_kernel_s) come from regions
+    timed in turn, one of each per round: a busy spell falls on both, not on one. A region is as
+    many calls as reach MIN_SECONDS (a call of microseconds timed alone is mostly the timer), and
+    the time returned is per call, per unit of work."""
+    import re
+    import time
+
+    from studylib.harness.model import calibrate
+
+    monkeypatch.setattr(calibrate, "REPEATS", 5)
+    order = []
+
+    def short():
+        order.append("s")
+
+    def long():
+        order.append("l")
+        time.sleep(2 * calibrate.MIN_SECONDS)
+
+    t_long, t_short = calibrate._fastest_in_turn((long, short), per_call=2.0)
+    assert order[:4] == ["l", "l", "s", "s"]  # two untimed calls of each (the first may compile)
+    timed = "".join(order[4:])
+    assert timed.count("l") == 5 and timed.count("s") >= 5 * 50  # short: grown to MIN_SECONDS
+    regions = [run[0] for run in re.findall(r"l+|s+", timed)]
+    assert regions == ["l", "s"] * 5  # in turn, one region of each per round
+    assert 0.99 * calibrate.MIN_SECONDS <= t_long < 20 * calibrate.MIN_SECONDS  # per call (2 x MIN), per unit (2)
+    assert t_short < t_long / 10
+
+
+def test_the_sessions_calibration_has_its_differences_positive(calibrated):
+    """The two differences of the session's calibration (measured once for the suite, beside the
+    other worker): positive, and below the whole they are taken from (an XLA kernel below a JAX
+    call; gymnasium's Python per step in microseconds)."""
+    from studylib.harness.model import calibrate
+
+    rows = {r["quantity"]: r.get("value") for r in calibrate.calibration_rows(calibrated.parent)}  # read, not measured
+    assert 1e-10 < rows["xla_kernel_s"] < rows["jax_call_s"]
+    assert 1e-7 < rows["gym_mujoco_python_s"] < 1e-3
+
+
 def test_calibration_items_measure_and_key():
     from studylib.harness.model import calibrate
 

@@ -15,7 +15,8 @@ another process taking the core):
                       before its first step
 ``xla_kernel_s``      one kernel inside a compiled ``lax.scan``: chained 8x8 matrix-vector products,
                       which XLA does not fuse (one kernel each, negligible work): what XLA pays per
-                      kernel inside a compiled loop on the CPU
+                      kernel inside a compiled loop on the CPU (a scan of 256 iterations less a scan
+                      of one, the two timed in turn as ``gym_mujoco_python_s``'s pair)
 ``gym_env_step_s``    one ``CartPoleEnv.step`` of gymnasium in a Python loop over 64 objects
                       (reset when an episode ends): the scalar simulator's cost per environment
 ``gym_mujoco_python_s`` the Python of one gymnasium ``MujocoEnv`` step beyond its physics: a step of
@@ -112,9 +113,7 @@ def xla_kernel_s(iterations: int = 256, kernels: int = 16) -> float:
 
     long, short = loop(iterations), loop(1)
     x = jnp.ones(8, jnp.float32)
-    long(x).block_until_ready(), short(x).block_until_ready()
-    t_long = _best(lambda: long(x).block_until_ready())
-    t_short = _best(lambda: short(x).block_until_ready())
+    t_long, t_short = _fastest_in_turn((lambda: long(x).block_until_ready(), lambda: short(x).block_until_ready()), 1)
     return max(t_long - t_short, 0.0) / (iterations - 1) / kernels
 
 
@@ -166,21 +165,29 @@ def gym_mujoco_python_s(num_envs: int = 16, steps: int = 8) -> float:
 
 
 def _fastest_in_turn(calls, per_call: float) -> list[float]:
-    """Seconds per unit of work of the fastest of REPEATS timed calls of each of ``calls``, timed in
-    turn (one of each per round, after one untimed round): a difference of two such times is not
-    the first timed in a quiet spell less the second in a busy one. (Timed one after the other, in
-    a test session beside the other worker, the physics alone once came out slower than the whole
-    step.) Each call is its own region: at these sizes it lasts milliseconds."""
+    """Seconds per unit of work of the fastest of REPEATS timed regions of each of ``calls``, timed
+    in turn (one region of each per round, after two untimed calls of each): a difference of two
+    such times is not the first timed in a quiet spell less the second in a busy one. (Timed one
+    after the other, in a test session beside the other worker, the physics alone once came out
+    slower than the whole step.) A region is as many calls as reach MIN_SECONDS, as ``_best``'s,
+    counted once from the second untimed call (the first may compile; one call where a call lasts
+    that long already)."""
+    import math
     import time
 
+    reps = []
     for call in calls:
         call()
+        start = time.perf_counter()
+        call()
+        reps.append(max(1, math.ceil(MIN_SECONDS / max(time.perf_counter() - start, 1e-9))))
     fastest = [float("inf")] * len(calls)
     for _ in range(REPEATS):
         for i, call in enumerate(calls):
             start = time.perf_counter()
-            call()
-            fastest[i] = min(fastest[i], time.perf_counter() - start)
+            for _ in range(reps[i]):
+                call()
+            fastest[i] = min(fastest[i], (time.perf_counter() - start) / reps[i])
     return [f / per_call for f in fastest]
 
 
