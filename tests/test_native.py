@@ -181,3 +181,45 @@ def test_cpu_state_is_shared_with_torch_without_a_copy():
     assert env.state.data_ptr() == env.backend.state.ctypes.data
     env.rollout(3, policy="none")
     np.testing.assert_array_equal(env.state.numpy(), env.get_state())
+
+
+def test_every_library_declares_each_header_its_source_includes():
+    """A library's cache key hashes its files (build.NativeLibrary.key_files): a header left out of
+    its declaration once let an edit of cuda/chain_cpu_lanes.h load the chain library built from the
+    old text. Every file the source includes, directly or through another, is declared, and the
+    key hashes it."""
+    import studylib.sims.chain.native  # noqa: F401 (registers the chain's libraries)
+
+    assert "chain_cpu" in native.LIBRARIES
+    for name, spec in native.LIBRARIES.items():
+        included = set(native.included_files(spec.source))
+        assert included <= set(spec.files), f"{name}: undeclared {sorted(p.name for p in included - set(spec.files))}"
+        assert set(spec.key_files) == set(spec.files) | included
+
+
+def test_a_header_edit_changes_the_libraries_cache_key(tmp_path, monkeypatch):
+    """The key of the chain's CPU library changes when any header its source pulls in changes,
+    declared or not (a copy of cuda/ edited header by header), and comes back with the text."""
+    import dataclasses
+    import shutil
+
+    import studylib.sims.chain.native  # noqa: F401
+    from studylib.native import build
+
+    cuda = tmp_path / "cuda"
+    shutil.copytree(native.CUDA_SOURCE_DIR, cuda)
+    spec = native.LIBRARIES["chain_cpu"]
+    copy = dataclasses.replace(spec, source=cuda / spec.source.name, headers=())  # nothing declared
+    def key():
+        return build._build_key("g++", copy.key_files, copy.extra_flags)
+
+    before = key()
+    headers = {p.name for p in native.included_files(copy.source)}
+    assert {"chain_cpu_lanes.h", "chain.cuh", "mlp.cuh", "cartpole.cuh"} <= headers
+    for header in sorted(headers):
+        path = cuda / header
+        original = path.read_text()
+        path.write_text(original + "\n// edited\n")
+        assert key() != before, header
+        path.write_text(original)
+    assert key() == before

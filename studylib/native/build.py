@@ -23,7 +23,7 @@ from .abi import (_declare_cartpole, _declare_cartpole_kernel_host, _declare_fma
                   _declare_fused_kernel_host)
 from .sources import (CPU_ROLLOUT_HEADER, CPU_SOURCE, CUDA_SOURCE_DIR, FMA_PEAK_SOURCE, FUSED_CPU_SOURCE, GPU_ROLLOUT_HEADER, HEADER,
                       HOST_SHIM_HEADER, KERNEL_SOURCE, MLP_HEADER, ROLLOUT_ARGS_HEADER, STEP_BINDING_SOURCE,
-                      TRAJECTORY_ARGS_HEADER, FUSED_KERNEL_SOURCE)
+                      TRAJECTORY_ARGS_HEADER, FUSED_KERNEL_SOURCE, included_files)
 
 
 # -ffast-math lets glibc's vector sinf/cosf (libmvec) be used; -fno-builtin-{sin,cos}f stops GCC
@@ -122,6 +122,13 @@ class NativeLibrary:
     def files(self) -> tuple[Path, ...]:
         return (*self.headers, self.source)
 
+    @property
+    def key_files(self) -> tuple[Path, ...]:
+        """What the cache key hashes: ``files`` and every file the source includes, directly or
+        through another (a header missing from ``headers`` still rebuilds the library when it
+        changes, instead of loading the build of its old text)."""
+        return tuple(dict.fromkeys((*self.files, *included_files(self.source))))
+
 
 LIBRARIES = {
     "cartpole_cpu": NativeLibrary("cartpole_cpu", CPU_SOURCE, (HEADER, ROLLOUT_ARGS_HEADER, CPU_ROLLOUT_HEADER),
@@ -201,7 +208,7 @@ def build_info(name: str = DEFAULT_LIBRARY) -> dict:
     cxx = _compiler()
     check_arch_runs_here(cxx, native_arch())
     flags = [*cxxflags(), *spec.extra_flags]
-    target = _cache_dir() / f"{spec.name}-{_build_key(cxx, spec.files, spec.extra_flags)}.so"
+    target = _cache_dir() / f"{spec.name}-{_build_key(cxx, spec.key_files, spec.extra_flags)}.so"
     info = {"name": spec.name, "path": str(target), "compiler": cxx, "flags": flags}
     if target.exists():
         return {**info, "build_seconds": 0.0, "cached": True}

@@ -36,6 +36,7 @@ CHAIN_EPISODE_HEADER = CUDA_SOURCE_DIR / "chain_episode.cuh"  # the episode step
 CHAIN_ARGS_HEADER = CUDA_SOURCE_DIR / "chain_args.h"  # struct ChainArgs, every chain entry point's argument
 CHAIN_TRAJECTORY_HEADER = CUDA_SOURCE_DIR / "chain_trajectory.h"  # struct ChainTrajectoryArgs, the in-kernel collection's output
 CHAIN_CPU_SOURCE = CUDA_SOURCE_DIR / "chain_cpu.cpp"  # library "chain_cpu"
+CHAIN_CPU_LANES_HEADER = CUDA_SOURCE_DIR / "chain_cpu_lanes.h"  # its block loops on SIMD lanes (host only)
 CHAIN_KERNEL_SOURCE = CUDA_SOURCE_DIR / "chain_kernel.cu"  # the CUDA kernel (NVRTC, CuPy)
 CHAIN_KERNEL_HOST_SOURCE = CUDA_SOURCE_DIR / "chain_kernel_host.cpp"  # library "chain_kernel_host" (tests)
 

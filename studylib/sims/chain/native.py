@@ -31,7 +31,7 @@ from . import dynamics as sim
 from .model import ChainParams, INVERTED_DOUBLE_PENDULUM
 from ...native.abi import struct_layout
 from ...native.build import LIBRARIES, NativeLibrary, library, reported_layout
-from ...native.sources import (CHAIN_ARGS_HEADER, CHAIN_CPU_SOURCE, CHAIN_EPISODE_HEADER, CHAIN_HEADER,
+from ...native.sources import (CHAIN_ARGS_HEADER, CHAIN_CPU_LANES_HEADER, CHAIN_CPU_SOURCE, CHAIN_EPISODE_HEADER, CHAIN_HEADER,
                                CHAIN_KERNEL_HOST_SOURCE, CHAIN_KERNEL_SOURCE, CHAIN_TRAJECTORY_HEADER, HEADER,
                                HOST_SHIM_HEADER, MLP_HEADER)
 
@@ -155,7 +155,8 @@ def _declare_chain_kernel_host(lib: ctypes.CDLL) -> None:
 # (cuda/chain_cpu.cpp).
 LIBRARIES.setdefault("chain_cpu", NativeLibrary(
     "chain_cpu", CHAIN_CPU_SOURCE,
-    (HEADER, CHAIN_HEADER, CHAIN_EPISODE_HEADER, CHAIN_ARGS_HEADER, CHAIN_TRAJECTORY_HEADER, MLP_HEADER),
+    (HEADER, CHAIN_HEADER, CHAIN_EPISODE_HEADER, CHAIN_ARGS_HEADER, CHAIN_TRAJECTORY_HEADER, MLP_HEADER,
+     CHAIN_CPU_LANES_HEADER),
     _declare_chain_cpu,
     ("-mprefer-vector-width=512", "-O2"), parts=2))
 LIBRARIES.setdefault("chain_kernel_host", NativeLibrary(
