@@ -39,8 +39,8 @@ def _range_error() -> ConfigError:
 
 
 def _control_error(what: str) -> ConfigError:
-    return ConfigError(f"actions of a continuous simulator must be finite floats in [-1, 1] "
-                       f"(its Box(-1, 1) action space), got {what}")
+    return ConfigError(f"actions of a continuous simulator must be finite floats (its Box(-1, 1) action space; "
+                       f"values beyond act as -1 or 1), got {what}")
 
 
 class NumpyKind:
@@ -63,7 +63,10 @@ class NumpyKind:
         return a.astype(np.int32, copy=False)
 
     def check_controls(self, actions, n: int) -> np.ndarray:
-        """A continuous simulator's actions: (n,) or (n, 1) floats (or integers), finite, in [-1, 1]."""
+        """A continuous simulator's actions: (n,) or (n, 1) floats (or integers), finite. Values outside
+        [-1, 1] are taken: the actuator clamps them to its ctrlrange, as MuJoCo does for gymnasium's
+        v5 (``sims.chain.dynamics.actuator_force``), so code written for v5 that steps unclipped
+        samples runs unchanged."""
         a = np.asarray(actions)
         if a.shape == (n, 1):
             a = a[:, 0]
@@ -74,8 +77,6 @@ class NumpyKind:
         a = a.astype(np.float32, copy=False)
         if a.size and not np.all(np.isfinite(a)):
             raise _control_error("a non-finite value")
-        if a.size and (a.min() < -1 or a.max() > 1):
-            raise _control_error(f"values in [{a.min():g}, {a.max():g}]")
         return a
 
     def check_mask(self, mask, n: int) -> np.ndarray:
@@ -134,17 +135,15 @@ class TorchKind:
         return actions
 
     def check_controls(self, actions, n: int):
-        """A continuous simulator's actions: a floating tensor (n,) on the device; finite and in
-        [-1, 1], checked where the data is on the host (as the discrete actions' range)."""
+        """A continuous simulator's actions: a floating tensor (n,) on the device; finite, checked
+        where the data is on the host (as the discrete actions' range); beyond [-1, 1] the actuator
+        clamps (NumpyKind.check_controls)."""
         self._check_tensor("actions", actions, n, "float")
         if not actions.dtype.is_floating_point:
             raise _control_error(f"dtype {actions.dtype}")
         if self.on_host and n:
             if not bool(self.xp.isfinite(actions).all()):
                 raise _control_error("a non-finite value")
-            low, high = self.xp.aminmax(actions)
-            if low < -1 or high > 1:
-                raise _control_error(f"values in [{float(low):g}, {float(high):g}]")
         return actions
 
     def check_mask(self, mask, n: int):
@@ -183,7 +182,7 @@ class JaxKind:
         self.device = device
         self.on_host = device.platform == "cpu"
         self._out_of_range = jax.jit(lambda a: jnp.any((a < 0) | (a > 1)))  # one dispatch
-        self._bad_controls = jax.jit(lambda a: jnp.any(~jnp.isfinite(a) | (a < -1) | (a > 1)))
+        self._bad_controls = jax.jit(lambda a: jnp.any(~jnp.isfinite(a)))
 
     def _check_array(self, what: str, x, n: int, wanted: str) -> None:
         if not isinstance(x, self._jax.Array):
@@ -205,13 +204,13 @@ class JaxKind:
         return actions
 
     def check_controls(self, actions, n: int):
-        """A continuous simulator's actions: a floating jax array (n,) on the device; finite and in
-        [-1, 1], checked on the host's device only."""
+        """A continuous simulator's actions: a floating jax array (n,) on the device; finite, checked
+        on the host's device only; beyond [-1, 1] the actuator clamps (NumpyKind.check_controls)."""
         self._check_array("actions", actions, n, "float")
         if not self.xp.issubdtype(actions.dtype, self.xp.floating):
             raise _control_error(f"dtype {actions.dtype}")
         if self.on_host and n and bool(self._bad_controls(actions)):
-            raise _control_error("a non-finite value or one outside [-1, 1]")
+            raise _control_error("a non-finite value")
         return actions
 
     def check_mask(self, mask, n: int):

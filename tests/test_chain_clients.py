@@ -46,8 +46,37 @@ def test_the_single_env_passes_gymnasiums_checker(impl):
     check_env(env.unwrapped, skip_render_check=True)
     obs, _ = env.reset(seed=0)
     assert obs.shape == (12,) and env.observation_space.contains(obs)
-    with pytest.raises(ConfigError, match=r"one float in \[-1, 1\]"):
-        env.step(np.array([1.5], np.float32))
+    for bad in (np.array([np.nan], np.float32), np.zeros(2, np.float32), "push"):
+        with pytest.raises(ConfigError, match=r"one finite float"):
+            env.step(bad)
+
+
+@pytest.mark.parametrize("impl", [p for p in IMPL_PARAMS if p.values[0] != "torch-compile"])
+def test_controls_beyond_the_box_act_as_its_bound_as_in_v5(impl):
+    """gymnasium's InvertedDoublePendulum-v5 takes any finite control: its motor's ctrlrange clamps
+    it (ctrllimited), and code written for v5 may step unclipped Gaussian samples. The id takes them
+    too, single and vector, and gives v5's transition for them: that of the control clamped to ±1."""
+    v5 = gymnasium.make("InvertedDoublePendulum-v5").unwrapped
+    ours = gymnasium.make("studylib/InvertedDoublePendulum-v5", impl=impl).unwrapped
+    v5.reset(seed=1), ours.reset(seed=1)
+    qpos, qvel, _ = v5_off_limit_inputs(6)
+    for i, control in enumerate((1.7, -3.0, 250.0, -1.0001, 1.0, -1.0)):
+        out = []
+        for env, c in ((v5, control), (ours, control), (ours, float(np.clip(control, -1, 1)))):
+            env.set_state(qpos[i], qvel[i])
+            out.append(env.step(np.array([c], np.float32))[:2])
+        (o_v5, r_v5), (o, r), (o_clipped, r_clipped) = out
+        np.testing.assert_allclose(o, o_v5, rtol=2e-5, atol=2e-5)
+        assert r == pytest.approx(r_v5, rel=5e-6, abs=5e-6)
+        np.testing.assert_array_equal(o, o_clipped)
+        assert r == r_clipped
+    envs = gymnasium.make_vec("studylib/InvertedDoublePendulum-v5", num_envs=2, impl=impl)
+    envs.reset(seed=0)
+    obs = envs.step(np.array([[4.0], [-0.5]], np.float32))[0]
+    assert obs.shape == (2, 9) and np.isfinite(obs).all()
+    with pytest.raises(ConfigError, match="finite"):
+        envs.step(np.array([[np.inf], [0.0]], np.float32))
+    v5.close(), ours.close(), envs.close()
 
 
 def test_the_n2_id_is_v5s_shape_and_threshold():

@@ -204,11 +204,28 @@ def test_bad_actions_are_refused_and_nothing_steps(impl):
     env = make(impl, 4, sim="chain", params=ChainParams(links=1))
     env.reset()
     before = env.get_state()
-    for bad, match in ((np.array([0.0, 2.0, 0.0, 0.0]), r"in \[-1, 1\]"), (np.full(4, np.nan), "finite"),
+    for bad, match in ((np.array([0.0, np.inf, 0.0, 0.0]), "finite"), (np.full(4, np.nan), "finite"),
                        (np.zeros(3), r"shape \(4,\)"), (np.array(["a"] * 4), "dtype")):
         with pytest.raises(ConfigError, match=match):
             env.step(bad)
     np.testing.assert_array_equal(env.get_state(), before)
+
+
+@pytest.mark.parametrize("impl", STEPPED)
+def test_controls_beyond_one_step_as_the_bound(impl):
+    """A control outside [-1, 1] is taken and acts as ±1, the motor's ctrlrange (MuJoCo clamps it so
+    in gymnasium's v5): the same step as the clamped control, from the same states."""
+    p = ChainParams(links=2)
+    states = _states(np.random.default_rng(7), p)[:4]
+    wild = np.array([2.0, -7.5, 1.0, 1e6], np.float32)
+    out = []
+    for ctrl in (wild, np.clip(wild, -1, 1)):
+        env = make(impl, 4, sim="chain", params=p, seed=3)
+        env.reset()
+        env.set_state(states)
+        out.append((*env.step(ctrl), env.get_state()))
+    for ours, clamped in zip(*out):
+        np.testing.assert_array_equal(np.asarray(ours), np.asarray(clamped))
 
 
 def test_links_outside_one_to_32_are_refused():

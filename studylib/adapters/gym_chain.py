@@ -182,9 +182,14 @@ class StudylibChainEnv(OneEnvOfAnImplementation, gymnasium.Env):
         return self._obs.copy(), {}
 
     def step(self, action):
-        action = np.asarray(action, dtype=np.float32).reshape(-1)
-        if action.shape != (1,) or not self.action_space.contains(action):
-            raise ConfigError(f"action must be one float in [-1, 1] (Box(-1, 1, (1,))), got {action!r}")
+        given = action
+        try:
+            action = np.asarray(action, dtype=np.float32).reshape(-1)
+        except (TypeError, ValueError):
+            action = None
+        if action is None or action.shape != (1,) or not np.isfinite(action[0]):  # beyond ±1 the motor clamps, as v5's
+            raise ConfigError(f"action must be one finite float (Box(-1, 1, (1,)); beyond, it acts as -1 or 1), "
+                              f"got {given!r}")
         self._before = self.env.get_state()[0], action  # what the terminal state is stepped from (state_vector)
         return self._step_one(action)
 

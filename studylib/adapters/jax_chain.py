@@ -6,7 +6,8 @@
     obs, state, reward, terminated, truncated, info = env.step(key, state, action, params)
     step_n = jax.jit(jax.vmap(env.step, in_axes=(0, 0, 0, None)))
 
-``action`` is one control, a float (or shape (1,)) in [-1, 1]: ``action_space(params)`` is a
+``action`` is one control, a float (or shape (1,)) in [-1, 1] (beyond, the motor clamps it to ±1, as
+MuJoCo's ctrlrange does in v5): ``action_space(params)`` is a
 jittable Box(-1, 1, (1,)) (gymnax's own space classes where gymnax is installed). The step is
 ``studylib.sims.chain.episode.advance`` (v5's observation, reward, termination, truncation at
 ``params.max_episode_steps``) on a batch of one, with XLA's formulation of the physics
