@@ -141,9 +141,8 @@ class TorchKind:
         self._check_tensor("actions", actions, n, "float")
         if not actions.dtype.is_floating_point:
             raise _control_error(f"dtype {actions.dtype}")
-        if self.on_host and n:
-            if not bool(self.xp.isfinite(actions).all()):
-                raise _control_error("a non-finite value")
+        if self.on_host and n and not bool(self.xp.isfinite(actions).all()):
+            raise _control_error("a non-finite value")
         return actions
 
     def check_mask(self, mask, n: int):
