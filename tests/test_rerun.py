@@ -3,6 +3,8 @@ one line naming the chapter's parameters, and a refusal runs and writes nothing.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from studylib.book import rerun
@@ -42,9 +44,11 @@ def test_declared_parameters_of_the_right_type_are_accepted(chapter, parameters)
     ("intro", {"preset": "huge"}, "unknown preset 'huge'"),
     ("methodology", {"data_dir": 3}, "'data_dir' must be a folder"),
     ("nosuch", {}, "no chapter 'nosuch'"),
+    ("chain", {"links": [2, 33]}, "'links' must be a list of links from 1 to 32, got [2, 33]"),
+    ("robot", {"links": "[40]"}, "'links' must be a list of links from 1 to 32, got [40]"),
 ])
 def test_undeclared_or_mistyped_parameters_are_refused(chapter, parameters, message):
-    with pytest.raises(ConfigError, match=message.replace("(", r"\(")) as e:
+    with pytest.raises(ConfigError, match=re.escape(message)) as e:
         rerun.check_parameters(chapter, parameters)
     assert "\n" not in str(e.value)
 

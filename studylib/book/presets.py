@@ -202,7 +202,10 @@ class ChainParams(ChapterParams):
         from ..harness.robotics.engines import engine_record
         from ..settings import check_policy
         from ..sims.chain.dynamics_xla import FORMULATIONS
+        from ..sims.chain.model import check_links
 
+        check_links("links", self.links)
+        check_links("formulation_links", self.formulation_links)
         for name in self.engines:
             engine_record(name)
         for name in self.policies:

@@ -22,6 +22,13 @@ ENVIRONMENT_STEP = 0.05  # s: v5's timestep 0.01 x frame_skip 5, kept at every n
 TIMESTEP_RULE = ((8, 0.01), (16, 0.005), (MAX_LINKS, 0.002))
 
 
+def check_links(name: str, values) -> None:
+    """A chapter's list of n: ConfigError (one line) naming parameter ``name`` where one of ``values``
+    is not a chain's number of links (1 to MAX_LINKS), before anything runs."""
+    if any(not 1 <= n <= MAX_LINKS for n in values):
+        raise ConfigError(f"parameter {name!r} must be a list of links from 1 to {MAX_LINKS}, got {list(values)}")
+
+
 def stable_timestep(links: int) -> tuple[float, int]:
     """(timestep, frame_skip) of an n-link chain: the file's 0.01 s up to n = 8 and a smaller
     step above (``TIMESTEP_RULE``), with frame_skip such that an environment step stays

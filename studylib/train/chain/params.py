@@ -31,6 +31,9 @@ class RobotParams(TypedParams):
     settings: ChainPPOSettings = field(default_factory=ChainPPOSettings, metadata={"given": False})
 
     def check(self) -> None:
+        from ...sims.chain.model import check_links
+
+        check_links("links", self.links)
         unknown = [c for c in self.collectors if c not in CHAIN_TRAINERS]
         if unknown:
             raise ConfigError(f"parameter 'collectors': unknown trainer {unknown[0]!r}; valid: {', '.join(CHAIN_TRAINERS)}")
