@@ -34,15 +34,18 @@ import sys
 from studylib.__main__ import main
 codes = [main(["train", *argv]) for argv in (["--sim", "chain", "--links", "99", "--collector", "fused"],
                                               ["--sim", "chain", "--collector", "nope"], ["--collector", "nope"],
-                                              ["--collector", "cpp", "--num-envs", "0"])]
+                                              ["--collector", "cpp", "--num-envs", "0"],
+                                              ["--sim", "chain", "--collector", "fused", "--save", "policy.txt"],
+                                              ["--collector", "cpp", "--save", "/no/such/folder/policy.npz"])]
 print(codes, sorted(m for m in ("torch", "jax") if m in sys.modules))
 """
 
 
 def test_bad_input_is_answered_before_torch_or_jax_is_imported():
-    """The checks need neither framework (their imports take seconds on 2 cores): none is imported."""
+    """The checks need neither framework (their imports take seconds on 2 cores): none is imported,
+    the --save path's check included."""
     proc = subprocess.run([sys.executable, "-c", _REFUSE], capture_output=True, text=True, check=False, timeout=120)
-    assert proc.stdout.strip().splitlines()[-1] == "[2, 2, 2, 2] []", proc.stdout + proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == "[2, 2, 2, 2, 2, 2] []", proc.stdout + proc.stderr[-2000:]
 
 
 def test_short_run_json_and_saved_policy(tmp_path, capsys):

@@ -46,14 +46,14 @@ def _parser() -> argparse.ArgumentParser:
 def _preflight(args):
     """Every check that can fail, before training starts: settings, GPU, the --save path (the
     trainers' modules, which import torch and jax, are not imported for these)."""
-    from .settings import TrainRun
+    from .settings import TrainRun, check_save_path
 
     if args.sim == "chain":
         from .chain.cli import chain_run
 
         run = chain_run(args)
         if args.save is not None:
-            _check_save_path(args.save)
+            check_save_path(args.save)
         return run
     if args.links is not None:
         raise UsageError("--links is the chain's: give it with --sim chain")
@@ -67,14 +67,8 @@ def _preflight(args):
         cpu = [c for c in COLLECTORS if "cpu" in collector_spec(c).devices]
         require_cuda(f"the {run.collector} collector runs on a GPU (use {', '.join(cpu)} here)")
     if args.save is not None:
-        _check_save_path(args.save)
+        check_save_path(args.save)
     return run
-
-
-def _check_save_path(path) -> None:
-    from .cartpole.actor_critic import check_save_path
-
-    check_save_path(path)
 
 
 def main(argv=None) -> int:

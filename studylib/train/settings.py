@@ -37,7 +37,9 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
 
 from ..errors import ConfigError
 from ..implspec import spec as impl_spec
@@ -209,3 +211,19 @@ class TrainRun:
     @property
     def is_peer(self) -> bool:
         return self.collector in PEER_TRAINERS
+
+
+def check_save_path(path) -> Path:
+    """Refuse, before training, a --save path that cannot be written (one line, nothing written).
+    Here, with the run's other checks, so that the command line checks it before torch is imported."""
+    p = Path(path).expanduser()
+    if p.suffix != ".npz":
+        raise ConfigError(f"--save must name a .npz file, got {str(path)!r}")
+    parent = p.parent if str(p.parent) else Path(".")
+    if p.is_dir():
+        raise ConfigError(f"cannot write {str(path)!r}: it is a directory")
+    if not parent.is_dir():
+        raise ConfigError(f"cannot write {str(path)!r}: folder {str(parent)!r} does not exist")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise ConfigError(f"cannot write {str(path)!r}: permission denied")
+    return p

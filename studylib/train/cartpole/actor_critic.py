@@ -25,6 +25,7 @@ from torch import nn
 
 from ...errors import ConfigError
 from ...policy import LAYER_SIZES
+from ..settings import check_save_path
 
 ARRAY_NAMES = ("W1", "b1", "W2", "b2", "W3", "b3")
 ARRAY_SHAPES = {"W1": (4, 64), "b1": (64,), "W2": (64, 64), "b2": (64,), "W3": (64, 2), "b3": (2,)}
@@ -92,21 +93,6 @@ def check_arrays(arrays: dict) -> dict[str, np.ndarray]:
             raise ConfigError(f"actor array {k} has non-finite values")
         out[k] = a
     return out
-
-
-def check_save_path(path) -> Path:
-    """Refuse, before training, a --save path that cannot be written (one line, nothing written)."""
-    p = Path(path).expanduser()
-    if p.suffix != ".npz":
-        raise ConfigError(f"--save must name a .npz file, got {str(path)!r}")
-    parent = p.parent if str(p.parent) else Path(".")
-    if p.is_dir():
-        raise ConfigError(f"cannot write {str(path)!r}: it is a directory")
-    if not parent.is_dir():
-        raise ConfigError(f"cannot write {str(path)!r}: folder {str(parent)!r} does not exist")
-    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise ConfigError(f"cannot write {str(path)!r}: permission denied")
-    return p
 
 
 def save_npz(path, arrays: dict, check=check_arrays) -> Path:
