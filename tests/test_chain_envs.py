@@ -19,6 +19,7 @@ from studylib.policy import gaussian_actions, mlp_weights
 from studylib.settings import MeasurePoint, point_key
 from studylib.sims.chain import dynamics, episode
 from studylib.sims.chain.model import ChainParams
+from tests.conftest import default_device
 
 CHAIN_IMPLS = [r.name for r in specs() if r.implements("chain") and runs_here(r.name)]
 # torch-compile compiles a graph per (N, n, policy) (15-30 s each on 2 cores): its own test below
@@ -251,7 +252,8 @@ def test_a_chain_point_is_measured_and_keyed_by_its_links():
     assert a.flat()["episode_rules"] == "v5"  # rows of the physics alone (no such column) never stand for these
     assert a.describe().startswith("chain links=3 episode_rules=v5 torch N=16")
     row = measure(a)
-    assert (row["sim"], row["links"], row["impl"], row["device"]) == ("chain", 3, "torch", "cpu")
+    # the device it ran on: a GPU where torch sees one (a GPU run of this test once expected "cpu")
+    assert (row["sim"], row["links"], row["impl"], row["device"]) == ("chain", 3, "torch", default_device("torch"))
     assert row["samples_per_s"] > 0 and row["episodes_finished"] > 0
     assert point_key(row) == point_key(a.flat())
     with pytest.raises(ConfigError, match=r"takes no state_factor \(it has neither S nor C\)$"):

@@ -10,22 +10,13 @@ import torch
 from studylib import make
 from studylib.envs.torch_env import _mask32
 from studylib.sims.chain.model import ChainParams
-
-
-def _on_meta(env):
-    """The CPU environment's tensors moved to the meta device, as a CUDA one holds them."""
-    env.device = "meta"
-    env._native = True
-    for name in ("state", "elapsed", "episode", "_env_index", "_obs_now", "_final_obs"):
-        setattr(env, name, getattr(env, name).to("meta"))
-    env._layers = [(w.to("meta"), b.to("meta")) for w, b in env._layers]
-    return env
+from tests.device_cases import on_meta
 
 
 @pytest.mark.parametrize("links", [1, 2, 8])
 @pytest.mark.parametrize("policy", ["none", "mlp"])
 def test_the_torch_chain_steps_resets_and_acts_on_a_device_that_is_not_the_cpu(links, policy):
-    env = _on_meta(make("torch", 16, sim="chain", params=ChainParams(links=links), device="cpu"))
+    env = on_meta(make("torch", 16, sim="chain", params=ChainParams(links=links), device="cpu"))
     actions = env.rules.controls(policy, env._obs_now, env.seed, env._env_index, env.episode, env.elapsed,
                                  env._layers, env.log_std, torch, _mask32)
     out = env._advance(actions)

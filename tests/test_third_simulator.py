@@ -20,7 +20,7 @@ from studylib.harness.model import costmodel
 from studylib.harness.measure import measure
 from studylib.implspec import specs
 from studylib.settings import MeasurePoint
-from studylib.sims.rules import EpisodeRules, reset_uniform
+from studylib.sims.rules import EpisodeRules, reset_uniforms
 
 
 @dataclass(frozen=True)
@@ -32,8 +32,7 @@ class SlideParams:
 
 def reset_states(seed, env, episode, p, xp=np, wrap=None):
     """(x, v) uniform in ±0.1, from the counter hash (seed, env, episode, component)."""
-    comp = (xp.arange(2, dtype=xp.int64) if wrap is not None else xp.arange(2, dtype=xp.uint32))[None, :]
-    return 0.1 * (2.0 * reset_uniform(0x1234567, seed, env[:, None], episode[:, None], comp, xp, wrap) - 1.0)
+    return 0.1 * (2.0 * reset_uniforms(0x1234567, seed, env, episode, 2, xp, wrap) - 1.0)
 
 
 def observation(state, p, xp=np):
@@ -87,6 +86,25 @@ def test_it_steps_as_its_numpy_rules_and_rolls_out_with_episodes(slide, impl):
         assert env.rollout(50, policy).episodes_finished > 0
     row = measure(MeasurePoint.of(impl, 16, 5, sim="slide", policy="mlp", repeats=1, min_seconds=0.01))
     assert row["sim"] == "slide" and row["samples_per_s"] > 0 and row["episodes_finished"] > 0
+
+
+def test_its_torch_rules_keep_every_tensor_on_the_environments_device(slide):
+    """The toy's reset, step and policy on PyTorch's meta device, which refuses a CPU tensor beside
+    its own as CUDA does (tests/device_cases.py): a GPU run of this test once found the reset
+    draws' component index made on the CPU."""
+    import torch
+
+    from studylib.envs.torch_env import _mask32
+    from tests.device_cases import on_meta
+
+    env = on_meta(make("torch", 8, sim="slide", device="cpu"))
+    for policy in ("none", "mlp"):
+        actions = env.rules.controls(policy, env._obs_now, env.seed, env._env_index, env.episode, env.elapsed,
+                                     env._layers, env.log_std, torch, _mask32)
+        out = env._advance(actions)
+        fresh = env.rules.reset_states(env.seed, env._env_index, env.episode, env.params, torch, _mask32)
+        for tensor in (actions, out.state, out.observation, out.reward, out.done, fresh):
+            assert tensor.device.type == "meta"
 
 
 def test_torch_compile_runs_it(slide):

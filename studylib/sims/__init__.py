@@ -15,7 +15,8 @@ in the test file alone):
    frozen dataclass checked once where it is made (with ``max_episode_steps``); ``dynamics.py``, its
    physics as pure functions of (..., p, xp) for numpy (float64: the reference, checked against the
    engine it reproduces), torch and jax.numpy; ``episode.py``, the three functions of an
-   ``EpisodeRules`` (``studylib.sims.rules``: ``reset_states`` from the counter hash,
+   ``EpisodeRules`` (``studylib.sims.rules``: ``reset_states`` from the counter hash, its draws
+   through ``rules.reset_uniforms``, which makes its indices on the environments' device,
    ``observation``, ``env_step`` -> (next state, final observation, reward, terminated)), from which
    the rules add truncation, the same-step autoreset, the counters, the no-policy controls and the
    Gaussian policy's noise.

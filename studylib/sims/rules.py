@@ -61,6 +61,15 @@ def reset_uniform(salt: int, seed, env, episode, component, xp=np, wrap=None):
     return (_float32(bits, xp) * 2.0 + 1.0) * UNIFORM_UNIT
 
 
+def reset_uniforms(salt: int, seed, env, episode, count: int, xp=np, wrap=None):
+    """(N, count): ``reset_uniform`` of components 0..count-1 for each env (N,) in its episode (N,),
+    the rows a new episode's state is drawn from. The component index is made where ``env`` lives
+    (torch: on its device; a CPU index beside CUDA env indices is an error in torch, not a copy)."""
+    comp = (xp.arange(count, dtype=xp.int64, device=env.device) if wrap is not None
+            else xp.arange(count, dtype=xp.uint32))[None, :]
+    return reset_uniform(salt, seed, env[:, None], episode[:, None], comp, xp, wrap)
+
+
 def normal(u1, u2, xp=np):
     """Box–Muller: sqrt(−2 ln u1) cos(2π u2), one standard normal from two uniforms in (0, 1)."""
     return xp.sqrt(-2.0 * xp.log(u1)) * xp.cos((2.0 * math.pi) * u2)

@@ -45,7 +45,7 @@ import numpy as np
 
 from .. import rules
 from ..rules import (CONTROL_SALT, NOISE_SALTS, UNIFORM_UNIT, EpisodeRules, EpisodeStep, controls,  # noqa: F401
-                     hash_controls, normal, policy_noise, reset_uniform)
+                     hash_controls, normal, policy_noise, reset_uniforms)
 from .dynamics import env_step, observation
 from .model import ChainParams
 
@@ -58,12 +58,7 @@ def reset_states(seed, env, episode, p: ChainParams, xp=np, wrap=None):
     uniform in ±0.1 (components 0..n) and qvel 0.1 N(0, 1) (Box–Muller of components n+1+2i and
     n+2+2i). float32 on torch/jax; numpy computes it in float32 too (the draws, not the physics)."""
     n1 = p.links + 1
-    # torch (wrap set): the component index lives on the envs' device (a CPU arange beside CUDA
-    # env indices is an error in torch, not a copy)
-    comp = (xp.arange(3 * n1, dtype=xp.int64, device=env.device) if wrap is not None
-            else xp.arange(3 * n1, dtype=xp.uint32))[None, :]
-    env_, episode_ = env[:, None], episode[:, None]
-    u = reset_uniform(RESET_SALT, seed, env_, episode_, comp, xp, wrap)
+    u = reset_uniforms(RESET_SALT, seed, env, episode, 3 * n1, xp, wrap)
     qpos = RESET_NOISE * (2.0 * u[:, :n1] - 1.0)
     qvel = RESET_NOISE * normal(u[:, n1::2], u[:, n1 + 1::2], xp)
     return xp.concatenate((qpos, qvel), axis=1)
