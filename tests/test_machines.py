@@ -86,3 +86,34 @@ def test_verdicts_side_by_side_mark_differences(data_dir):
         changed.loc[mask, "verdict"].iloc[0])
     assert V.loc[F["key"].iloc[-1], "differs"] == machines.ONE_MACHINE and V.loc[F["key"].iloc[-1], TWIN] == "—"
     assert (V.drop(index=[flipped, F["key"].iloc[-1]])["differs"] == machines.SAME).all()
+
+
+def _chain_row(impl, links, num_envs, steps, rate, policy="none", device="cuda"):
+    return {"impl": impl, "links": links, "num_envs": num_envs, "steps": steps, "policy": policy, "device": device,
+            "samples_per_s": rate}
+
+
+def test_the_chain_on_a_gpu_sets_cuda_beside_jax_and_torch_at_each_point(tmp_path):
+    folder = tmp_path / "gpu-box"
+    folder.mkdir()
+    rows = [_chain_row("cuda", n, 4096, k, r) for n, k, r in
+            [(1, 1, 1e7), (1, 100, 4e8), (2, 1, 8e6), (2, 100, 2e8), (4, 1, 5e6), (4, 100, 5e7), (16, 1, 1e6)]]
+    rows += [_chain_row("jax", n, 4096, k, r) for n, k, r in [(1, 1, 2e7), (1, 100, 1e8), (2, 100, 2.5e7), (4, 100, 1e6)]]
+    rows += [_chain_row("torch", 1, 4096, 100, 1e6), _chain_row("cuda", 1, 4096, 100, 3e6, policy="mlp"),
+             _chain_row("cpp", 1, 4096, 100, 1e9, device="cpu"),  # the host's: not a GPU row
+             _chain_row("jax", 1, 256, 100, 5e5, device="cpu")]
+    (folder / "chain.json").write_text(json.dumps({"format": "studylib-sweep/1", "sweep": "chain", "runs": [], "rows": rows}))
+    frame = machines.chain_on_gpu({"gpu-box": folder, "cpu-box": tmp_path / "none"}).set_index(["links", "steps"])
+    assert list(frame.columns[:1]) == ["machine"] and set(frame["machine"]) == {"gpu-box"}
+    one = frame.loc[(1, 100)]
+    assert (one["cuda"], one["jax"], one["torch"], one["cuda with the MLP"]) == (4e8, 1e8, 1e6, 3e6)
+    assert one["cuda / jax"] == 4.0 and one["cuda / torch"] == 400.0 and one["cuda K gain"] == 40.0
+    assert frame.loc[(1, 1), "cuda / jax"] == 0.5 and frame.loc[(1, 1), "cuda K gain"] == 1.0
+    assert frame.loc[(16, 1), "jax"] != frame.loc[(16, 1), "jax"]  # not measured: NaN, no ratio made up
+    assert one["jax formulation"] == "aba_unrolled" and frame.loc[(4, 100), "jax formulation"] == "aba"
+    (line,) = machines.chain_gpu_summary(frame.reset_index())
+    # K = 100 at N = 4096, split by jax's formulation, each n named; cuda's K gain over every n there
+    assert "K = 100" in line and "`aba_unrolled` formulation, 4× to 8× (n = 1: 4×, n = 2: 8×)" in line
+    assert "`aba` formulation, 50× to 50× (n = 4: 50×)" in line
+    assert "from K = 1 to K = 100 there: 10× to 40× (n = 1: 40×, n = 2: 25×, n = 4: 10×)" in line
+    assert machines.chain_on_gpu({}).empty and machines.chain_gpu_summary(machines.chain_on_gpu({})) == []

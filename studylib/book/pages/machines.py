@@ -4,6 +4,7 @@
     machines.provenance(folders)                     # one row per machine: hardware, versions, commits
     machines.findings_by_machine(folders)            # F.1–F.4 of each machine beside the paper's values
     machines.verdicts_by_machine(F)                  # each finding's verdict per machine, differences marked
+    machines.chain_on_gpu(folders)                   # the chain's implementations on each GPU, side by side
 
 Nothing here measures: every plan runs under ``sweep.READ_ONLY``. Each machine is read at the
 preset its snapshot covers best (``best_preset``), so a folder measured with ``default`` and one
@@ -21,6 +22,8 @@ from ...harness.model import roofline
 from ...harness.data.provenance import machine_key
 from ...harness.data.semantics import staleness
 from ...harness.sweep import READ_ONLY, session
+from ...sims.chain.dynamics_xla import best_formulation
+from ...sims.chain.model import ChainParams
 from ..chapters import CHAPTERS, GPU_SCALE, findings
 from ..claims.findings import verdict_text
 from ..claims.paper import PAPER
@@ -179,3 +182,63 @@ def gpu_scale(folders: dict) -> pd.DataFrame:
             for r in store.read(folder / f"{GPU_SCALE}.json")["rows"]]
     frame = pd.DataFrame(rows, columns=SCALE_COLUMNS)
     return frame.sort_values(["machine", "impl", "num_envs", "steps"], kind="stable").reset_index(drop=True)
+
+
+# The chain on a GPU: the paper's §7 question ("how manual kernel fusion compares to the kernels
+# produced by XLA" on robotics simulators) on the device itself: cuda (chain_kernel.cu, K environment
+# steps per launch, the state in registers) against jax (XLA's program, K steps under lax.scan) and
+# eager torch, all three on the GPU, without a policy (the hashed controls: every step on the device);
+# cuda's rows with the MLP (the Gaussian policy in PyTorch between one-step launches) beside them.
+CHAIN_GPU_IMPLS = ("cuda", "jax", "torch")
+CHAIN_GPU_COLUMNS = ["machine", "links", "num_envs", "steps", *CHAIN_GPU_IMPLS, "cuda with the MLP",
+                     "cuda / jax", "cuda / torch", "cuda K gain", "jax formulation"]
+
+
+def chain_on_gpu(folders: dict) -> pd.DataFrame:
+    """One row per (machine, n, N, K) of the chain rows that ran on a GPU (``CHAIN_GPU_COLUMNS``):
+    each implementation's samples/s without a policy (NaN where not measured), cuda's with the MLP,
+    cuda's ratios over jax and torch at that point, and cuda's gain from K = 1 to this K at the same
+    n and N (1 at K = 1). Empty when no folder holds such rows."""
+    rows = [{"machine": key, "links": r["links"], "num_envs": r["num_envs"], "steps": r["steps"],
+             "impl": r["impl"] if r["policy"] == "none" else f"{r['impl']} with the MLP",
+             "samples_per_s": r["samples_per_s"]}
+            for key, folder in folders.items() if (folder / "chain.json").exists()
+            for r in store.read(folder / "chain.json")["rows"]
+            if r.get("device") == "cuda" and r["impl"] in CHAIN_GPU_IMPLS and r["policy"] in ("none", "mlp")]
+    if not rows:
+        return pd.DataFrame(columns=CHAIN_GPU_COLUMNS)
+    index = ["machine", "links", "num_envs", "steps"]
+    wide = (pd.DataFrame(rows).pivot_table(index=index, columns="impl", values="samples_per_s", aggfunc="median")
+            .reindex(columns=[*CHAIN_GPU_IMPLS, "cuda with the MLP"]).reset_index().rename_axis(columns=None))
+    wide["cuda / jax"] = wide["cuda"] / wide["jax"]
+    wide["cuda / torch"] = wide["cuda"] / wide["torch"]
+    at_k1 = wide[wide["steps"] == 1].set_index(index[:3])["cuda"]
+    wide["cuda K gain"] = [c / at_k1.get((m, n, e), float("nan"))
+                           for m, n, e, c in zip(wide["machine"], wide["links"], wide["num_envs"], wide["cuda"])]
+    # the formulation jax steps at each n (dynamics_xla.best_formulation: chosen on a CPU)
+    wide["jax formulation"] = [best_formulation(ChainParams(links=int(n))) for n in wide["links"]]
+    return wide[CHAIN_GPU_COLUMNS].sort_values(index, kind="stable").reset_index(drop=True)
+
+
+def _each(rows: pd.DataFrame, column: str) -> str:
+    """min–max of ``column`` over the rows' n, then each n's value: never one point alone."""
+    each = ", ".join(f"n = {n}: {v:.3g}×" for n, v in zip(rows["links"], rows[column]))
+    return f"{rows[column].min():.3g}× to {rows[column].max():.3g}× ({each})"
+
+
+def chain_gpu_summary(frame: pd.DataFrame) -> list[str]:
+    """Per machine: cuda over jax at the largest K both measured, at the largest N where both have it
+    for the most n, over n for each formulation jax ran; and cuda's K gain at that N over every n."""
+    lines = []
+    for key, rows in frame.dropna(subset=["cuda", "jax"]).groupby("machine", sort=True):
+        k = rows["steps"].max()
+        at_k = rows[rows["steps"] == k]
+        counts = at_k.groupby("num_envs")["links"].nunique()
+        n_envs = counts[counts == counts.max()].index.max()
+        pick = at_k[at_k["num_envs"] == n_envs].sort_values("links")
+        by_form = "; ".join(f"against jax's `{f}` formulation, {_each(part, 'cuda / jax')}"
+                            for f, part in pick.groupby("jax formulation", sort=False))
+        gain = frame[(frame["machine"] == key) & (frame["num_envs"] == n_envs) & (frame["steps"] == k)]
+        lines.append(f"`{key}`, N = {n_envs:,}, K = {k}: cuda runs the chain {by_form}. "
+                     f"cuda's gain from K = 1 to K = {k} there: {_each(gain.dropna(subset=['cuda K gain']), 'cuda K gain')}.")
+    return lines
