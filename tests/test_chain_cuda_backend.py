@@ -152,3 +152,32 @@ def test_cuda_on_the_chain_without_a_gpu_is_one_line():
         pytest.skip("a CUDA device is here: the conformance tests step the chain's cuda")
     with pytest.raises(DeviceUnavailableError, match="no CUDA device"):
         make("cuda", 16, sim="chain", params=ChainParams(links=2))
+
+
+def test_fused_on_a_gpu_runs_simulation_and_policy_in_one_launch_per_call(monkeypatch):
+    """``make("fused", sim="chain", device="cuda")`` steps the chain's kernels (here the stand-in
+    for CuPy above), its Gaussian MLP inside the kernel: one launch per K-step rollout, the same
+    episodes, states and flags as ``fused`` on the CPU. (Before, the chain's ``fused`` ran on the
+    CPU even where its record names the GPU first.)"""
+    import sys
+
+    from studylib import make
+    from studylib.envs import base
+
+    launches = []
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy(launches))
+    monkeypatch.setattr(base, "check_gpu_for", lambda impl, device: None)  # a GPU is "here"
+    p = ChainParams(links=3)
+    gpu, cpu = (make("fused", 37, sim="chain", params=p, seed=5, device=d) for d in ("cuda", "cpu"))
+    assert (gpu.device, cpu.device, type(gpu.backend).__name__) == ("cuda", "cpu", "ChainCudaBackend")
+    _close(gpu.reset(), cpu.reset())
+    del launches[:]
+    done = [(gpu.rollout(40, "mlp").episodes_finished, cpu.rollout(40, "mlp").episodes_finished) for _ in range(2)]
+    assert all(g == c for g, c in done) and sum(g for g, _ in done) > 0
+    assert [name for name, _, _ in launches] == ["chain_episodes_mlp_3"] * 2  # K steps and the policy: one launch
+    _close(gpu.get_state(), cpu.get_state())
+    np.testing.assert_array_equal(gpu.backend.flags_out, cpu.backend.flags_out)
+    obs, reward, terminated, truncated = gpu.step(np.zeros(37, np.float32))
+    ref = cpu.step(np.zeros(37, np.float32))
+    _close(obs, ref[0]), _close(reward, ref[1])
+    assert (terminated == ref[2]).all() and (truncated == ref[3]).all()

@@ -119,9 +119,10 @@ class BackendCartPole(VectorCartPole):
 
 
 class NativeChainEnv(VectorEnv):
-    """What cpp and fused share for the n-link chain: the C build of cuda/chain.cuh with v5's
-    episode rules (``studylib.sims.chain.backend.ChainNativeBackend``: OpenMP across blocks of
-    environments, SIMD lanes within one, the state in L1 across the K steps of a call). A policy
+    """What cpp, cuda and fused share for the n-link chain: on the device the record resolves, the C
+    build of cuda/chain.cuh with v5's episode rules (``studylib.sims.chain.backend.ChainNativeBackend``:
+    OpenMP across blocks of environments, SIMD lanes within one, the state in L1 across the K steps
+    of a call) or, on a GPU, the same rules in cuda/chain_kernel.cu (``ChainCudaBackend``). A policy
     in the record's ``fused_policies`` runs K steps in ONE native call ("none": the hashed
     controls; fused's "mlp": the Gaussian MLP inside the same kernel); any other policy runs
     between one-step native calls, in PyTorch on the batch (cpp's "mlp": the paper's C++ row).
@@ -131,11 +132,8 @@ class NativeChainEnv(VectorEnv):
     def estimate_bytes(cls, num_envs, state_factor, params=None):
         return footprint.native_chain(num_envs, state_factor, params)
 
-    def _resolve_device(self, device):
-        return "cpu"
-
     def _native_kind(self):
-        return TorchKind("cpu")
+        return TorchKind("cpu")  # on the GPU too: the arrays handed out are host copies, made once per call
 
     def __init__(self, settings):
         super().__init__(settings)
@@ -152,7 +150,12 @@ class NativeChainEnv(VectorEnv):
         self._reset()
 
     def _make_backend(self, cpu_backend):
-        """The backend this implementation steps (cuda's: the kernels on the GPU, its own class)."""
+        """The backend on ``self.device``: the C build, or on a GPU cuda/chain_kernel.cu through CuPy
+        (``ChainCudaBackend``: the same rules, the fused MLP included, K steps per launch)."""
+        if self.device == "cuda":
+            from ..sims.chain.cuda_backend import ChainCudaBackend
+
+            return ChainCudaBackend(self.num_envs, self.params, self.policy_weights, self.log_std)
         return cpu_backend(self.num_envs, self.params, self.policy_weights, self.log_std)
 
     def _out(self, array):

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from . import footprint
 from .. import native
-from .base import VectorEnv
 from ..native.backends import CudaModuleBackend
 from .backend_env import BackendCartPole, NativeChainEnv
 from ..sims.cartpole import STATE_SIZE
@@ -53,16 +52,8 @@ class CudaChain(NativeChainEnv):
     """``cuda`` for the n-link chain: cuda/chain_kernel.cu through CuPy, K environment steps of
     the hashed controls per launch, one thread per environment, the state in registers
     (``studylib.sims.chain.cuda_backend.ChainCudaBackend``); with the MLP, one launch per step and
-    the Gaussian policy in PyTorch between them, as CartPole's ``cuda`` pairs its kernel with
-    framework inference. The arrays handed out, ``arrays="native"`` included, are host copies
+    the Gaussian policy in PyTorch on the host CPU between them (the states copied back each step),
+    as CartPole's ``cuda`` pairs its kernel with framework inference. The arrays handed out, ``arrays="native"`` included, are host copies
     (CPU tensors), made once per call. Where no CUDA device exists, ``make`` refuses in one line."""
 
-    name = "cuda"
-
-    def _resolve_device(self, device):
-        return VectorEnv._resolve_device(self, device)  # the record's: "cuda", refused without a GPU
-
-    def _make_backend(self, cpu_backend):
-        from ..sims.chain.cuda_backend import ChainCudaBackend
-
-        return ChainCudaBackend(self.num_envs, self.params, self.policy_weights, self.log_std)
+    name = "cuda"  # its record's one device, "cuda": refused in one line without a GPU

@@ -75,7 +75,9 @@ class FusedCartPole(BackendCartPole):
 
 class FusedChain(NativeChainEnv):
     """``fused`` for the n-link chain: simulation, v5's episode step and the Gaussian MLP policy in
-    ONE kernel, K steps per call (cuda/chain.cuh with cuda/mlp.cuh; ``NativeChainEnv``).
+    ONE kernel, K steps per call (cuda/chain.cuh with cuda/mlp.cuh; ``NativeChainEnv``): the C
+    build on the CPU, cuda/chain_kernel.cu's MLP kernels through CuPy on a GPU (the device as its
+    record resolves it: the GPU where one works, unless the CPU is asked for).
 
     ``collect(T)`` is the same kernel writing every step down (observations, the unclipped samples,
     their log-probabilities, rewards, flags, pre-reset observations): how PPO collects with

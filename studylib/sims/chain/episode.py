@@ -45,7 +45,7 @@ import numpy as np
 
 from .. import rules
 from ..rules import (CONTROL_SALT, NOISE_SALTS, UNIFORM_UNIT, EpisodeRules, EpisodeStep, controls,  # noqa: F401
-                     hash_controls, normal, policy_noise, reset_uniforms)
+                     hash_controls, normal, policy_noise, reset_uniform, reset_uniforms)
 from .dynamics import env_step, observation
 from .model import ChainParams
 
