@@ -31,7 +31,7 @@ HUGE_N = 2**45  # far beyond any machine's memory by every impl's estimate_bytes
 
 
 def _check_row(row, **expected):
-    assert ROW_KEYS <= set(row)
+    assert ROW_KEYS <= set(row) and set(measure.ROW_KEYS) <= set(row)  # the columns an empty sweep still has
     for k, v in expected.items():
         assert row[k] == v, k
     assert row["samples_per_s_min"] <= row["samples_per_s"] <= row["samples_per_s_max"]
@@ -52,6 +52,18 @@ def test_measure_contract_and_resets_during_measurement():
     _check_row(row, impl="cpp", num_envs=16, steps=4, policy="none", repeats=2, state_factor=1, compute_factor=1)
     assert row["episodes_finished"] > 0  # envs reset during the timed region: no fixed point
     assert len(row["samples_per_s_all"]) == 2
+
+
+def test_a_sweep_that_holds_none_of_its_points_still_has_the_rows_columns(tmp_path):
+    """Another machine's snapshot without this sweep reads as an empty frame with every row's columns,
+    so a chapter's selections and groupings answer "not measured" instead of a KeyError (a GPU
+    machine's snapshot that held the chain alone once crashed the findings that way)."""
+    (tmp_path / "other-box").mkdir()
+    (tmp_path / "other-box" / "machine.json").write_text(json.dumps({"cores": 2}))
+    df = sweep.sweep("fig4", [MeasurePoint.of("cpp", 16, 4, **FAST)], data_dir=tmp_path, progress=False,
+                     machine="other-box")
+    assert df.empty and list(df.columns[:len(measure.ROW_KEYS)]) == list(measure.ROW_KEYS)
+    assert df.groupby(["impl", "num_envs"])["samples_per_s"].max().empty
 
 
 def test_rows_of_an_earlier_state_factor_never_stand_for_todays():

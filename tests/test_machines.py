@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path  # noqa: F401
+from pathlib import Path
 
 import pytest
 
@@ -93,7 +93,8 @@ def _chain_row(impl, links, num_envs, steps, rate, policy="none", device="cuda")
             "samples_per_s": rate}
 
 
-def test_the_chain_on_a_gpu_sets_cuda_beside_jax_and_torch_at_each_point(tmp_path):
+def _gpu_box(tmp_path) -> Path:
+    """A GPU machine's folder holding chain rows: cuda, jax and torch on its GPU, and host rows."""
     folder = tmp_path / "gpu-box"
     folder.mkdir()
     rows = [_chain_row("cuda", n, 4096, k, r) for n, k, r in
@@ -102,7 +103,14 @@ def test_the_chain_on_a_gpu_sets_cuda_beside_jax_and_torch_at_each_point(tmp_pat
     rows += [_chain_row("torch", 1, 4096, 100, 1e6), _chain_row("cuda", 1, 4096, 100, 3e6, policy="mlp"),
              _chain_row("cpp", 1, 4096, 100, 1e9, device="cpu"),  # the host's: not a GPU row
              _chain_row("jax", 1, 256, 100, 5e5, device="cpu")]
-    (folder / "chain.json").write_text(json.dumps({"format": "studylib-sweep/1", "sweep": "chain", "runs": [], "rows": rows}))
+    (folder / "chain.json").write_text(json.dumps({"format": "studylib-sweep/1", "sweep": "chain", "runs": [],
+                                                   "rows": rows}))
+    (folder / "machine.json").write_text(json.dumps({"gpu": "Some GPU", "cores": 16}))
+    return folder
+
+
+def test_the_chain_on_a_gpu_sets_cuda_beside_jax_and_torch_at_each_point(tmp_path):
+    folder = _gpu_box(tmp_path)
     frame = machines.chain_on_gpu({"gpu-box": folder, "cpu-box": tmp_path / "none"}).set_index(["links", "steps"])
     assert list(frame.columns[:1]) == ["machine"] and set(frame["machine"]) == {"gpu-box"}
     one = frame.loc[(1, 100)]
@@ -111,9 +119,43 @@ def test_the_chain_on_a_gpu_sets_cuda_beside_jax_and_torch_at_each_point(tmp_pat
     assert frame.loc[(1, 1), "cuda / jax"] == 0.5 and frame.loc[(1, 1), "cuda K gain"] == 1.0
     assert frame.loc[(16, 1), "jax"] != frame.loc[(16, 1), "jax"]  # not measured: NaN, no ratio made up
     assert one["jax formulation"] == "aba_unrolled" and frame.loc[(4, 100), "jax formulation"] == "aba"
-    (line,) = machines.chain_gpu_summary(frame.reset_index())
+    (key, line), = machines.chain_gpu_summary(frame.reset_index()).items()
+    assert key == "gpu-box"
     # K = 100 at N = 4096, split by jax's formulation, each n named; cuda's K gain over every n there
     assert "K = 100" in line and "`aba_unrolled` formulation, 4× to 8× (n = 1: 4×, n = 2: 8×)" in line
     assert "`aba` formulation, 50× to 50× (n = 4: 50×)" in line
     assert "from K = 1 to K = 100 there: 10× to 40× (n = 1: 40×, n = 2: 25×, n = 4: 10×)" in line
-    assert machines.chain_on_gpu({}).empty and machines.chain_gpu_summary(machines.chain_on_gpu({})) == []
+    assert machines.chain_on_gpu({}).empty and machines.chain_gpu_summary(machines.chain_on_gpu({})) == {}
+
+
+def test_the_first_page_tells_each_gpus_robot_result(tmp_path):
+    """The introduction's machines sentence (overview.machines_text): a GPU snapshot without CartPole
+    sweeps says so, then gives the chain's cuda-over-jax summary of that machine; this build's own
+    machine is not repeated there."""
+    from studylib.book.pages import overview
+
+    folders = {"gpu-box": _gpu_box(tmp_path)}
+    text = overview.machines_text(folders, this="cpu-box")
+    assert "**1** machines' measurements" in text and "Some GPU (`gpu-box`) holds no F.1 or F.3 sweep of CartPole" in text
+    assert "The robot on that GPU" in text and machines.chain_gpu_summary(machines.chain_on_gpu(folders))["gpu-box"] in text
+    assert "The robot" not in overview.machines_text(folders, this="gpu-box")
+
+
+def test_a_chapter_asked_for_a_snapshot_that_lacks_it_refuses_in_one_line(tmp_path, monkeypatch):
+    """book.params, as a chapter page calls it with ``machine``: a snapshot holding none of the
+    chapter's own files is refused in one line naming them (the pages crashed deep inside on such
+    GPU snapshots); a file another chapter writes too (beyond_roofline.json) does not count as the
+    chapter's; a chapter the snapshot holds resolves."""
+    from studylib import book
+    from studylib.errors import ConfigError
+
+    monkeypatch.setenv("STUDYLIB_DATA_DIR", str(tmp_path))
+    folder = _gpu_box(tmp_path)  # chain.json alone
+    (folder / "beyond_roofline.json").write_text("{}")
+    assert book.params("chain", preset="default", machine="gpu-box").machine == "gpu-box"
+    for chapter, files in (("vectorization", "fig4.json"), ("beyond", "beyond.json"),
+                           ("complexity", "fig9.json"), ("engines", "engine_predictions.json, engines.json")):
+        with pytest.raises(ConfigError) as e:
+            book.params(chapter, preset="default", machine="gpu-box")
+        assert f"holds none of the {chapter} chapter's files ({files})" in str(e.value) and "\n" not in str(e.value)
+    assert book.params("vectorization", preset="default").machine is None  # this machine: measured, never refused

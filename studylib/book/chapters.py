@@ -136,8 +136,21 @@ def chapter(name: str) -> Chapter:
 
 
 def params(name: str, **given):
-    """Chapter ``name``'s parameters (``Chapter.params``)."""
-    return chapter(name).params(**given)
+    """Chapter ``name``'s parameters (``Chapter.params``) as its page asks for them: another machine's
+    snapshot that holds none of the chapter's files is refused in one line (the page would have
+    nothing to plot; a GPU machine's snapshot holds the sweeps its lease fitted, not a whole build)."""
+    from .presets import machine_folders
+
+    ch = chapter(name)
+    P = ch.params(**given)
+    # its own files: a file another chapter writes too (beyond_roofline.json) does not make the chapter
+    own = [f for f in ch.files if not any(f in other.files for other in CHAPTERS.values() if other is not ch)]
+    folder = machine_folders(P.data_dir).get(P.machine) if own and P.machine is not None else None
+    if folder is not None and not any((folder / f"{f}.json").exists() for f in own):
+        raise ConfigError(f"machine {P.machine!r} holds none of the {name} chapter's files "
+                          f"({', '.join(f + '.json' for f in own)}): its snapshot did not measure this chapter "
+                          "(\"Across machines\" lists what each snapshot holds)")
+    return P
 
 
 def measured_chapters() -> list[Chapter]:

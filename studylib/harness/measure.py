@@ -73,6 +73,13 @@ def _make(point: MeasurePoint):
     return env, time.perf_counter() - t0, build_s
 
 
+# the columns of every row ``measure`` writes (a sweep that holds none of its points still has them)
+ROW_KEYS = ("impl", "num_envs", "steps", "state_factor", "compute_factor", "policy", "device", "device_requested",
+            "device_name", "samples_per_s", "samples_per_s_min", "samples_per_s_max", "samples_per_s_all",
+            "rel_spread", "repeats", "calls_per_repeat", "seconds_per_repeat", "min_seconds", "compile_s",
+            "setup_s", "warmup_s", "episodes_finished", "seed", "state_layout", "machine", "date", "timer")
+
+
 def measure(point: MeasurePoint) -> dict:
     """One row (a flat, JSON-serialisable dict). Keys: impl, num_envs, steps, state_factor,
     compute_factor, policy, device (resolved), device_requested, device_name, samples_per_s (median

@@ -33,7 +33,7 @@ from .. import sims
 from ..errors import (ConfigError, DeviceUnavailableError, InstrumentUnavailableError, InsufficientMemoryError,
                       PackageUnavailableError)
 from ..settings import MeasurePoint, point_key
-from .measure import measure
+from .measure import ROW_KEYS, measure
 from ..native.build import check_measuring_native
 from .data.provenance import machine_key, posed_cpuinfo
 from .data.semantics import stamp
@@ -298,7 +298,8 @@ def sweep(name: str, points, *, data_dir="data", progress=True, log=None, machin
     import pandas as pd
 
     result = run(name, points, measure, POINTS, data_dir=data_dir, progress=progress, log=log, machine=machine)
-    df = pd.DataFrame(result.rows)
+    # no row (a snapshot without this sweep): still the rows' columns, so readers select and group as usual
+    df = pd.DataFrame(result.rows, columns=None if result.rows else list(ROW_KEYS))
     df["machine"] = result.machines
     df.attrs.update(skipped=result.skipped, path=result.path, measured=result.measured, lost=result.lost,
                     reused=result.reused, stale=result.stale)

@@ -226,10 +226,11 @@ def _each(rows: pd.DataFrame, column: str) -> str:
     return f"{rows[column].min():.3g}× to {rows[column].max():.3g}× ({each})"
 
 
-def chain_gpu_summary(frame: pd.DataFrame) -> list[str]:
-    """Per machine: cuda over jax at the largest K both measured, at the largest N where both have it
-    for the most n, over n for each formulation jax ran; and cuda's K gain at that N over every n."""
-    lines = []
+def chain_gpu_summary(frame: pd.DataFrame) -> dict[str, str]:
+    """Per machine (key -> one sentence): cuda over jax at the largest K both measured, at the largest
+    N where both have it for the most n, over n for each formulation jax ran; and cuda's K gain at
+    that N over every n."""
+    lines = {}
     for key, rows in frame.dropna(subset=["cuda", "jax"]).groupby("machine", sort=True):
         k = rows["steps"].max()
         at_k = rows[rows["steps"] == k]
@@ -239,6 +240,6 @@ def chain_gpu_summary(frame: pd.DataFrame) -> list[str]:
         by_form = "; ".join(f"against jax's `{f}` formulation, {_each(part, 'cuda / jax')}"
                             for f, part in pick.groupby("jax formulation", sort=False))
         gain = frame[(frame["machine"] == key) & (frame["num_envs"] == n_envs) & (frame["steps"] == k)]
-        lines.append(f"`{key}`, N = {n_envs:,}, K = {k}: cuda runs the chain {by_form}. "
-                     f"cuda's gain from K = 1 to K = {k} there: {_each(gain.dropna(subset=['cuda K gain']), 'cuda K gain')}.")
+        lines[key] = (f"N = {n_envs:,}, K = {k}: cuda runs the chain {by_form}. cuda's gain from K = 1 to "
+                      f"K = {k} there: {_each(gain.dropna(subset=['cuda K gain']), 'cuda K gain')}.")
     return lines

@@ -147,7 +147,7 @@ def counts_md(records, where: str = "this machine") -> str:
 def machines_text(folders: dict, this: str | None = None) -> str:
     """How many machines' snapshots the data hold (the "Across machines" page sets their F.1–F.4
     beside the paper) and, for each one with a GPU other than ``this``, its F.1 and F.3 verdicts."""
-    from .machines import findings_by_machine
+    from .machines import chain_gpu_summary, chain_on_gpu, findings_by_machine
     from ..presets import machine_info_of
 
     text = (f"The data hold **{len(folders)}** machines' measurements; {chapter_link('machines')} sets each "
@@ -156,12 +156,15 @@ def machines_text(folders: dict, this: str | None = None) -> str:
     if not gpus:
         return text
     F = findings_by_machine({k: folders[k] for k in gpus})
+    robot = chain_gpu_summary(chain_on_gpu({k: folders[k] for k in gpus}))  # the chain on each GPU
     for key, gpu in gpus.items():
         rows = F[(F["machine"] == key) & F["finding"].isin(["F.1", "F.3"])] if len(F) else F
         if not len(rows):
-            text += f" The snapshot measured on an {gpu} holds no F.1 or F.3 sweep."
-            continue
-        text += (f" On the machine with an **{gpu}** (`{key}`): " + "; ".join(
-            f"{r['finding']} ({claim_text(r['key'], r['paper'])} in the paper) **{r['ours']}**, *{verdict_text(r)}*"
-            for r in rows.to_dict("records")) + ".")
+            text += f" The snapshot measured on an {gpu} (`{key}`) holds no F.1 or F.3 sweep of CartPole."
+        else:
+            text += (f" On the machine with an **{gpu}** (`{key}`): " + "; ".join(
+                f"{r['finding']} ({claim_text(r['key'], r['paper'])} in the paper) **{r['ours']}**, *{verdict_text(r)}*"
+                for r in rows.to_dict("records")) + ".")
+        if key in robot:
+            text += f" The robot on that GPU, our kernel against XLA's program (its formulation per n chosen on a CPU), at {robot[key]}"
     return text
