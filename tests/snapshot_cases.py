@@ -19,6 +19,12 @@ CPU_SNAPSHOTS = [k for k in SNAPSHOTS if not machine_json(k).get("gpu")]
 SNAPSHOT = max(CPU_SNAPSHOTS, key=lambda k: machine_json(k).get("date") or "") if CPU_SNAPSHOTS else None
 # snapshots measured on a lent GPU machine: the chapters' sweeps that fitted its lease, not a whole build
 GPU_SNAPSHOTS = [k for k in SNAPSHOTS if machine_json(k).get("gpu")]
+# those that hold CartPole's sweeps of F.1–F.4 (one, the H200's, holds the chain alone); every CPU
+# snapshot holds them (tests/test_book_runs.py), so the findings' tests read FINDINGS_SNAPSHOTS
+FINDINGS_FILES = ("fig4", "fig4_k", "fig8", "fig9")
+CARTPOLE_GPU_SNAPSHOTS = [k for k in GPU_SNAPSHOTS
+                          if all((ROOT / "data" / k / f"{f}.json").exists() for f in FINDINGS_FILES)]
+FINDINGS_SNAPSHOTS = sorted([*CPU_SNAPSHOTS, *CARTPOLE_GPU_SNAPSHOTS])
 
 
 def identity_of(key: str) -> dict:

@@ -11,6 +11,7 @@ import pytest
 from studylib import book, costs
 from studylib.book.claims import analysis, findings as claims
 from studylib.book.claims.analysis import NOT_MEASURED, NOT_REPRODUCED, PARTLY, REPRODUCED
+from tests.snapshot_cases import FINDINGS_SNAPSHOTS, ROOT  # the snapshots holding F.1–F.4's sweeps
 
 # (rule, ours, paper) -> verdict: every verdict each rule can give
 CASES = [
@@ -370,8 +371,6 @@ def test_ratio_by_n_carries_the_repeats():
 
 # ---- the committed snapshots: no verdict carried by one N, unmarked ---------------------------------------
 
-ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
-SNAPSHOTS = sorted(p.parent.name for p in (ROOT / "data").glob("*/machine.json"))
 
 
 @pytest.fixture(scope="module")
@@ -381,7 +380,7 @@ def snapshot_frames():
 
     out = {}
     with session(engine=READ_ONLY):
-        for key in SNAPSHOTS:
+        for key in FINDINGS_SNAPSHOTS:
             P = {ch: book.params(ch, preset="default", data_dir=ROOT / "data", machine=key)
                  for ch in ("vectorization", "overheads", "fusion", "complexity")}
             out[key] = (P, {"v": book.vectorization_data(P["vectorization"]), "o": book.overheads_data(P["overheads"]),
@@ -405,7 +404,7 @@ def _without(df, n):
     return out
 
 
-@pytest.mark.parametrize("key", SNAPSHOTS)
+@pytest.mark.parametrize("key", FINDINGS_SNAPSHOTS)
 def test_dropping_one_n_changes_no_unmarked_verdict(key, snapshot_frames):
     """Leave each N out of the snapshot's data in turn and recompute every finding from the rest: a
     verdict that changes must be one the table marks borderline, naming that N."""

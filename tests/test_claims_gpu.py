@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from studylib.book.pages import machines
-from tests.snapshot_cases import GPU_SNAPSHOTS, ROOT
+from tests.snapshot_cases import CARTPOLE_GPU_SNAPSHOTS, ROOT
 
 
-@pytest.mark.parametrize("key", GPU_SNAPSHOTS)
+@pytest.mark.parametrize("key", CARTPOLE_GPU_SNAPSHOTS)
 def test_a_gpu_snapshots_reasons_speak_of_the_gpu(key):
     F = machines.findings_by_machine({key: ROOT / "data" / key}).set_index("key")
     reasons = " ".join(F["reason"])
@@ -20,7 +20,7 @@ def test_a_gpu_snapshots_reasons_speak_of_the_gpu(key):
     assert "f2_cpu_share_k1" not in F.index or "0%" not in F.loc["f2_cpu_share_k1", "reason"]
 
 
-@pytest.mark.parametrize("key", GPU_SNAPSHOTS)
+@pytest.mark.parametrize("key", CARTPOLE_GPU_SNAPSHOTS)
 def test_a_gpu_snapshots_headlines_are_its_rows_ratios(key):
     """F.3's fusion alone and F.1's GPU over gym recomputed from the snapshot's rows by hand."""
     import pandas as pd

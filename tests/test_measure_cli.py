@@ -128,3 +128,16 @@ def test_measure_help_names_the_chapters_it_takes():
     from studylib.book.chapters import measured_chapters
 
     assert MEASURED_CHAPTERS == tuple(ch.name for ch in measured_chapters())
+
+
+def test_bench_of_the_chain_names_each_rows_n(capsys):
+    """`bench --sim chain --links 1,2`: each row of the table says which n it measured (the table
+    once printed the chain's rows without their n, so a run at six n read as six unlabelled rows)."""
+    from studylib.__main__ import main
+
+    assert main(["bench", "--impl", "cpp", "--sim", "chain", "--links", "1,2", "--num-envs", "8", "--steps", "2",
+                 "--policy", "none", "--repeats", "1", "--min-seconds", "0.01"]) == 0
+    header, *lines = capsys.readouterr().out.strip().splitlines()[:3]
+    cells = header.split()
+    assert cells[:4] == ["impl", "sim", "episode_rules", "links"]
+    assert [line.split()[:4] for line in lines] == [["cpp", "chain", "v5", "1"], ["cpp", "chain", "v5", "2"]]

@@ -18,11 +18,24 @@ def fmt_bytes(n) -> str:
     return f"{n:.0f} B"
 
 
+def _simulator_columns(rows) -> list[str]:
+    """["sim", its variant keys (the chain's "links")...] where a row steps a simulator other than
+    CartPole, so that rows of one command at several n are told apart; [] for CartPole's rows."""
+    from .. import sims
+
+    others = [r["sim"] for r in rows if r.get("sim", sims.DEFAULT) != sims.DEFAULT]
+    keys = [k for name in dict.fromkeys(others) for k in sorted(sims.sim(name).variant_keys)]
+    return ["sim", *dict.fromkeys(keys)] if others else []
+
+
 def format_table(rows) -> str:
-    """Throughput rows (``harness.measure``)."""
-    header = ["impl", "N", "K", "S", "C", "policy", "device", "samples/s", "min..max", "calls", "compile_s", "episodes"]
+    """Throughput rows (``harness.measure``), with the simulator and its variant (n) where not CartPole."""
+    extra = _simulator_columns(rows)
+    header = ["impl", *extra, "N", "K", "S", "C", "policy", "device", "samples/s", "min..max", "calls", "compile_s",
+              "episodes"]
     return _render(header, [[
-        r["impl"], str(r["num_envs"]), str(r["steps"]), str(r["state_factor"]), str(r["compute_factor"]),
+        r["impl"], *(str(r.get(k, "cartpole" if k == "sim" else "-")) for k in extra),
+        str(r["num_envs"]), str(r["steps"]), str(r["state_factor"]), str(r["compute_factor"]),
         r["policy"], r["device"], f"{r['samples_per_s']:.3g}",
         f"{r['samples_per_s_min']:.3g}..{r['samples_per_s_max']:.3g}", str(r["calls_per_repeat"]),
         f"{r['compile_s']:.3f}", str(r["episodes_finished"]),
