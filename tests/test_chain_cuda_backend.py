@@ -70,8 +70,14 @@ class _HostKernel:
             args[-1][0] += count.value  # the kernel's atomicAdd on the episode counter
 
 
-def fake_cupy(launches: list):
+def fake_cupy(launches: list, copies: list | None = None):
+    """The stand-in; ``copies`` (if given) records the shape of every device-to-host copy."""
     names = _kernel_names()
+
+    def asnumpy(a):
+        if copies is not None:
+            copies.append(np.shape(a))
+        return np.array(a, copy=True)
 
     class RawModule:
         def __init__(self, code, options):
@@ -82,7 +88,7 @@ def fake_cupy(launches: list):
             return _HostKernel(name, launches)
 
     return types.SimpleNamespace(
-        asarray=_device, asnumpy=lambda a: np.array(a, copy=True),
+        asarray=_device, asnumpy=asnumpy,
         zeros=lambda shape, dtype: np.zeros(shape, dtype).view(_DeviceArray),
         empty=lambda shape, dtype: np.zeros(shape, dtype).view(_DeviceArray),
         uint64=np.uint64, RawModule=RawModule)
@@ -181,3 +187,26 @@ def test_fused_on_a_gpu_runs_simulation_and_policy_in_one_launch_per_call(monkey
     ref = cpu.step(np.zeros(37, np.float32))
     _close(obs, ref[0]), _close(reward, ref[1])
     assert (terminated == ref[2]).all() and (truncated == ref[3]).all()
+
+
+def test_a_rollout_copies_only_its_episode_count_back_and_a_read_copies_the_rest():
+    """The per-environment results of a launch stay on the device until read: a K-step rollout makes
+    one device-to-host copy (its episode count), and the first read of a result after it copies
+    that result once (a copy of every result per call held cuda at K = 1 below jax on a GPU)."""
+    p = ChainParams(links=2)
+    copies = []
+    cuda = ChainCudaBackend(37, p, None, 0.0, cupy=fake_cupy([], copies))
+    cpu = ChainNativeBackend(37, p, None, 0.0)
+    for b in (cuda, cpu):
+        b.reset(seed=3)
+    del copies[:]
+    assert cuda.rollout(30, "none", 3) == cpu.rollout(30, "none", 3)
+    assert copies == [(1,)]  # the episode counter alone
+    np.testing.assert_array_equal(cuda.flags_out, cpu.flags_out)
+    np.testing.assert_array_equal(cuda.flags_out, cpu.flags_out)  # read twice, copied once
+    np.testing.assert_array_equal(cuda.elapsed, cpu.elapsed)
+    _close(cuda.final_obs_out, cpu.final_obs_out)
+    assert copies == [(1,), (37,), (37,), (37, p.observation_size)]
+    ctrl = np.linspace(-1, 1, 37, dtype=np.float32)
+    assert cuda.step(ctrl, 3) == cpu.step(ctrl, 3)
+    _close(cuda.reward_out, cpu.reward_out), _close(cuda.obs(), cpu.obs())

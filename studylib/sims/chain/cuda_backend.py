@@ -5,8 +5,8 @@ K environment steps per launch: the ``cuda`` implementation of the chain.
 It has ``ChainNativeBackend``'s methods and host buffers (``state``, ``elapsed``, ``episode``,
 ``flags_out``, ``reward_out``, ``final_obs_out``): every launch works on the device copies, and
 the per-environment results a caller reads after a call (flags, rewards, counters, final
-observations) are copied back once per call, so a K-step rollout costs one launch and one small
-copy. Observations and the MLP's actions of the current states (``obs``, ``policy_actions``) are
+observations) are copied back at their first read, so a K-step rollout costs one launch and one
+copy of its episode count. Observations and the MLP's actions of the current states (``obs``, ``policy_actions``) are
 computed by the CPU build on the host copies (the same chain.cuh code): they serve the
 step-at-a-time API, not the fused rollout. CuPy is imported when a backend is made, never at
 import. The launch logic (which kernel, its arguments by value, the grid) is tested through the
@@ -43,12 +43,31 @@ def kernel_build(p: ChainParams, generic: bool = False) -> str:
     return str(p.links) if p.links in unrolled_links() and not generic else "generic"
 
 
+# the per-environment results a launch writes on the device: copied back when first read, so a
+# K-step rollout moves only its episode count to the host (a copy of every result per call held
+# cuda at K = 1 below jax's rate at N = 2^16 on an H200)
+RESULTS = ("elapsed", "episode", "flags_out", "reward_out", "final_obs_out")
+
+
+def _copied_back_when_read(name: str) -> property:
+    def get(self):
+        if name in self._stale:
+            self._pull(name)
+        return self._host[name]
+
+    def put(self, value):
+        self._host[name] = value
+
+    return property(get, put, doc=f"``{name}`` on the host, copied from the device at the first read after a launch")
+
+
 class ChainCudaBackend(ChainNativeBackend):
     """The chain's kernels on the GPU through CuPy (``cupy``: the module, for the tests' stand-in;
     None: ``import cupy``). Callers check that a device exists first (studylib.devices)."""
 
     DEVICES = ("cuda",)
     api = "cupy.RawKernel"
+    elapsed, episode, flags_out, reward_out, final_obs_out = (_copied_back_when_read(n) for n in RESULTS)
 
     def __init__(self, num_envs: int, params: ChainParams = INVERTED_DOUBLE_PENDULUM, weights=None,
                  log_std: float = 0.0, device: str = "cuda", generic: bool = False, cupy=None):
@@ -58,6 +77,7 @@ class ChainCudaBackend(ChainNativeBackend):
             import cupy
         self._cp = cp = cupy
         self._dev = {}  # device copies of the host buffers, by name
+        self._host, self._stale = {}, set()  # RESULTS' host buffers; those a launch has left behind the device's
         super().__init__(num_envs, params, weights=None, log_std=log_std, device="cpu", generic=generic)
         self.device = "cuda"
         for name in ("state", "elapsed", "episode", "flags_out", "reward_out", "final_obs_out"):
@@ -87,9 +107,15 @@ class ChainCudaBackend(ChainNativeBackend):
             self._native(kernel, fn, self._grid, (THREADS_PER_BLOCK,), (_by_value(self._args), *extra))
 
     def _pull(self, *names) -> None:
-        """The device buffers ``names`` into their host copies."""
+        """The device buffers ``names`` into their host copies, now."""
         for name in names:
-            getattr(self, name)[...] = self._cp.asnumpy(self._dev[name])
+            self._stale.discard(name)
+            host = self._host[name] if name in self._host else getattr(self, name)
+            host[...] = self._cp.asnumpy(self._dev[name])
+
+    def _later(self, *names) -> None:
+        """The device buffers ``names`` changed: their host copies follow at their next read."""
+        self._stale.update(names)
 
     def _set_call(self, seed: int, policy: int, num_steps: int, final_obs: bool = False) -> None:
         a = self._args
@@ -117,7 +143,7 @@ class ChainCudaBackend(ChainNativeBackend):
         self.seed = int(seed)
         self._set_call(seed, POLICY_CTRL, 0)
         self._launch("chain_reset_generic")
-        self._pull("elapsed", "episode")  # the state: when read (obs, get_state, policy_actions)
+        self._later("elapsed", "episode")  # the state: when read (obs, get_state, policy_actions)
 
     def restart(self, mask, seed: int) -> None:
         mask = np.ascontiguousarray(mask, dtype=np.uint8)
@@ -128,7 +154,7 @@ class ChainCudaBackend(ChainNativeBackend):
         self._args.reset_mask = self._ptr(device_mask)
         self._launch("chain_reset_generic")
         self._args.reset_mask = None
-        self._pull("elapsed", "episode", "final_obs_out")
+        self._later("elapsed", "episode", "final_obs_out")
 
     def _episodes(self, seed: int, num_steps: int, policy: int, ctrl=None, final_obs: bool = True) -> int:
         self._set_call(seed, policy, num_steps, final_obs)
@@ -140,8 +166,8 @@ class ChainCudaBackend(ChainNativeBackend):
             self._launch(f"chain_episodes_mlp_{self._build}", _by_value(ChainTrajectoryArgs()), self._done)
         else:
             self._launch(f"chain_episodes_{self._build}", self._done)
-        self._pull("elapsed", "episode", "flags_out", "reward_out", *(("final_obs_out",) if final_obs else ()))
-        return int(self._cp.asnumpy(self._done)[0])
+        self._later("elapsed", "episode", "flags_out", "reward_out", *(("final_obs_out",) if final_obs else ()))
+        return int(self._cp.asnumpy(self._done)[0])  # the one copy a call makes: its episode count
 
     def collect(self, num_steps: int, seed: int, normalization=None) -> tuple[ChainTrajectory, int]:
         cp = self._cp
@@ -149,7 +175,7 @@ class ChainCudaBackend(ChainNativeBackend):
         self._set_call(seed, POLICY_MLP, len(traj.obs))
         self._done.fill(0)
         self._launch(f"chain_episodes_mlp_{self._build}", _by_value(t), self._done)
-        self._pull("elapsed", "episode", "flags_out", "reward_out")
+        self._later("elapsed", "episode", "flags_out", "reward_out")
         return ChainTrajectory(*(cp.asnumpy(b) for b in traj)), int(cp.asnumpy(self._done)[0])
 
     def obs(self) -> np.ndarray:
