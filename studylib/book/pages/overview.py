@@ -146,7 +146,8 @@ def counts_md(records, where: str = "this machine") -> str:
 
 def machines_text(folders: dict, this: str | None = None) -> str:
     """How many machines' snapshots the data hold (the "Across machines" page sets their F.1–F.4
-    beside the paper) and, for each one with a GPU other than ``this``, its F.1 and F.3 verdicts."""
+    beside the paper) and, for each one with a GPU other than ``this``, its F.1 and F.3 verdicts and,
+    where it holds the chain on its GPU, our kernel's rate over XLA's there (``machines.chain_gpu_summary``)."""
     from .machines import chain_gpu_summary, chain_on_gpu, findings_by_machine
     from ..presets import machine_info_of
 
