@@ -226,7 +226,7 @@ def test_each_command_names_what_exists(command):
             if m:
                 assert m.group(1) in extras, spec
     for word in words:
-        if re.fullmatch(r"(benchmarks|tests|cuda|book|studylib)/[\w/.-]+\.(py|cu|cuh|cpp|md)", word):
+        if re.fullmatch(r"(benchmarks|tests|cuda|book|studylib)/[\w/.-]+\.(py|cu|cuh|cpp|md|sh)", word):
             assert (ROOT / word).is_file(), word
 
 
