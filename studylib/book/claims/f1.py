@@ -19,8 +19,6 @@ from ..presets import ChapterParams, machine_facts
 def vectorization_rows(P: ChapterParams, v: pd.DataFrame) -> list[Finding]:
     """F.1: the best vectorized implementation, and cpp, over gym at each N (each at its best K);
     the paper's "up to" and "at most" are the largest over N, so ours is too."""
-    if v.empty:  # a snapshot without the sweep (a GPU machine's that measured the chain alone)
-        return []
     best = v.groupby(["impl", "num_envs"])["samples_per_s"].max().unstack(0)
     if "gym" not in best:
         return []

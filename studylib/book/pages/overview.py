@@ -167,5 +167,6 @@ def machines_text(folders: dict, this: str | None = None) -> str:
                 f"{r['finding']} ({claim_text(r['key'], r['paper'])} in the paper) **{r['ours']}**, *{verdict_text(r)}*"
                 for r in rows.to_dict("records")) + ".")
         if key in robot:
-            text += f" The robot on that GPU, our kernel against XLA's program (its formulation per n chosen on a CPU), at {robot[key]}"
+            text += (" The robot on that GPU, our kernel against XLA's program (its formulation per n chosen "
+                     f"on a CPU), at {robot[key]}")
     return text

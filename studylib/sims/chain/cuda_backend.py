@@ -6,8 +6,8 @@ It has ``ChainNativeBackend``'s methods and host buffers (``state``, ``elapsed``
 ``flags_out``, ``reward_out``, ``final_obs_out``): every launch works on the device copies, and
 the per-environment results a caller reads after a call (flags, rewards, counters, final
 observations) are copied back at their first read, so a K-step rollout costs one launch and one
-copy of its episode count. Observations and the MLP's actions of the current states (``obs``, ``policy_actions``) are
-computed by the CPU build on the host copies (the same chain.cuh code): they serve the
+copy of its episode count. Observations and the MLP's actions of the current states (``obs``,
+``policy_actions``) are computed by the CPU build on the host copies (the same chain.cuh code): they serve the
 step-at-a-time API, not the fused rollout. CuPy is imported when a backend is made, never at
 import. The launch logic (which kernel, its arguments by value, the grid) is tested through the
 host build of the same kernels (tests/test_chain_cuda_backend.py).
@@ -80,7 +80,7 @@ class ChainCudaBackend(ChainNativeBackend):
         self._host, self._stale = {}, set()  # RESULTS' host buffers; those a launch has left behind the device's
         super().__init__(num_envs, params, weights=None, log_std=log_std, device="cpu", generic=generic)
         self.device = "cuda"
-        for name in ("state", "elapsed", "episode", "flags_out", "reward_out", "final_obs_out"):
+        for name in ("state", *RESULTS):
             self._dev[name] = cp.asarray(getattr(self, name))
         self._dev["params"] = cp.asarray(self._params)
         self._done = cp.zeros(1, dtype=cp.uint64)
