@@ -15,14 +15,20 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     if _threads == "1" and "xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
         os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_cpu_multi_thread_eigen=false".strip()
 
-# XLA's backend optimization level 0 (LLVM's codegen at -O0) for every JAX program the suite
-# compiles, as the tiny book's build already did: programs compile 25-40% faster here (the chain's
-# step at n = 2, 8, 32: 1.3-1.8 s -> 1.0-1.1 s; the suite compiles some 700), and XLA's own passes
-# (fusion, simplification) are the same, so results move by float32 rounding at most. What users
-# run is the default level: tests/test_xla_default_level.py runs conformance tests again at it.
-if ("xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", "")
-        and not os.environ.get("STUDYLIB_TESTS_XLA_DEFAULT_LEVEL")):
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_backend_optimization_level=0".strip()
+# XLA's compile options for every JAX program the suite compiles, as the tiny book's build already
+# used them: backend optimization level 0 (LLVM's codegen at -O0: the chain's step at n = 2, 8, 32
+# compiled in 1.0-1.1 s instead of 1.3-1.8 s) and XLA:CPU's older elemental emitters instead of its
+# fusion emitters (a further ~30% here: the chain's step at n = 4 and 2 and CartPole's rollout,
+# 2.2 s -> 1.5 s together, three runs each; MJX's pendulum step 10-15%). The suite compiles some
+# 700 programs; XLA's own passes (fusion, simplification) are the same, so results move by float32
+# rounding at most. What users run is XLA's defaults: tests/test_xla_default_level.py runs
+# conformance tests again without these options.
+TEST_XLA_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
+AT_XLA_DEFAULTS = bool(os.environ.get("STUDYLIB_TESTS_XLA_DEFAULT_LEVEL"))
+if not AT_XLA_DEFAULTS:
+    _given = os.environ.get("XLA_FLAGS", "")
+    _missing = [f for f in TEST_XLA_FLAGS if f.split("=")[0] not in _given]
+    os.environ["XLA_FLAGS"] = " ".join([_given, *_missing]).strip()
 
 def _session_folder(variable: str, prefix: str) -> str | None:
     """A temporary folder named by ``$variable`` for the whole session: made by the first process
