@@ -34,7 +34,7 @@ def _scan_rollout(params, num_envs, actions, seed):
 
 
 @pytest.mark.skipif(not AT_XLA_DEFAULTS, reason="bit for bit between two XLA programs: checked at XLA's defaults, what "
-                    "users run (tests/test_xla_default_level.py); the suite's compile options fuse them apart")
+                    "users run (tests/test_xla_default_level.py); the suite's compile options round them apart")
 @pytest.mark.parametrize("state_factor,compute_factor", [(1, 1), (2, 2)])
 def test_matches_the_jax_implementation_step_for_step(state_factor, compute_factor):
     """Same start, same actions: every transition, flag and final observation of the functional
