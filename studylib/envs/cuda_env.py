@@ -54,6 +54,7 @@ class CudaChain(NativeChainEnv):
     (``studylib.sims.chain.cuda_backend.ChainCudaBackend``); with the MLP, one launch per step and
     the Gaussian policy in PyTorch on the host CPU between them (the states copied back each step),
     as CartPole's ``cuda`` pairs its kernel with framework inference. The arrays handed out,
-    ``arrays="native"`` included, are host copies (CPU tensors), made once per call. Where no CUDA device exists, ``make`` refuses in one line."""
+    ``arrays="native"`` included, are host copies (CPU tensors), made once per call. Where no CUDA
+    device exists, ``make`` refuses in one line."""
 
     name = "cuda"  # its record's one device, "cuda": refused in one line without a GPU

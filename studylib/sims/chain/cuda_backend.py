@@ -7,10 +7,10 @@ It has ``ChainNativeBackend``'s methods and host buffers (``state``, ``elapsed``
 the per-environment results a caller reads after a call (flags, rewards, counters, final
 observations) are copied back at their first read, so a K-step rollout costs one launch and one
 copy of its episode count. Observations and the MLP's actions of the current states (``obs``,
-``policy_actions``) are computed by the CPU build on the host copies (the same chain.cuh code): they serve the
-step-at-a-time API, not the fused rollout. CuPy is imported when a backend is made, never at
-import. The launch logic (which kernel, its arguments by value, the grid) is tested through the
-host build of the same kernels (tests/test_chain_cuda_backend.py).
+``policy_actions``) are computed by the CPU build on the host copies (the same chain.cuh code):
+they serve the step-at-a-time API, not the fused rollout. CuPy is imported when a backend is
+made, never at import. The launch logic (which kernel, its arguments by value, the grid) is tested
+through the host build of the same kernels (tests/test_chain_cuda_backend.py).
 """
 
 from __future__ import annotations
