@@ -30,7 +30,6 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ..errors import StudyError
 from ..native.build import check_measuring_native
-from .data.store import DataFile
 from .sweep import SKIP_ERRORS, Keying, Result, progress_bar, run_parameters, save_skipped
 
 SLOT = "studylib_slot"
@@ -137,12 +136,13 @@ class RayEngine:
 
     def run(self, name, items, measure_one, keying: Keying, *, data_dir, progress, log) -> Result:
         """``sweep.run`` on the cluster: the pending items as tasks, each result saved as it comes."""
-        files = {m: DataFile(data_dir, name, keying.row_key, kind=keying.kind, machine=m) for m in self.machines}
+        files = {m: keying.data_file(data_dir, name, m) for m in self.machines}
         keys = [keying.row_key(keying.columns(it)) for it in items]
-        stale = [why for key in dict.fromkeys(keys) for f in files.values() if key in f.stale for why in [f.stale[key]]]
+        stale = [f.stale[key] for key in dict.fromkeys(keys) for f in files.values()
+                 if key in f.stale and f.serving(key) not in f.rows]
         pending = {}
         for item, key in zip(items, keys):
-            if key not in pending and not any(key in f.rows for f in files.values()):
+            if key not in pending and not any(f.serving(key) in f.rows for f in files.values()):
                 pending[key] = item
         measured, lost = 0, []
         if pending:
@@ -174,8 +174,7 @@ class RayEngine:
                             bar.update(1)
                             continue
                         machine = info["machine_key"]
-                        f = files.setdefault(machine, DataFile(data_dir, name, keying.row_key, kind=keying.kind,
-                                                               machine=machine))
+                        f = files.setdefault(machine, keying.data_file(data_dir, name, machine))
                         if machine not in locked:  # a node of a kind that joined the cluster since
                             locks.enter_context(f.locked(parameters))
                             locked.add(machine)
@@ -211,15 +210,15 @@ class RayEngine:
     def _result(files, items, keys, measured, lost) -> Result:
         rows, machines, skipped = [], [], []
         for item, key in zip(items, keys):
-            found = next((f for f in files.values() if key in f.rows), None)
+            found = next((f for f in files.values() if f.serving(key) in f.rows), None)
             if found is not None:
-                rows.append(found.rows[key])
+                rows.append(found.rows[found.serving(key)])
                 machines.append(found.folder.name)
             else:
                 skipped += [f.skipped[key] for f in files.values() if key in f.skipped][:1]
         first = next(iter(files.values()))
         return Result(rows=rows, skipped=skipped, path=str(first.path), machines=machines, measured=measured,
-                      lost=lost, reused=len({k for k in keys if any(k in f.rows for f in files.values())}) - measured)
+                      lost=lost, reused=len({k for k in keys if any(f.serving(k) in f.rows for f in files.values())}) - measured)
 
 
 @contextlib.contextmanager

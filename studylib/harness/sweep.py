@@ -32,7 +32,7 @@ from typing import Callable
 from .. import sims
 from ..errors import (ConfigError, DeviceUnavailableError, InstrumentUnavailableError, InsufficientMemoryError,
                       PackageUnavailableError)
-from ..settings import MeasurePoint, point_key
+from ..settings import POINT_KEYS, MeasurePoint, point_key
 from .measure import ROW_KEYS, measure
 from ..native.build import check_measuring_native
 from .data.provenance import machine_key, posed_cpuinfo
@@ -51,18 +51,34 @@ SKIP_ERRORS = (InsufficientMemoryError, DeviceUnavailableError, ConfigError, Pac
 class Keying:
     """How a data file names its items: ``columns(item)`` are the item's identifying values (saved
     with a skipped item), ``row_key(row)`` the key of a saved row or of those columns; ``kind``:
-    what its rows measure (``harness.data.semantics``), which decides whether a saved row is reused."""
+    what its rows measure (``harness.data.semantics``), which decides whether a saved row is reused;
+    ``timing``: where a key holds its repeats and min_seconds (``timing_in``), so that a row timed at
+    least as carefully serves (``DataFile.serving``); None where keys hold no timing."""
 
     columns: Callable[[object], dict]
     row_key: Callable[[dict], tuple]
     describe: Callable[[object], str]
     kind: str
+    timing: tuple[int, int] | None = None
+
+    def data_file(self, data_dir, name: str, machine: str | None = None) -> DataFile:
+        """The data file ``name`` of ``machine`` (None: this one), keyed as this keying keys."""
+        return DataFile(data_dir, name, self.row_key, kind=self.kind, machine=machine, timing=self.timing)
+
+    def saved_keys(self, f: DataFile, items) -> list[tuple]:
+        """The key in ``f`` that answers each item: its own, or a row's timed at least as carefully."""
+        return [f.serving(self.row_key(self.columns(it))) for it in items]
 
     def __post_init__(self):
         stamp(self.kind)  # an unknown kind fails where the keying is made, naming the known ones
 
 
-POINTS = Keying(MeasurePoint.flat, point_key, MeasurePoint.describe, "throughput")
+def timing_in(names) -> tuple[int, int]:
+    """The positions of ``repeats`` and ``min_seconds`` in a key of the columns ``names``."""
+    return names.index("repeats"), names.index("min_seconds")
+
+
+POINTS = Keying(MeasurePoint.flat, point_key, MeasurePoint.describe, "throughput", timing=timing_in(POINT_KEYS))
 
 
 def keyed_by(*names: str) -> Callable[[dict], tuple]:
@@ -220,8 +236,8 @@ def run_parameters(items, keying: Keying) -> dict:
 
 
 def _run_here(name, items, measure_one, keying: Keying, *, data_dir, progress, log) -> Result:
-    f = DataFile(data_dir, name, keying.row_key, kind=keying.kind)
-    keys = [keying.row_key(keying.columns(it)) for it in items]
+    f = keying.data_file(data_dir, name)
+    keys = keying.saved_keys(f, items)
     reused = sum(k in f.rows for k in dict.fromkeys(keys))
     stale = [f.stale[k] for k in dict.fromkeys(keys) if k in f.stale]
     measured = 0
@@ -250,8 +266,8 @@ def read_saved(name, items, keying: Keying, *, data_dir, machine) -> Result:
     """The saved rows of ``items`` in ``machine``'s file, measuring nothing; the items it lacks
     are listed as skipped, "not measured on <machine>" (or "stale on <machine>: why", for a row
     measured by code of other semantics)."""
-    f = DataFile(data_dir, name, keying.row_key, kind=keying.kind, machine=machine)
-    keys = [keying.row_key(keying.columns(it)) for it in items]
+    f = keying.data_file(data_dir, name, machine)
+    keys = keying.saved_keys(f, items)
     rows = [f.rows[k] for k in keys if k in f.rows]
 
     def missing(it, k):

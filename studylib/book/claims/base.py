@@ -145,6 +145,12 @@ def ratio_reason(num: pd.DataFrame, den: pd.DataFrame, ratios: pd.DataFrame, a: 
     return "; ".join(parts) + ("; the median is their mean" if len(ns) == 2 else "")
 
 
+def reason_then(head: str, tail: str, sep: str = "; ") -> str:
+    """``head`` (a ratio's reason) followed by ``tail`` (where or why), or nothing where ``head`` is
+    empty: a ratio with no N both rows share has no numbers to explain, and ``row`` then says so."""
+    return f"{head}{sep}{tail}" if head else ""
+
+
 def k_gain_reason(df: pd.DataFrame, impl: str, kmax: int, gain: pd.DataFrame, max_n=None, state_factor=1,
                   compute_factor=1) -> str:
     """A K = 1 → ``kmax`` gain's reason: the per-step times at K = ``kmax`` and K = 1 at the N that

@@ -33,7 +33,7 @@ from .analysis import (
     rates_by_n,
     ratio_by_n,
 )
-from .base import Finding, on_gpu, ratio_reason, row
+from .base import Finding, on_gpu, ratio_reason, reason_then, row
 from .paper import PAPER
 
 VECTORIZED = ("torch", "jax")  # the paper's F.1 "DL framework (PyTorch) and ML compiler (XLA)" rows
@@ -106,21 +106,21 @@ def links_rows(n: int, d: pd.DataFrame, kmax: int, policy: str = "none") -> list
         best = best_rates_by_n(d[d["impl"].isin(vec)])
         r = ratio_by_n(best, gym)
         rows.append(row("F.1", "speedup", f"{tag}: best of torch/jax over gym, largest over N", "f1_gpu_over_gym",
-                        r, ratio_reason(best, gym, r, "the faster of torch and jax", "gym", LARGEST)
-                        + f"; {_where(d, vec[0], vec[-1])}", summary=LARGEST))
+                        r, reason_then(ratio_reason(best, gym, r, "the faster of torch and jax", "gym", LARGEST),
+                                       _where(d, vec[0], vec[-1])), summary=LARGEST))
     if {"gym", "cpp"} <= impls:
         cpp = best_rates_by_n(d[d["impl"] == "cpp"])
         r = ratio_by_n(cpp, gym)
         rows.append(row("F.1", "at most", f"{tag}: cpp over gym, largest over N", "f1_cpp_over_gym", r,
-                        ratio_reason(cpp, gym, r, "cpp", "gym", LARGEST) + ": cpp steps the environments in SIMD "
-                        "lanes on every core, gym one at a time in Python", summary=LARGEST))
+                        reason_then(ratio_reason(cpp, gym, r, "cpp", "gym", LARGEST), "cpp steps the environments in "
+                                    "SIMD lanes on every core, gym one at a time in Python", ": "), summary=LARGEST))
     if {"jax", "torch"} <= impls and kmax > 1:
         jax = rates_by_n(d[(d["impl"] == "jax") & (d["steps"] == kmax)])
         torch = best_rates_by_n(d[d["impl"] == "torch"])
         r = ratio_by_n(jax, torch)
         rows.append(row("F.2", "speedup", f"{tag}: jax (K = {kmax}) over torch (its best K), median over N{_against_papers_k(kmax)}",
-                        "f2_xla_over_torch", r, ratio_reason(jax, torch, r, f"jax (K = {kmax})", "torch (its best K)")
-                        + f"; {_where(d, 'jax', 'torch')}"))
+                        "f2_xla_over_torch", r, reason_then(ratio_reason(jax, torch, r, f"jax (K = {kmax})", "torch (its best K)"),
+                                    _where(d, "jax", "torch"))))
     fused, xla = fused_impl(policy), xla_impl()
     for impl, key in ((fused, "f3_fusion"), (xla, "f3_xla_k1_to_k1000")):
         if impl in impls and kmax > 1:
@@ -137,9 +137,9 @@ def links_rows(n: int, d: pd.DataFrame, kmax: int, policy: str = "none") -> list
         r = ratio_by_n(hi, lo)
         rows.append(row("F.3", "speedup", f"{tag}: {fused} over {xla} at K = {kmax}, median over N{_against_papers_k(kmax)}",
                         "f3_fused_over_xla",
-                        r, ratio_reason(hi, lo, r, f"{fused} (K = {kmax})", f"{xla} (K = {kmax})") + "; "
-                        + _where(d, fused, xla).replace("the paper's figure is a GPU's", "the paper's figure sets "
-                                                          "a CUDA kernel against XLA's GPU kernels")))
+                        r, reason_then(ratio_reason(hi, lo, r, f"{fused} (K = {kmax})", f"{xla} (K = {kmax})"),
+                                       _where(d, fused, xla).replace("the paper's figure is a GPU's", "the paper's "
+                                                                     "figure sets a CUDA kernel against XLA's GPU kernels"))))
     return rows
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .analysis import SINGLE_RUN_SHARE_MARGIN, best_rates_by_n, k_speedup, k_speedup_spread, rates_by_n, ratio_by_n
-from .base import Finding, k_gain_reason, on_gpu, ratio_reason, row
+from .base import Finding, k_gain_reason, on_gpu, ratio_reason, reason_then, row
 from ..format import fmt_time, pow2_label
 from .paper import PAPER
 from ..presets import ChapterParams
@@ -32,8 +32,8 @@ def overheads_rows(P: ChapterParams, o: pd.DataFrame, prof: pd.DataFrame) -> lis
         tp = prof[prof["impl"] == "torch"] if len(prof) else prof
         calls = f", {tp['backend_calls_per_step'].median():.0f} Python→backend calls per torch step" if len(tp) else ""
         where = "the same GPU" if on_gpu(small, "jax") and on_gpu(small, "torch") else "the same CPU cores"
-        reason = (ratio_reason(jax, torch, ratio, f"jax (K = {kmax})", "torch (its best K)")
-                  + f"; both compute on {where}, so what jax saves is torch's per-operation dispatch{calls}")
+        reason = reason_then(ratio_reason(jax, torch, ratio, f"jax (K = {kmax})", "torch (its best K)"),
+                             f"both compute on {where}, so what jax saves is torch's per-operation dispatch{calls}")
         torch_k = small[small["impl"] == "torch"]["steps"].max()
         torch_gain = k_speedup(o, "torch", 1, torch_k, max_n=SMALL_N) if torch_k > 1 else pd.Series(dtype=float)
         rows.append(row("F.2", "speedup", f"jax (K = {kmax}) over torch (its best K), median over N ≤ 2^13",

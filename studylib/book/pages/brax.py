@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ...harness.sweep import Keying, keyed_by, run
+from ...harness.sweep import Keying, keyed_by, run, timing_in
 from ..presets import ChapterParams
 
 # Rows saved before the work was counted (no ``work_counted``) do not match and are measured again.
@@ -136,7 +136,7 @@ def brax_data(P: ChapterParams) -> pd.DataFrame:
     items = [{"env": e, "num_envs": n, "steps": P.brax_steps, "repeats": P.repeats, "min_seconds": P.min_seconds,
               "work_counted": WORK_COUNTER} for e in (CARTPOLE, *P.brax_envs) for n in P.brax_num_envs]
     keying = Keying(dict, keyed_by(*BRAX_KEYS), lambda i: f"brax {i['env']} N={i['num_envs']} K={i['steps']}",
-                    "brax")
+                    "brax", timing=timing_in(BRAX_KEYS))
     result = run("fig2_brax", items, brax_throughput, keying, data_dir=P.data_dir, progress=False, log=lambda m: None,
                  machine=P.machine)
     return pd.DataFrame(result.rows)

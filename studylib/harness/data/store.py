@@ -31,6 +31,12 @@ committed with the study), the first change to it copies the folder to ``<data_d
 (ignored by git) and writes there; from then on that machine's files are read from the copy
 (``machine_folder``), so a build never leaves a checkout dirty, and the pages say which folder
 they show. Delete ``.local/<key>`` to go back to the committed snapshot.
+
+**A row timed at least as carefully serves.** Where an item's key holds its timing (``timing``: the
+positions of ``repeats`` and ``min_seconds`` in the key), a saved row of the same item with at least
+as many timed regions, each at least as long, answers it (``serving``): it measured the same
+quantity at least as precisely, so a snapshot measured at the ``paper`` preset's timing serves a
+point the ``default`` preset asks for, and a cheaper default timing leaves no snapshot stale.
 """
 
 from __future__ import annotations
@@ -183,8 +189,10 @@ class DataFile:
     Reading needs no lock and writes nothing. Changes happen inside ``with f.locked(parameters):``
     (``add_row``, ``add_skipped``), each written to disk at once."""
 
-    def __init__(self, data_dir, name: str, row_key, *, kind: str, machine: str | None = None):
+    def __init__(self, data_dir, name: str, row_key, *, kind: str, machine: str | None = None,
+                 timing: tuple[int, int] | None = None):
         self.name = check_name(name)
+        self.timing = timing
         self.stamp = stamp(kind)
         self.kind = kind
         self.committed = Path(data_dir) / (check_name(machine) if machine is not None else machine_key())
@@ -210,6 +218,33 @@ class DataFile:
             else:
                 self.rows[self.row_key(r)] = r
         self.skipped = {self.row_key(s): s for s in doc.get("skipped", [])}
+        self._by_item = None
+
+    def _untimed(self, key: tuple) -> tuple:
+        return tuple(v for i, v in enumerate(key) if i not in self.timing)
+
+    def _timed_keys(self) -> dict:
+        """The current rows' keys by their item (the key less its timing), built when first asked
+        after a change: ``serving`` looks up each unsaved key there, not in every row."""
+        if self._by_item is None:
+            self._by_item = {}
+            for k in self.rows:
+                if None not in (k[self.timing[0]], k[self.timing[1]]):
+                    self._by_item.setdefault(self._untimed(k), []).append(k)
+        return self._by_item
+
+    def serving(self, key: tuple) -> tuple:
+        """The key of the saved row that answers ``key``: ``key`` itself where it is saved (or where
+        keys hold no timing); else the most carefully timed current row of the same item with at
+        least the repeats and region length ``key`` asks for (see the module doc); else ``key``."""
+        if key in self.rows or self.timing is None:
+            return key
+        repeats, seconds = (key[i] for i in self.timing)
+        if repeats is None or seconds is None:
+            return key
+        careful = [(k[self.timing[1]], k[self.timing[0]], k) for k in self._timed_keys().get(self._untimed(key), [])
+                   if k[self.timing[0]] >= repeats and k[self.timing[1]] >= seconds]
+        return max(careful, key=lambda c: c[:2])[2] if careful else key
 
     def _ensure_writable(self) -> None:
         try:
@@ -277,6 +312,7 @@ class DataFile:
         self.doc["rows"] = [r for r in self.doc["rows"] if self.row_key(r) != key] + [row]
         self.doc["skipped"] = [s for s in self.doc["skipped"] if self.row_key(s) != key]
         self.rows[key] = row
+        self._by_item = None
         self.skipped.pop(key, None)
         self.stale.pop(key, None)
         atomic_write_json(self.path, self.doc)
