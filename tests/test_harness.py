@@ -144,8 +144,10 @@ def test_the_calibrations_last_region_is_the_first_repeat():
     assert 1 < t.calls <= 24 and len(t.seconds) == 3
     sizes = [b - a for a, b in zip([0, *syncs], syncs)]  # every region's calls, each synchronised
     assert sum(sizes) == len(calls) and sizes[:2] == [1, 1]  # the warm-up, then region(1)
-    growing = sizes[1:-3]  # the calibration's regions before its last, each smaller than the next
-    assert sizes[-3:] == [t.calls] * 3 and growing == sorted(set(growing)) and growing[-1] < t.calls
+    first = sizes.index(t.calls)  # the calibration's last region, the first repeat
+    growing = sizes[1:first]  # the calibration's regions before its last, each smaller than the next
+    # three regions of its calls; six where a stall on a loaded machine had the repeats timed again
+    assert sizes[first:] in ([t.calls] * 3, [t.calls] * 6) and growing == sorted(set(growing))
 
 
 def test_a_stall_in_calibration_does_not_leave_tiny_regions():

@@ -57,3 +57,14 @@ def test_one_stalled_repeat_is_timed_again_too(monkeypatch):
 def test_a_spread_that_persists_is_reported_after_one_more_try(monkeypatch):
     t, regions = _timed(monkeypatch, {4, 7})
     assert len(regions) == 8 and max(t.seconds) == pytest.approx(0.224)  # the second set, as measured
+
+
+def test_with_between_the_caller_is_told_the_repeats_start_again(monkeypatch):
+    """With ``between`` (the engines' contacts), every repeat is timed after the calibration: regions
+    3-5, then, two of them stalled, 6-8; ``between(True)`` marks each start."""
+    clock, firsts = Clock({3, 5}), []
+    monkeypatch.setattr(timing.time, "perf_counter", clock.perf_counter)
+    t = time_regions(clock.call, repeats=3, min_seconds=0.02, sync=clock.sync,
+                     between=lambda first: firsts.append(clock.region) if first else None)
+    assert firsts == [3, 6] and clock.calls_per_region[:-1] == [1, 1, 24, 24, 24, 24, 24, 24, 24]
+    assert t.seconds == pytest.approx([0.024] * 3)

@@ -110,5 +110,8 @@ def time_regions(call, *, repeats: int, min_seconds: float, sync=None, between=N
         spread = max(seconds) > SPREAD_LIMIT * min(seconds)
         if attempt or not (stalled or spread):
             break
-        calls, last = calibrated(calls, (typical, 0)) if stalled else (calls, region(calls))
+        if stalled:
+            calls, last = calibrated(calls, (typical, 0))
+        elif between is None:  # a fresh first repeat (with ``between``, every repeat is timed anew anyway)
+            last = region(calls)
     return Timing(warmup_s=warmup_s, calls=calls, seconds=tuple(seconds), counted=counted)
